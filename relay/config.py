@@ -1,0 +1,147 @@
+"""Every setting of claude-bridge, declared once with its default and help text.
+
+The table below is the single source of defaults (SPEC §11 timings and the relay's own limits).
+A setting is read, in order of precedence, from an explicit override (a command-line flag),
+the environment variable ``CB_<NAME>`` (upper case), then the default. A test fails when a
+setting is missing from the README, so adding one here means documenting it there too.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+
+@dataclass(frozen=True)
+class Setting:
+    name: str
+    default: Any
+    help: str
+    part: str  # "relay", "agent" or "both": which side reads it
+
+    @property
+    def env_var(self) -> str:
+        return "CB_" + self.name.upper()
+
+
+KIB = 1024
+MIB = 1024 * KIB
+
+SETTINGS: tuple[Setting, ...] = (
+    # SPEC §11: timings and limits
+    Setting("transcript_read_interval", 0.7, "Seconds between transcript reads (agent).", "agent"),
+    Setting("screen_read_interval", 1.5, "Seconds between screen reads (agent).", "agent"),
+    Setting("preview_read_interval", 0.7, "Seconds between in-progress text reads during a turn.", "agent"),
+    Setting("missed_hook_close", 15.0, "Seconds after which a turn whose Stop hook was missed is closed.", "agent"),
+    Setting("revive_window_hours", 12.0, "Sessions alive within this many hours are revived at start.", "agent"),
+    Setting("revive_max", 5, "At most this many sessions are revived, newest first.", "agent"),
+    Setting("held_after_revive", 2.5, "Seconds after a revive before held messages are typed.", "agent"),
+    Setting("model_switch_window", 30.0, "Seconds after a model change during which its dialog is auto-passed.", "agent"),
+    Setting("events_kept", 1000, "Events kept per session on the relay; older ones are fetched from the Mac.", "relay"),
+    Setting("catchup_page", 500, "Largest page of events one catch-up request returns.", "relay"),
+    # Relay: where and how it listens
+    Setting("data_dir", "~/.claude-bridge/relay", "Folder of the relay's database (relay.db).", "relay"),
+    Setting("host", "127.0.0.1", "Address the relay listens on; loopback unless a TLS proxy fronts it.", "relay"),
+    Setting("port", 8765, "Port the relay listens on.", "relay"),
+    Setting("public_url", "", "Address phones use to reach the relay (for pairing links); empty = http://host:port.", "relay"),
+    Setting("web_dir", "", "Folder of the control page's static files; empty = the web/ folder beside the code.", "relay"),
+    # Relay: limits on input
+    Setting("max_body_bytes", 1 * MIB, "Largest HTTP request body; larger ones get 413.", "relay"),
+    Setting("max_line_bytes", 8 * MIB, "Largest transcript line accepted; a larger one is replaced by a marker event.", "relay"),
+    Setting("max_link_message_bytes", 32 * MIB, "Largest message on the agent link.", "relay"),
+    Setting("max_message_chars", 100_000, "Longest message text a phone may send.", "relay"),
+    Setting("tool_result_max_chars", 4000, "Tool result text kept in an event; the full length is recorded.", "relay"),
+    Setting("tool_input_max_chars", 4000, "Longest string kept from a tool's input in an event.", "relay"),
+    # Relay: streams and commands
+    Setting("sse_keepalive", 15.0, "Seconds between SSE keep-alive comments.", "relay"),
+    Setting("sse_queue_size", 2000, "Events buffered per SSE subscriber; on overflow it gets resync and is closed.", "relay"),
+    Setting("command_timeout", 15.0, "Seconds the relay waits for the Mac to answer a command.", "relay"),
+    Setting("history_timeout", 5.0, "Seconds the relay waits for the Mac to send older history.", "relay"),
+    Setting("auth_recheck_interval", 5.0, "Seconds between re-checks of an open stream's token (revocation).", "relay"),
+    # Relay: pairing and tokens
+    Setting("pair_code_ttl", 600.0, "Seconds a one-time pairing code stays valid.", "relay"),
+    Setting("pair_attempts_per_minute", 10, "Pairing attempts allowed per client address per minute.", "relay"),
+    Setting("token_ttl_days", 365.0, "Days a paired token stays valid; 0 = no expiry.", "relay"),
+    # Relay: storage
+    Setting("store_synchronous", "NORMAL", "SQLite synchronous mode: NORMAL survives a killed process, FULL also a power cut.", "relay"),
+    Setting("writer_batch_max", 512, "Most write jobs committed together in one transaction.", "relay"),
+)
+
+_BY_NAME: dict[str, Setting] = {s.name: s for s in SETTINGS}
+
+
+class ConfigError(ValueError):
+    """A setting has an unknown name or a value of the wrong type."""
+
+
+@dataclass(frozen=True)
+class Config:
+    """Resolved settings. Immutable: a value read once never changes under the reader."""
+
+    values: Mapping[str, Any] = field(default_factory=dict)
+
+    def __getattr__(self, name: str) -> Any:
+        try:
+            return self.values[name]
+        except KeyError:
+            raise AttributeError(name) from None
+
+    @property
+    def data_path(self) -> Path:
+        return Path(str(self.values["data_dir"])).expanduser()
+
+    @property
+    def base_url(self) -> str:
+        url = str(self.values["public_url"])
+        if url:
+            return url.rstrip("/")
+        return f"http://{self.values['host']}:{self.values['port']}"
+
+    def replace(self, **overrides: Any) -> Config:
+        return load(overrides, environ={}, base=self)
+
+
+def _coerce(setting: Setting, raw: Any) -> Any:
+    kind = type(setting.default)
+    if isinstance(raw, kind) and not (kind is int and isinstance(raw, bool)):
+        return raw
+    try:
+        if kind is bool:
+            return str(raw).lower() in {"1", "true", "yes", "on"}
+        if kind is int:
+            return int(raw)
+        if kind is float:
+            return float(raw)
+        return str(raw)
+    except (TypeError, ValueError):
+        raise ConfigError(
+            f"setting {setting.name} wants a {kind.__name__}, got {raw!r}"
+        ) from None
+
+
+def load(
+    overrides: Mapping[str, Any] | None = None,
+    environ: Mapping[str, str] | None = None,
+    base: Config | None = None,
+) -> Config:
+    """Resolve every setting: overrides beat ``CB_*`` environment variables beat defaults."""
+    env = os.environ if environ is None else environ
+    values: dict[str, Any] = {}
+    for setting in SETTINGS:
+        if base is not None:
+            values[setting.name] = base.values[setting.name]
+        elif setting.env_var in env:
+            values[setting.name] = _coerce(setting, env[setting.env_var])
+        else:
+            values[setting.name] = setting.default
+    for name, raw in (overrides or {}).items():
+        if raw is None:
+            continue
+        setting = _BY_NAME.get(name)
+        if setting is None:
+            raise ConfigError(f"unknown setting {name!r}")
+        values[name] = _coerce(setting, raw)
+    return Config(values)

@@ -1,0 +1,75 @@
+"""Every error the relay reports to a person, with a stable code.
+
+The same code appears in the log, in the API body (``{"error": {"code", "message", ...}}``) and on
+the page, so a person can look it up. Each error says what happened and what to do.
+
+    RelayError
+    ├── BadRequest            400  bad_request, bad_json, bad_after, bad_limit
+    ├── Unauthorized          401  unauthorized, token_revoked, token_expired
+    ├── Forbidden             403  bad_origin
+    ├── NotFound              404  not_found, unknown_session, unknown_device, unknown_card
+    ├── Conflict              409  device_offline, epoch_mismatch, after_beyond_last,
+    │                              history_unavailable, session_locked, card_closed
+    ├── PayloadTooLarge       413  body_too_large, line_too_large, text_too_large
+    ├── TooManyRequests       429  pair_rate_limited
+    └── GatewayTimeout        504  device_timeout
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class RelayError(Exception):
+    status = 500
+    code = "internal"
+
+    def __init__(self, message: str, *, code: str | None = None, **details: Any) -> None:
+        super().__init__(message)
+        self.message = message
+        if code is not None:
+            self.code = code
+        self.details = details
+
+    def body(self) -> dict[str, Any]:
+        return {"error": {"code": self.code, "message": self.message, **self.details}}
+
+
+class BadRequest(RelayError):
+    status = 400
+    code = "bad_request"
+
+
+class Unauthorized(RelayError):
+    status = 401
+    code = "unauthorized"
+
+
+class Forbidden(RelayError):
+    status = 403
+    code = "forbidden"
+
+
+class NotFound(RelayError):
+    status = 404
+    code = "not_found"
+
+
+class Conflict(RelayError):
+    status = 409
+    code = "conflict"
+
+
+class PayloadTooLarge(RelayError):
+    status = 413
+    code = "body_too_large"
+
+
+class TooManyRequests(RelayError):
+    status = 429
+    code = "rate_limited"
+
+
+class GatewayTimeout(RelayError):
+    status = 504
+    code = "device_timeout"

@@ -1,0 +1,292 @@
+"""The wire protocol, defined once: display events and every message on the agent link.
+
+The agent (`agent/`) and the relay import these models; `docs/protocol.md` describes them for
+people. Every link message is a JSON object with a ``type`` field naming its model below.
+
+Agent → relay: ``hello``, ``lines``, ``session_update``, ``command_result``, ``history``, ``ping``.
+Relay → agent: ``welcome``, ``ack``, ``events``, ``command``, ``history_request``, ``error``, ``pong``.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+
+PROTOCOL_VERSION = 1
+
+
+class _Model(BaseModel):
+    model_config = ConfigDict(extra="ignore", frozen=False)
+
+
+# ---------------------------------------------------------------------------
+# Display events
+# ---------------------------------------------------------------------------
+
+
+class EventKind(StrEnum):
+    USER = "user"
+    ASSISTANT = "assistant"
+    THINKING = "thinking"
+    TOOL_USE = "tool_use"
+    TOOL_RESULT = "tool_result"
+    MARKER = "marker"
+
+
+class MarkerKind(StrEnum):
+    COMPACTED = "compacted"  # 📦 context compacted
+    CLEARED = "cleared"  # 🧹 /clear · conversation cleared
+    LOCAL_COMMAND = "local_command"  # /model, /compact … and their output
+    INTERRUPTED = "interrupted"  # [Request interrupted by user…]
+    HOOK_ALLOWED = "hook_allowed"  # Allowed by PermissionRequest hook
+    HOOK_DENIED = "hook_denied"
+    REJECTED = "rejected"  # the person rejected a tool use
+    TASK_NOTIFICATION = "task_notification"  # a background agent finished
+    API_ERROR = "api_error"
+    UNREADABLE = "unreadable"  # a line that could not be read
+    LINE_TOO_LARGE = "line_too_large"
+    AUTO_PASSED = "auto_passed"  # a dialog passed without asking (agent)
+    REVIVED = "revived"  # 🔁 the Mac restarted, the session was reopened
+    INFO = "info"
+
+
+class DisplayEvent(_Model):
+    """One item of a session's history as the page draws it (before numbering)."""
+
+    kind: EventKind
+    text: str = ""
+    # tool_use / tool_result
+    tool: str | None = None
+    tool_use_id: str | None = None
+    summary: str | None = None  # readable one-line summary of a tool's input
+    input: dict[str, Any] | None = None  # the tool's input, long strings truncated
+    is_error: bool = False
+    full_length: int | None = None  # length of the text before truncation
+    truncated: bool = False
+    # markers
+    marker: MarkerKind | None = None
+    # where it came from
+    timestamp: str | None = None
+    uuid: str | None = None
+    agent_id: str | None = None  # set for a subagent's (sidechain) lines
+    model: str | None = None
+    message_id: str | None = None
+
+
+class NumberedEvent(DisplayEvent):
+    """A stored event: a display event with its place in the session's history."""
+
+    session_id: str
+    seq: int
+    epoch: str
+    conversation_id: str | None = None
+    offset: int | None = None  # byte offset of the transcript line it came from
+
+
+# ---------------------------------------------------------------------------
+# Pieces shared by several messages
+# ---------------------------------------------------------------------------
+
+
+class LineRecord(_Model):
+    """One complete transcript line and its identity: conversation id + byte offset (+ uuid)."""
+
+    offset: int = Field(ge=0)
+    text: str
+    uuid: str | None = None
+
+
+class CardOption(_Model):
+    key: str
+    label: str
+
+
+class Card(_Model):
+    id: str
+    kind: Literal["permission", "question", "plan", "dialog", "keyed", "stuck"]
+    title: str = ""
+    text: str = ""
+    options: list[CardOption] = Field(default_factory=list)
+    multi_select: bool = False
+    tool: str | None = None
+    tool_input: dict[str, Any] | None = None
+
+
+class HeldMessage(_Model):
+    id: str
+    text: str
+    state: Literal["held", "typing", "typed", "cancelled", "failed"] = "held"
+    created_at: float | None = None
+
+
+class SessionPosition(_Model):
+    """What a Mac knows of a session's numbered history, sent in hello."""
+
+    session_id: str
+    last_seq: int = Field(default=0, ge=0)
+    epoch: str | None = None
+
+
+class DeviceInfo(_Model):
+    name: str = ""
+    hostname: str = ""
+    os: str = ""
+    agent_version: str = ""
+    claude_version: str = ""
+
+
+class SessionInfo(_Model):
+    """What the Mac reports about a session's live side (never stored as state)."""
+
+    session_id: str
+    cwd: str | None = None
+    title: str | None = None
+    conversation_id: str | None = None
+    state: Literal["starting", "idle", "busy", "waiting", "ended"] | None = None
+    activity: str | None = None  # e.g. "coding"
+    card: Card | None = None
+    clear_card: bool = False  # the card closed (card=None alone means "unchanged")
+    held: list[HeldMessage] | None = None
+    preview: str | None = None
+    permission_mode: str | None = None
+    model: str | None = None
+
+
+# ---------------------------------------------------------------------------
+# Agent → relay
+# ---------------------------------------------------------------------------
+
+
+class Hello(_Model):
+    type: Literal["hello"] = "hello"
+    protocol: int = PROTOCOL_VERSION
+    device: DeviceInfo = Field(default_factory=DeviceInfo)
+    sessions: list[SessionPosition] = Field(default_factory=list)
+
+
+class Lines(_Model):
+    """A batch of complete new lines of one conversation of one session."""
+
+    type: Literal["lines"] = "lines"
+    batch: int
+    session_id: str
+    conversation_id: str
+    lines: list[LineRecord]
+    cwd: str | None = None  # lets the relay create a session it has not seen yet
+
+
+class SessionUpdate(_Model):
+    type: Literal["session_update"] = "session_update"
+    session: SessionInfo
+
+
+class CommandResult(_Model):
+    type: Literal["command_result"] = "command_result"
+    command_id: str
+    ok: bool
+    error: str | None = None
+    code: str | None = None
+    data: dict[str, Any] = Field(default_factory=dict)
+
+
+class History(_Model):
+    """The Mac's answer to a history request: events from its archive."""
+
+    type: Literal["history"] = "history"
+    request_id: str
+    events: list[NumberedEvent] = Field(default_factory=list)
+    error: str | None = None
+
+
+class Ping(_Model):
+    type: Literal["ping"] = "ping"
+
+
+AgentMessage = Annotated[
+    Hello | Lines | SessionUpdate | CommandResult | History | Ping,
+    Field(discriminator="type"),
+]
+agent_message = TypeAdapter(AgentMessage)
+
+
+# ---------------------------------------------------------------------------
+# Relay → agent
+# ---------------------------------------------------------------------------
+
+
+class Welcome(_Model):
+    type: Literal["welcome"] = "welcome"
+    protocol: int = PROTOCOL_VERSION
+    device_id: str
+    sessions: list[SessionPosition] = Field(default_factory=list)
+
+
+class Ack(_Model):
+    """A batch is durably stored: lines up to ``through_offset`` need never be sent again."""
+
+    type: Literal["ack"] = "ack"
+    batch: int
+    session_id: str
+    conversation_id: str
+    through_offset: int
+    last_seq: int
+    epoch: str
+    duplicates: int = 0  # lines already stored before (sent twice after a reconnect)
+    rejected: list[str] = Field(default_factory=list)  # why lines were replaced by markers
+
+
+class Events(_Model):
+    """Numbered events sent back to the Mac for its archive."""
+
+    type: Literal["events"] = "events"
+    session_id: str
+    epoch: str
+    events: list[NumberedEvent]
+
+
+CommandName = Literal[
+    "create_session",
+    "send",
+    "answer_card",
+    "interrupt",
+    "end",
+    "rest",
+    "reopen",
+    "cancel_held",
+]
+
+
+class Command(_Model):
+    type: Literal["command"] = "command"
+    command_id: str
+    name: CommandName
+    session_id: str
+    args: dict[str, Any] = Field(default_factory=dict)
+
+
+class HistoryRequest(_Model):
+    type: Literal["history_request"] = "history_request"
+    request_id: str
+    session_id: str
+    before: int
+    limit: int
+
+
+class LinkError(_Model):
+    type: Literal["error"] = "error"
+    code: str
+    message: str
+    batch: int | None = None  # set when the error answers a lines batch instead of an ack
+
+
+class Pong(_Model):
+    type: Literal["pong"] = "pong"
+
+
+RelayMessage = Annotated[
+    Welcome | Ack | Events | Command | HistoryRequest | LinkError | Pong,
+    Field(discriminator="type"),
+]
+relay_message = TypeAdapter(RelayMessage)

@@ -1,0 +1,736 @@
+"""The relay's embedded store: SQLite in WAL mode, every write through one writer thread.
+
+Tables: accounts, devices (Macs), phones, tokens (hashed), pair_codes, sessions, conversations
+(how far each transcript was stored), line_uuids (lines already stored, by uuid) and events (the
+latest ``events_kept`` per session). Seq numbers are given inside the same transaction that
+stores the events, so a crash can never leave a number given without its event, or the reverse.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import secrets
+import sqlite3
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from relay import seq as seqrules
+from relay.config import Config
+from relay.convert import ConversionLimits, convert_line
+from relay.errors import Conflict, NotFound, Unauthorized
+from relay.protocol import (
+    DisplayEvent,
+    EventKind,
+    LineRecord,
+    MarkerKind,
+    NumberedEvent,
+    SessionPosition,
+)
+from relay.writer import Writer
+
+SCHEMA_VERSION = 1
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS accounts (
+    id TEXT PRIMARY KEY,
+    name TEXT NOT NULL UNIQUE,
+    created_at REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS devices (
+    id TEXT PRIMARY KEY,
+    account_id TEXT NOT NULL REFERENCES accounts(id),
+    name TEXT NOT NULL,
+    created_at REAL NOT NULL,
+    last_seen REAL,
+    info TEXT NOT NULL DEFAULT '{}',
+    revoked_at REAL
+);
+CREATE TABLE IF NOT EXISTS phones (
+    id TEXT PRIMARY KEY,
+    account_id TEXT NOT NULL REFERENCES accounts(id),
+    name TEXT NOT NULL,
+    created_at REAL NOT NULL,
+    last_seen REAL,
+    revoked_at REAL
+);
+CREATE TABLE IF NOT EXISTS tokens (
+    hash TEXT PRIMARY KEY,
+    id TEXT NOT NULL UNIQUE,
+    account_id TEXT NOT NULL REFERENCES accounts(id),
+    kind TEXT NOT NULL CHECK (kind IN ('device', 'phone')),
+    subject_id TEXT NOT NULL,
+    created_at REAL NOT NULL,
+    expires_at REAL,
+    revoked_at REAL
+);
+CREATE TABLE IF NOT EXISTS pair_codes (
+    hash TEXT PRIMARY KEY,
+    account_id TEXT NOT NULL REFERENCES accounts(id),
+    kind TEXT NOT NULL,
+    name TEXT NOT NULL,
+    expires_at REAL NOT NULL,
+    used_at REAL
+);
+CREATE TABLE IF NOT EXISTS sessions (
+    id TEXT PRIMARY KEY,
+    account_id TEXT NOT NULL REFERENCES accounts(id),
+    device_id TEXT NOT NULL REFERENCES devices(id),
+    cwd TEXT NOT NULL DEFAULT '',
+    title TEXT NOT NULL DEFAULT '',
+    title_set_by_person INTEGER NOT NULL DEFAULT 0,
+    grp TEXT NOT NULL DEFAULT '',
+    position REAL NOT NULL DEFAULT 0,
+    locked INTEGER NOT NULL DEFAULT 0,
+    mark TEXT,
+    created_at REAL NOT NULL,
+    updated_at REAL NOT NULL,
+    conversation_id TEXT,
+    conversation_ids TEXT NOT NULL DEFAULT '[]',
+    permission_mode TEXT,
+    epoch TEXT NOT NULL,
+    last_seq INTEGER NOT NULL DEFAULT 0,
+    oldest_seq INTEGER NOT NULL DEFAULT 1
+);
+CREATE INDEX IF NOT EXISTS sessions_account ON sessions(account_id, position);
+CREATE TABLE IF NOT EXISTS conversations (
+    session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+    conversation_id TEXT NOT NULL,
+    last_offset INTEGER NOT NULL,
+    PRIMARY KEY (session_id, conversation_id)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS line_uuids (
+    session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+    uuid TEXT NOT NULL,
+    PRIMARY KEY (session_id, uuid)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS events (
+    session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+    seq INTEGER NOT NULL,
+    data TEXT NOT NULL,
+    PRIMARY KEY (session_id, seq)
+) WITHOUT ROWID;
+"""
+
+DEFAULT_ACCOUNT = "default"
+TOKEN_BYTES = 24
+PAIR_CODE_ALPHABET = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"  # no 0/O, 1/I: read aloud and typed
+PAIR_CODE_LENGTH = 10
+
+
+def hash_secret(secret: str) -> str:
+    return hashlib.sha256(secret.encode()).hexdigest()
+
+
+def _new_id(prefix: str) -> str:
+    return f"{prefix}_{secrets.token_hex(8)}"
+
+
+@dataclass(frozen=True)
+class Principal:
+    """Who is calling: a Mac (device) or a phone, in one account."""
+
+    token_id: str
+    token_hash: str
+    account_id: str
+    kind: str  # "device" | "phone"
+    subject_id: str  # device id or phone id
+
+
+@dataclass(frozen=True)
+class Session:
+    id: str
+    account_id: str
+    device_id: str
+    cwd: str
+    title: str
+    group: str
+    position: float
+    locked: bool
+    mark: str | None
+    created_at: float
+    updated_at: float
+    conversation_id: str | None
+    conversation_ids: list[str]
+    permission_mode: str | None
+    epoch: str
+    last_seq: int
+    oldest_seq: int
+
+    @property
+    def numbering(self) -> seqrules.SessionSeq:
+        return seqrules.SessionSeq(self.epoch, self.last_seq, self.oldest_seq)
+
+
+@dataclass(frozen=True)
+class Device:
+    id: str
+    account_id: str
+    name: str
+    created_at: float
+    last_seen: float | None
+    info: dict[str, Any]
+
+
+@dataclass(frozen=True)
+class Phone:
+    id: str
+    name: str
+    created_at: float
+    last_seen: float | None
+    revoked: bool
+
+
+@dataclass
+class IngestResult:
+    session: Session
+    events: list[tuple[int, str]]  # (seq, NumberedEvent JSON), oldest first
+    through_offset: int
+    duplicates: int = 0
+    rejected: list[str] = field(default_factory=list)
+    created: bool = False
+
+
+# Called after COMMIT, in commit order: (account_id, session_id, [(seq, json), ...]).
+EventListener = Callable[[str, str, list[tuple[int, str]]], None]
+
+
+class Store:
+    def __init__(self, config: Config) -> None:
+        self.config = config
+        self.path = config.data_path / "relay.db"
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._limits = ConversionLimits.from_config(config)
+        self._local = threading.local()
+        self._listeners: list[EventListener] = []
+        self._writer = Writer(self._connect_writer, batch_max=int(config.writer_batch_max))
+
+    # -- connections ---------------------------------------------------------
+
+    def _connect(self) -> sqlite3.Connection:
+        conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
+        conn.execute("PRAGMA busy_timeout = 10000")
+        conn.execute("PRAGMA foreign_keys = ON")
+        return conn
+
+    def _connect_writer(self) -> sqlite3.Connection:
+        conn = self._connect()
+        conn.execute("PRAGMA journal_mode = WAL")
+        synchronous = str(self.config.store_synchronous).upper()
+        if synchronous not in {"NORMAL", "FULL", "EXTRA"}:
+            synchronous = "NORMAL"
+        conn.execute(f"PRAGMA synchronous = {synchronous}")
+        conn.executescript(SCHEMA)
+        conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+        return conn
+
+    def _reader(self) -> sqlite3.Connection:
+        conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
+        if conn is None:
+            conn = self._connect()
+            conn.execute("PRAGMA query_only = ON")
+            self._local.conn = conn
+        return conn
+
+    def close(self) -> None:
+        self._writer.close()
+
+    def add_listener(self, listener: EventListener) -> None:
+        self._listeners.append(listener)
+
+    # -- accounts, tokens, pairing (sync: used by the CLI and at start-up) ----
+
+    def ensure_account(self, name: str = DEFAULT_ACCOUNT) -> str:
+        def job(conn: sqlite3.Connection, _: list[Callable[[], None]]) -> str:
+            row = conn.execute("SELECT id FROM accounts WHERE name = ?", (name,)).fetchone()
+            if row:
+                return str(row[0])
+            account_id = _new_id("acct")
+            conn.execute(
+                "INSERT INTO accounts (id, name, created_at) VALUES (?, ?, ?)",
+                (account_id, name, time.time()),
+            )
+            return account_id
+
+        return self._writer.run_sync(job)
+
+    def create_token(
+        self, account_id: str, kind: str, name: str, ttl_days: float | None = None
+    ) -> tuple[str, str, str]:
+        """Make a device or phone with a fresh token; return (token, token_id, subject_id)."""
+        if kind not in {"device", "phone"}:
+            raise ValueError(f"token kind must be device or phone, not {kind!r}")
+        token = f"cb{kind[0]}_{secrets.token_urlsafe(TOKEN_BYTES)}"
+        days = float(self.config.token_ttl_days) if ttl_days is None else ttl_days
+        now = time.time()
+        expires = now + days * 86400 if days > 0 else None
+
+        def job(conn: sqlite3.Connection, _: list[Callable[[], None]]) -> tuple[str, str]:
+            subject_id = _new_id("mac" if kind == "device" else "phone")
+            table = "devices" if kind == "device" else "phones"
+            conn.execute(
+                f"INSERT INTO {table} (id, account_id, name, created_at) VALUES (?, ?, ?, ?)",
+                (subject_id, account_id, name, now),
+            )
+            token_id = _new_id("tok")
+            conn.execute(
+                "INSERT INTO tokens (hash, id, account_id, kind, subject_id, created_at, expires_at)"
+                " VALUES (?, ?, ?, ?, ?, ?, ?)",
+                (hash_secret(token), token_id, account_id, kind, subject_id, now, expires),
+            )
+            return token_id, subject_id
+
+        token_id, subject_id = self._writer.run_sync(job)
+        return token, token_id, subject_id
+
+    def authenticate(self, token: str, now: float | None = None) -> Principal:
+        """The principal holding ``token``; Unauthorized when unknown, revoked or expired."""
+        return self.authenticate_hash(hash_secret(token), now)
+
+    def authenticate_hash(self, token_hash: str, now: float | None = None) -> Principal:
+        row = self._reader().execute(
+            "SELECT id, account_id, kind, subject_id, expires_at, revoked_at FROM tokens"
+            " WHERE hash = ?",
+            (token_hash,),
+        ).fetchone()
+        if row is None:
+            raise Unauthorized("this token is not known to the relay; pair again", code="unauthorized")
+        token_id, account_id, kind, subject_id, expires_at, revoked_at = row
+        if revoked_at is not None:
+            raise Unauthorized("this token was revoked; pair again", code="token_revoked")
+        if expires_at is not None and (now or time.time()) >= expires_at:
+            raise Unauthorized("this token has expired; pair again", code="token_expired")
+        return Principal(token_id, token_hash, account_id, kind, subject_id)
+
+    def create_pair_code(self, account_id: str, kind: str, name: str) -> str:
+        code = "".join(secrets.choice(PAIR_CODE_ALPHABET) for _ in range(PAIR_CODE_LENGTH))
+        expires = time.time() + float(self.config.pair_code_ttl)
+
+        def job(conn: sqlite3.Connection, _: list[Callable[[], None]]) -> None:
+            conn.execute(
+                "INSERT INTO pair_codes (hash, account_id, kind, name, expires_at)"
+                " VALUES (?, ?, ?, ?, ?)",
+                (hash_secret(code), account_id, kind, name, expires),
+            )
+
+        self._writer.run_sync(job)
+        return code
+
+    async def redeem_pair_code(self, code: str, name: str | None) -> tuple[str, str, str]:
+        """Trade a one-time code for a new token: (token, kind, subject_id)."""
+        normalized = code.strip().upper().replace("-", "").replace(" ", "")
+
+        def job(conn: sqlite3.Connection, _: list[Callable[[], None]]) -> tuple[str, str, str]:
+            row = conn.execute(
+                "SELECT account_id, kind, name, expires_at, used_at FROM pair_codes WHERE hash = ?",
+                (hash_secret(normalized),),
+            ).fetchone()
+            now = time.time()
+            if row is None or row[4] is not None or row[3] <= now:
+                raise Unauthorized(
+                    "this pairing code is unknown, used or expired; run `claude-bridge pair` again",
+                    code="bad_pair_code",
+                )
+            account_id, kind, default_name, _, _ = row
+            conn.execute("UPDATE pair_codes SET used_at = ? WHERE hash = ?", (now, hash_secret(normalized)))
+            return account_id, kind, name or default_name
+
+        account_id, kind, final_name = await self._writer.run(job)
+        token, _, subject_id = await _to_thread(self.create_token, account_id, kind, final_name)
+        return token, kind, subject_id
+
+    async def revoke(self, account_id: str, kind: str, subject_id: str) -> list[str]:
+        """Revoke a phone or a device and every token it holds; return the token hashes."""
+        table = "devices" if kind == "device" else "phones"
+
+        def job(conn: sqlite3.Connection, _: list[Callable[[], None]]) -> list[str]:
+            found = conn.execute(
+                f"SELECT 1 FROM {table} WHERE id = ? AND account_id = ?", (subject_id, account_id)
+            ).fetchone()
+            if not found:
+                raise NotFound(f"no {kind} {subject_id} in this account", code=f"unknown_{kind}")
+            now = time.time()
+            conn.execute(f"UPDATE {table} SET revoked_at = ? WHERE id = ?", (now, subject_id))
+            hashes = [
+                str(r[0])
+                for r in conn.execute(
+                    "SELECT hash FROM tokens WHERE subject_id = ? AND revoked_at IS NULL", (subject_id,)
+                )
+            ]
+            conn.execute(
+                "UPDATE tokens SET revoked_at = ? WHERE subject_id = ? AND revoked_at IS NULL",
+                (now, subject_id),
+            )
+            return hashes
+
+        return await self._writer.run(job)
+
+    def revoke_token_sync(self, token_id: str) -> bool:
+        def job(conn: sqlite3.Connection, _: list[Callable[[], None]]) -> bool:
+            cur = conn.execute(
+                "UPDATE tokens SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL",
+                (time.time(), token_id),
+            )
+            return cur.rowcount > 0
+
+        return self._writer.run_sync(job)
+
+    def list_tokens_sync(self) -> list[dict[str, Any]]:
+        rows = self._reader().execute(
+            "SELECT t.id, a.name, t.kind, t.subject_id, COALESCE(d.name, p.name), t.created_at,"
+            " t.expires_at, t.revoked_at FROM tokens t JOIN accounts a ON a.id = t.account_id"
+            " LEFT JOIN devices d ON d.id = t.subject_id LEFT JOIN phones p ON p.id = t.subject_id"
+            " ORDER BY t.created_at"
+        ).fetchall()
+        keys = ("id", "account", "kind", "subject_id", "name", "created_at", "expires_at", "revoked_at")
+        return [dict(zip(keys, row, strict=True)) for row in rows]
+
+    # -- devices and phones ----------------------------------------------------
+
+    async def list_devices(self, account_id: str) -> list[Device]:
+        rows = await self._read(
+            "SELECT id, account_id, name, created_at, last_seen, info FROM devices"
+            " WHERE account_id = ? AND revoked_at IS NULL ORDER BY created_at",
+            (account_id,),
+        )
+        return [Device(r[0], r[1], r[2], r[3], r[4], json.loads(r[5])) for r in rows]
+
+    async def list_phones(self, account_id: str) -> list[Phone]:
+        rows = await self._read(
+            "SELECT id, name, created_at, last_seen, revoked_at FROM phones WHERE account_id = ?"
+            " ORDER BY created_at",
+            (account_id,),
+        )
+        return [Phone(r[0], r[1], r[2], r[3], r[4] is not None) for r in rows]
+
+    async def device_seen(self, device_id: str, info: dict[str, Any] | None = None) -> None:
+        def job(conn: sqlite3.Connection, _: list[Callable[[], None]]) -> None:
+            if info is not None:
+                conn.execute(
+                    "UPDATE devices SET last_seen = ?, info = ?,"
+                    " name = CASE WHEN ? != '' THEN ? ELSE name END WHERE id = ?",
+                    (time.time(), json.dumps(info), info.get("name", ""), info.get("name", ""), device_id),
+                )
+            else:
+                conn.execute("UPDATE devices SET last_seen = ? WHERE id = ?", (time.time(), device_id))
+
+        await self._writer.run(job)
+
+    async def phone_seen(self, phone_id: str) -> None:
+        def job(conn: sqlite3.Connection, _: list[Callable[[], None]]) -> None:
+            conn.execute("UPDATE phones SET last_seen = ? WHERE id = ?", (time.time(), phone_id))
+
+        await self._writer.run(job)
+
+    # -- sessions ----------------------------------------------------------------
+
+    _SESSION_COLUMNS = (
+        "id, account_id, device_id, cwd, title, grp, position, locked, mark, created_at,"
+        " updated_at, conversation_id, conversation_ids, permission_mode, epoch, last_seq, oldest_seq"
+    )
+
+    @staticmethod
+    def _session(row: Sequence[Any]) -> Session:
+        return Session(
+            id=row[0], account_id=row[1], device_id=row[2], cwd=row[3], title=row[4], group=row[5],
+            position=row[6], locked=bool(row[7]), mark=row[8], created_at=row[9],
+            updated_at=row[10], conversation_id=row[11], conversation_ids=json.loads(row[12]),
+            permission_mode=row[13], epoch=row[14], last_seq=row[15], oldest_seq=row[16],
+        )  # fmt: skip
+
+    async def list_sessions(self, account_id: str) -> list[Session]:
+        rows = await self._read(
+            f"SELECT {self._SESSION_COLUMNS} FROM sessions WHERE account_id = ?"
+            " ORDER BY position, created_at",
+            (account_id,),
+        )
+        return [self._session(r) for r in rows]
+
+    async def get_session(self, account_id: str, session_id: str) -> Session:
+        rows = await self._read(
+            f"SELECT {self._SESSION_COLUMNS} FROM sessions WHERE id = ? AND account_id = ?",
+            (session_id, account_id),
+        )
+        if not rows:
+            # The same answer for "no such session" and "another account's": no probing.
+            raise NotFound(f"no session {session_id}", code="unknown_session", session_id=session_id)
+        return self._session(rows[0])
+
+    async def create_session(
+        self, account_id: str, device_id: str, session_id: str, cwd: str, title: str = ""
+    ) -> Session:
+        def job(conn: sqlite3.Connection, _: list[Callable[[], None]]) -> Session:
+            existing = conn.execute("SELECT account_id FROM sessions WHERE id = ?", (session_id,)).fetchone()
+            if existing is not None:
+                raise Conflict(f"session {session_id} already exists", code="session_exists")
+            _insert_session(conn, account_id, device_id, session_id, cwd, title, seqrules.new_epoch(), 0)
+            return self._session(_select_session(conn, session_id))
+
+        return await self._writer.run(job)
+
+    async def update_session(self, account_id: str, session_id: str, **fields: Any) -> Session:
+        columns = {"title": "title", "group": "grp", "locked": "locked", "position": "position", "mark": "mark"}
+
+        def job(conn: sqlite3.Connection, _: list[Callable[[], None]]) -> Session:
+            row = conn.execute(
+                "SELECT 1 FROM sessions WHERE id = ? AND account_id = ?", (session_id, account_id)
+            ).fetchone()
+            if row is None:
+                raise NotFound(f"no session {session_id}", code="unknown_session", session_id=session_id)
+            sets = []
+            values: list[Any] = []
+            for key, value in fields.items():
+                sets.append(f"{columns[key]} = ?")
+                values.append(value)
+                if key == "title":
+                    sets.append("title_set_by_person = 1")
+            if sets:
+                sets.append("updated_at = ?")
+                values.append(time.time())
+                conn.execute(f"UPDATE sessions SET {', '.join(sets)} WHERE id = ?", (*values, session_id))
+            return self._session(_select_session(conn, session_id))
+
+        return await self._writer.run(job)
+
+    # -- events ------------------------------------------------------------------
+
+    async def ingest(
+        self,
+        account_id: str,
+        device_id: str,
+        session_id: str,
+        conversation_id: str,
+        lines: Sequence[LineRecord],
+        cwd: str | None = None,
+    ) -> IngestResult:
+        """Store a batch of transcript lines as numbered events, once each (idempotent)."""
+        kept = int(self.config.events_kept)
+        max_line = int(self.config.max_line_bytes)
+        limits = self._limits
+        listeners = self._listeners
+
+        def job(conn: sqlite3.Connection, after_commit: list[Callable[[], None]]) -> IngestResult:
+            row = conn.execute(
+                "SELECT account_id, device_id FROM sessions WHERE id = ?", (session_id,)
+            ).fetchone()
+            created = False
+            if row is None:
+                _insert_session(conn, account_id, device_id, session_id, cwd or "", "", seqrules.new_epoch(), 0)
+                created = True
+            elif row[0] != account_id:
+                raise NotFound(f"no session {session_id}", code="unknown_session", session_id=session_id)
+            elif row[1] != device_id:
+                # The session now runs on this Mac (moved).
+                conn.execute("UPDATE sessions SET device_id = ? WHERE id = ?", (device_id, session_id))
+            srow = _select_session(conn, session_id)
+            numbering = seqrules.SessionSeq(srow[14], srow[15], srow[16])
+            conv = conn.execute(
+                "SELECT last_offset FROM conversations WHERE session_id = ? AND conversation_id = ?",
+                (session_id, conversation_id),
+            ).fetchone()
+            last_offset = conv[0] if conv else -1
+            through = last_offset
+            duplicates = 0
+            rejected: list[str] = []
+            pending: list[tuple[LineRecord, DisplayEvent]] = []
+            new_uuids: list[str] = []
+            title: str | None = None
+            permission_mode: str | None = None
+            for line in lines:
+                if line.offset <= through:
+                    duplicates += 1  # sent again after a reconnect: stored already
+                    continue
+                through = line.offset
+                if line.uuid is not None:
+                    seen = conn.execute(
+                        "SELECT 1 FROM line_uuids WHERE session_id = ? AND uuid = ?",
+                        (session_id, line.uuid),
+                    ).fetchone()
+                    if seen or line.uuid in new_uuids:
+                        duplicates += 1  # the same line copied into another conversation file
+                        continue
+                    new_uuids.append(line.uuid)
+                size = len(line.text.encode("utf-8", "surrogatepass"))
+                if size > max_line:
+                    reason = f"line at offset {line.offset} is {size} bytes (limit {max_line})"
+                    rejected.append(reason)
+                    pending.append((line, _too_large_marker(size, max_line)))
+                    continue
+                conversion = convert_line(line.text, limits)
+                facts = conversion.facts
+                if facts.title:
+                    title = facts.title
+                if facts.permission_mode:
+                    permission_mode = facts.permission_mode
+                pending.extend((line, event) for event in conversion.events)
+            numbers, numbering = seqrules.number(numbering, len(pending), kept)
+            stored: list[tuple[int, str]] = []
+            for seq, (line, event) in zip(numbers, pending, strict=True):
+                numbered = NumberedEvent(
+                    **event.model_dump(exclude_none=True),
+                    session_id=session_id,
+                    seq=seq,
+                    epoch=numbering.epoch,
+                    conversation_id=conversation_id,
+                    offset=line.offset,
+                )
+                stored.append((seq, numbered.model_dump_json(exclude_none=True)))
+            if stored:
+                conn.executemany(
+                    "INSERT INTO events (session_id, seq, data) VALUES (?, ?, ?)",
+                    [(session_id, s, data) for s, data in stored],
+                )
+                conn.execute(
+                    "DELETE FROM events WHERE session_id = ? AND seq < ?",
+                    (session_id, numbering.oldest_seq),
+                )
+            if new_uuids:
+                conn.executemany(
+                    "INSERT OR IGNORE INTO line_uuids (session_id, uuid) VALUES (?, ?)",
+                    [(session_id, u) for u in new_uuids],
+                )
+            if through != last_offset:
+                conn.execute(
+                    "INSERT INTO conversations (session_id, conversation_id, last_offset)"
+                    " VALUES (?, ?, ?) ON CONFLICT (session_id, conversation_id)"
+                    " DO UPDATE SET last_offset = excluded.last_offset",
+                    (session_id, conversation_id, through),
+                )
+            conv_ids: list[str] = json.loads(srow[12])
+            if conversation_id not in conv_ids and not conversation_id.startswith("agent-"):
+                conv_ids.append(conversation_id)
+            conn.execute(
+                "UPDATE sessions SET last_seq = ?, oldest_seq = ?, updated_at = ?,"
+                " conversation_id = CASE WHEN ? THEN ? ELSE conversation_id END,"
+                " conversation_ids = ?,"
+                " title = CASE WHEN ? IS NOT NULL AND title_set_by_person = 0 THEN ? ELSE title END,"
+                " permission_mode = COALESCE(?, permission_mode) WHERE id = ?",
+                (
+                    numbering.last_seq, numbering.oldest_seq, time.time(),
+                    not conversation_id.startswith("agent-"), conversation_id, json.dumps(conv_ids),
+                    title, title, permission_mode, session_id,
+                ),
+            )  # fmt: skip
+            if stored:
+                for listener in listeners:
+                    after_commit.append(
+                        lambda listener=listener: listener(account_id, session_id, stored)
+                    )
+            return IngestResult(
+                session=self._session(_select_session(conn, session_id)),
+                events=stored,
+                through_offset=through,
+                duplicates=duplicates,
+                rejected=rejected,
+                created=created,
+            )
+
+        return await self._writer.run(job)
+
+    async def reconcile(
+        self, account_id: str, device_id: str, positions: Iterable[SessionPosition]
+    ) -> list[tuple[Session, int | None]]:
+        """Apply the Mac's hello: for each session, the relay's numbering and what to send back."""
+        positions = list(positions)
+
+        def job(conn: sqlite3.Connection, _: list[Callable[[], None]]) -> list[tuple[Session, int | None]]:
+            out: list[tuple[Session, int | None]] = []
+            for pos in positions:
+                row = conn.execute(
+                    "SELECT account_id, epoch, last_seq, oldest_seq FROM sessions WHERE id = ?",
+                    (pos.session_id,),
+                ).fetchone()
+                if row is not None and row[0] != account_id:
+                    continue  # another account's session id: ignore, reveal nothing
+                relay_seq = seqrules.SessionSeq(row[1], row[2], row[3]) if row else None
+                decision = seqrules.reconcile(relay_seq, pos.last_seq, pos.epoch)
+                if row is None:
+                    _insert_session(
+                        conn, account_id, device_id, pos.session_id, "", "",
+                        decision.seq.epoch, decision.seq.last_seq,
+                    )  # fmt: skip
+                elif decision.new_epoch:
+                    conn.execute(
+                        "UPDATE sessions SET epoch = ?, last_seq = ?, oldest_seq = ? WHERE id = ?",
+                        (decision.seq.epoch, decision.seq.last_seq, decision.seq.oldest_seq, pos.session_id),
+                    )
+                    conn.execute("DELETE FROM events WHERE session_id = ?", (pos.session_id,))
+                out.append((self._session(_select_session(conn, pos.session_id)), decision.send_after))
+            return out
+
+        return await self._writer.run(job)
+
+    async def read_events(self, session_id: str, first: int, last: int) -> list[tuple[int, str]]:
+        """Stored events with first <= seq <= last, oldest first, as (seq, JSON)."""
+        if last < first:
+            return []
+        rows = await self._read(
+            "SELECT seq, data FROM events WHERE session_id = ? AND seq BETWEEN ? AND ? ORDER BY seq",
+            (session_id, first, last),
+        )
+        return [(int(r[0]), str(r[1])) for r in rows]
+
+    def read_events_sync(self, session_id: str, first: int, last: int) -> list[tuple[int, str]]:
+        rows = self._reader().execute(
+            "SELECT seq, data FROM events WHERE session_id = ? AND seq BETWEEN ? AND ? ORDER BY seq",
+            (session_id, first, last),
+        ).fetchall()
+        return [(int(r[0]), str(r[1])) for r in rows]
+
+    async def _read(self, sql: str, params: Sequence[Any]) -> list[Any]:
+        def run() -> list[Any]:
+            return self._reader().execute(sql, params).fetchall()
+
+        return await _to_thread(run)
+
+
+def _insert_session(
+    conn: sqlite3.Connection,
+    account_id: str,
+    device_id: str,
+    session_id: str,
+    cwd: str,
+    title: str,
+    epoch: str,
+    last_seq: int,
+) -> None:
+    now = time.time()
+    position = conn.execute(
+        "SELECT COALESCE(MAX(position), 0) + 1 FROM sessions WHERE account_id = ?", (account_id,)
+    ).fetchone()[0]
+    conn.execute(
+        "INSERT INTO sessions (id, account_id, device_id, cwd, title, position, created_at,"
+        " updated_at, epoch, last_seq, oldest_seq) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (session_id, account_id, device_id, cwd, title, position, now, now, epoch, last_seq, last_seq + 1),
+    )
+
+
+def _select_session(conn: sqlite3.Connection, session_id: str) -> Sequence[Any]:
+    row = conn.execute(
+        f"SELECT {Store._SESSION_COLUMNS} FROM sessions WHERE id = ?", (session_id,)
+    ).fetchone()
+    assert row is not None
+    return tuple(row)
+
+
+def _too_large_marker(size: int, limit: int) -> DisplayEvent:
+    return DisplayEvent(
+        kind=EventKind.MARKER,
+        marker=MarkerKind.LINE_TOO_LARGE,
+        text=f"A transcript line of {size:,} bytes is larger than the relay keeps ({limit:,}); "
+        "it stays in the transcript on the Mac.",
+    )
+
+
+def new_session_id() -> str:
+    return str(uuid.uuid4())
+
+
+async def _to_thread(fn: Callable[..., Any], *args: Any) -> Any:
+    return await asyncio.to_thread(fn, *args)
