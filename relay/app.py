@@ -1,0 +1,162 @@
+"""The relay application: routes, the agent link, the control page, limits and error handling."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from pathlib import Path
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse, Response
+from starlette.staticfiles import StaticFiles
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from relay import link, routes
+from relay.config import Config
+from relay.errors import PayloadTooLarge, RelayError
+from relay.hub import Hub
+from relay.state import RelayState
+from relay.store import Store
+
+_log = logging.getLogger("relay")
+
+WEB_DIR = Path(__file__).resolve().parent.parent / "web"
+
+# The page's scripts and styles come from the relay only; transcript text can never run.
+SECURITY_HEADERS = {
+    "content-security-policy": (
+        "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' data:; "
+        "connect-src 'self'; object-src 'none'; base-uri 'none'; frame-ancestors 'none'; "
+        "form-action 'self'"
+    ),
+    "x-content-type-options": "nosniff",
+    "referrer-policy": "no-referrer",
+    "x-frame-options": "DENY",
+}
+
+
+class BodyLimit:
+    """Refuse request bodies over ``limit`` bytes with 413, before they are read into memory."""
+
+    def __init__(self, app: ASGIApp, limit: int) -> None:
+        self.app = app
+        self.limit = limit
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        declared = dict(scope["headers"]).get(b"content-length")
+        too_large = PayloadTooLarge(
+            f"request bodies are limited to {self.limit:,} bytes", code="body_too_large", limit=self.limit
+        )
+        if declared is not None and declared.isdigit() and int(declared) > self.limit:
+            await JSONResponse(too_large.body(), status_code=413)(scope, receive, send)
+            return
+        received = 0
+        started = False
+
+        async def limited_receive() -> Message:
+            nonlocal received
+            message = await receive()
+            if message["type"] == "http.request":
+                received += len(message.get("body", b""))
+                if received > self.limit:
+                    raise _BodyTooLarge()
+            return message
+
+        async def tracking_send(message: Message) -> None:
+            nonlocal started
+            if message["type"] == "http.response.start":
+                started = True
+            await send(message)
+
+        try:
+            await self.app(scope, limited_receive, tracking_send)
+        except _BodyTooLarge:
+            if not started:
+                await JSONResponse(too_large.body(), status_code=413)(scope, receive, send)
+
+
+class _BodyTooLarge(Exception):
+    pass
+
+
+class SecurityHeaders:
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+        self.headers = [(k.encode(), v.encode()) for k, v in SECURITY_HEADERS.items()]
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+
+        async def with_headers(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                message["headers"] = list(message.get("headers", [])) + self.headers
+            await send(message)
+
+        await self.app(scope, receive, with_headers)
+
+
+def create_app(config: Config) -> FastAPI:
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        store = Store(config)
+        hub = Hub(int(config.sse_queue_size))
+        hub.bind(asyncio.get_running_loop())
+        store.add_listener(hub.publish_events_threadsafe)
+        store.ensure_account()
+        app.state.relay = RelayState(config=config, store=store, hub=hub)
+        _log.info("relay store at %s", store.path)
+        try:
+            yield
+        finally:
+            for device_link in list(app.state.relay.live.links.values()):
+                device_link.fail_pending()
+            store.close()
+
+    app = FastAPI(
+        title="claude-bridge relay",
+        version="0.1.0",
+        lifespan=lifespan,
+        docs_url=None,
+        redoc_url=None,
+        openapi_url="/api/openapi.json",
+    )
+
+    @app.exception_handler(RelayError)
+    async def relay_error(_: Request, exc: RelayError) -> Response:
+        headers = {}
+        if exc.status == 401:
+            headers["www-authenticate"] = "Bearer"
+        if "retry_after" in exc.details:
+            headers["retry-after"] = str(exc.details["retry_after"])
+        return JSONResponse(exc.body(), status_code=exc.status, headers=headers)
+
+    @app.exception_handler(RequestValidationError)
+    async def validation_error(_: Request, exc: RequestValidationError) -> Response:
+        errors = exc.errors()
+        first = errors[0] if errors else {}
+        where = ".".join(str(p) for p in first.get("loc", ()) if p != "body")
+        kind = first.get("type", "")
+        if kind == "json_invalid" or "decode" in str(first.get("msg", "")).lower():
+            code, message = "bad_json", "the request body is not valid JSON (UTF-8)"
+        else:
+            code = "bad_request"
+            message = f"{where or 'request'}: {first.get('msg', 'invalid value')}"
+        return JSONResponse({"error": {"code": code, "message": message}}, status_code=400)
+
+    app.include_router(routes.router)
+    app.include_router(link.router)
+    web_dir = Path(str(config.web_dir)).expanduser() if config.web_dir else WEB_DIR
+    if web_dir.is_dir():
+        app.mount("/", StaticFiles(directory=web_dir, html=True), name="web")
+
+    app.add_middleware(SecurityHeaders)
+    app.add_middleware(BodyLimit, limit=int(config.max_body_bytes))
+    return app

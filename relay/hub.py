@@ -1,0 +1,147 @@
+"""In-process fan-out of live things to SSE subscribers.
+
+Two kinds of subscription: one session's numbered events (``/api/sessions/{id}/stream``) and an
+account's unnumbered updates (``/api/stream``: session list, states, cards, previews, devices).
+Each subscriber has a bounded buffer; a subscriber that falls too far behind is sent ``resync``
+and closed rather than silently skipped. Frames are encoded once per event, not once per client.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Any
+
+
+def sse_frame(data: str, *, event: str | None = None, id: int | None = None) -> bytes:
+    """One Server-Sent Events frame. ``data`` must not contain newlines (compact JSON doesn't)."""
+    head = ""
+    if id is not None:
+        head += f"id: {id}\n"
+    if event is not None:
+        head += f"event: {event}\n"
+    return f"{head}data: {data}\n\n".encode()
+
+
+@dataclass(frozen=True)
+class Close:
+    """Tells a stream to end: ``event`` is sent to the client first (resync, revoked…)."""
+
+    event: str
+    data: dict[str, Any]
+
+
+Frames = list[tuple[int, bytes]]  # (seq, frame); seq 0 for unnumbered frames
+Item = Frames | Close
+
+
+@dataclass(eq=False)
+class Subscriber:
+    limit: int
+    token_hash: str
+    queue: asyncio.Queue[Item] = field(default_factory=asyncio.Queue)
+    buffered: int = 0
+    closed: bool = False
+
+    def offer(self, frames: Frames) -> None:
+        if self.closed:
+            return
+        self.buffered += len(frames)
+        if self.buffered > self.limit:
+            self.close(
+                "resync",
+                {"reason": "too_slow", "message": "this stream fell too far behind; reload"},
+            )
+            return
+        self.queue.put_nowait(frames)
+
+    def close(self, event: str, data: dict[str, Any]) -> None:
+        if not self.closed:
+            self.closed = True
+            self.queue.put_nowait(Close(event, data))
+
+    async def next(self, timeout: float) -> Item | None:
+        """The next item, or None when ``timeout`` passes first."""
+        try:
+            item = await asyncio.wait_for(self.queue.get(), timeout)
+        except TimeoutError:
+            return None
+        if isinstance(item, list):
+            self.buffered -= len(item)
+        return item
+
+
+class Hub:
+    def __init__(self, queue_limit: int) -> None:
+        self.queue_limit = queue_limit
+        self._sessions: dict[str, set[Subscriber]] = defaultdict(set)
+        self._accounts: dict[str, set[Subscriber]] = defaultdict(set)
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    def bind(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._loop = loop
+
+    # -- subscriptions -----------------------------------------------------------
+
+    def subscribe_session(self, session_id: str, token_hash: str) -> Subscriber:
+        sub = Subscriber(self.queue_limit, token_hash)
+        self._sessions[session_id].add(sub)
+        return sub
+
+    def subscribe_account(self, account_id: str, token_hash: str) -> Subscriber:
+        sub = Subscriber(self.queue_limit, token_hash)
+        self._accounts[account_id].add(sub)
+        return sub
+
+    def unsubscribe(self, sub: Subscriber) -> None:
+        for table in (self._sessions, self._accounts):
+            for key, subs in list(table.items()):
+                if sub in subs:
+                    subs.discard(sub)
+                    if not subs:
+                        del table[key]
+
+    def subscriber_count(self) -> int:
+        return sum(len(s) for s in self._sessions.values()) + sum(
+            len(s) for s in self._accounts.values()
+        )
+
+    # -- publishing ----------------------------------------------------------------
+
+    def publish_events_threadsafe(
+        self, account_id: str, session_id: str, events: list[tuple[int, str]]
+    ) -> None:
+        """Called by the store's writer after COMMIT; hops onto the event loop in order."""
+        if self._loop is not None and not self._loop.is_closed():
+            self._loop.call_soon_threadsafe(self.publish_events, session_id, events)
+
+    def publish_events(self, session_id: str, events: list[tuple[int, str]]) -> None:
+        subs = self._sessions.get(session_id)
+        if not subs:
+            return
+        frames = [(seq, sse_frame(data, event="event", id=seq)) for seq, data in events]
+        for sub in list(subs):
+            sub.offer(frames)
+
+    def publish_account(self, account_id: str, event: str, data: dict[str, Any]) -> None:
+        subs = self._accounts.get(account_id)
+        if not subs:
+            return
+        frames = [(0, sse_frame(json.dumps(data, separators=(",", ":")), event=event))]
+        for sub in list(subs):
+            sub.offer(frames)
+
+    def resync_session(self, session_id: str, reason: str) -> None:
+        """The session's history was restarted (new epoch): every viewer must reload."""
+        for sub in list(self._sessions.get(session_id, ())):
+            sub.close("resync", {"reason": reason, "message": "this session's history restarted; reload"})
+
+    def revoke(self, token_hashes: list[str]) -> None:
+        wanted = set(token_hashes)
+        for table in (self._sessions, self._accounts):
+            for subs in table.values():
+                for sub in list(subs):
+                    if sub.token_hash in wanted:
+                        sub.close("revoked", {"message": "this login was revoked; pair again"})

@@ -1,0 +1,187 @@
+"""The agent link: one WebSocket per Mac at ``/api/agent/link``, authenticated by a device token.
+
+The Mac says ``hello`` with what it has archived; the relay answers ``welcome`` and sends back any
+numbered events the Mac missed. Then the Mac streams transcript ``lines`` (each batch answered by
+an ``ack`` once it is durably stored, and the new numbered events), ``session_update`` reports and
+answers to the relay's ``command`` and ``history_request`` messages. See docs/protocol.md.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+from typing import Any
+
+from fastapi import APIRouter, WebSocket, WebSocketDisconnect
+from pydantic import ValidationError
+
+from relay.auth import authenticate
+from relay.errors import RelayError
+from relay.live import DeviceLink
+from relay.protocol import (
+    Ack,
+    CommandResult,
+    Hello,
+    History,
+    Lines,
+    LinkError,
+    Ping,
+    Pong,
+    SessionPosition,
+    SessionUpdate,
+    Welcome,
+    agent_message,
+)
+from relay.state import RelayState
+
+router = APIRouter()
+_log = logging.getLogger("relay.link")
+
+HELLO_TIMEOUT = 10.0
+EVENTS_CHUNK = 500  # events per `events` message when catching a Mac up
+CLOSE_UNAUTHORIZED = 4401
+CLOSE_REPLACED = 4000
+CLOSE_PROTOCOL = 4002
+
+
+def events_message(session_id: str, epoch: str, events: list[tuple[int, str]]) -> str:
+    """An ``events`` message built from stored JSON without re-encoding each event."""
+    head = json.dumps({"type": "events", "session_id": session_id, "epoch": epoch})[:-1]
+    return head + ',"events":[' + ",".join(data for _, data in events) + "]}"
+
+
+@router.websocket("/api/agent/link")
+async def agent_link(ws: WebSocket) -> None:
+    state: RelayState = ws.app.state.relay
+    try:
+        principal = authenticate(ws, state.store, kind="device")
+    except RelayError as exc:
+        await ws.close(code=CLOSE_UNAUTHORIZED, reason=f"{exc.code}: {exc.message}"[:120])
+        return
+    await ws.accept()
+    try:
+        first = await asyncio.wait_for(ws.receive_text(), HELLO_TIMEOUT)
+        hello = agent_message.validate_json(first)
+        if not isinstance(hello, Hello):
+            raise ValueError("the first message must be hello")
+    except (TimeoutError, ValueError, ValidationError, WebSocketDisconnect) as exc:
+        await _close_protocol(ws, f"expected hello first: {exc}")
+        return
+
+    device_id = principal.subject_id
+    account_id = principal.account_id
+    name = hello.device.name or device_id
+    link = DeviceLink(device_id, account_id, name, ws.send_text, close_socket=ws.close)
+    old = state.live.attach(link)
+    if old is not None:
+        # The newest connection of a Mac wins (the old one is usually a dead socket).
+        old.fail_pending()
+        await old.close(CLOSE_REPLACED, "replaced by a newer link from the same Mac")
+    await state.store.device_seen(device_id, hello.device.model_dump())
+
+    reconciled = await state.store.reconcile(account_id, device_id, hello.sessions)
+    positions = [SessionPosition(session_id=s.id, last_seq=s.last_seq, epoch=s.epoch) for s, _ in reconciled]
+    await link.send(Welcome(device_id=device_id, sessions=positions).model_dump_json())
+    for session, send_after in reconciled:
+        if send_after is not None:
+            await _send_missed(state, link, session.id, session.epoch, send_after, session.last_seq)
+    state.publish_device(account_id, device_id)
+    _log.info("Mac %s (%s) linked with %d sessions", name, device_id, len(hello.sessions))
+
+    max_bytes = int(state.config.max_link_message_bytes)
+    try:
+        while True:
+            text = await ws.receive_text()
+            if len(text) > max_bytes:
+                await link.send(_error("message_too_large", f"a link message is limited to {max_bytes} bytes"))
+                continue
+            try:
+                message = agent_message.validate_json(text)
+            except ValidationError as exc:
+                await link.send(_error("bad_message", _first_error(exc)))
+                continue
+            await _dispatch(state, link, message)
+    except WebSocketDisconnect:
+        pass
+    except RuntimeError as exc:  # the socket was closed under us (replaced link)
+        _log.debug("link %s closed: %s", device_id, exc)
+    finally:
+        link.fail_pending()
+        if state.live.detach(link):
+            await state.store.device_seen(device_id)
+            state.publish_device(account_id, device_id)
+        _log.info("Mac %s (%s) unlinked", name, device_id)
+
+
+async def _dispatch(state: RelayState, link: DeviceLink, message: Any) -> None:
+    if isinstance(message, Lines):
+        await _ingest(state, link, message)
+    elif isinstance(message, SessionUpdate):
+        await state.session_update(link, message.session)
+    elif isinstance(message, CommandResult):
+        link.resolve(message.command_id, message)
+    elif isinstance(message, History):
+        link.resolve(message.request_id, message)
+    elif isinstance(message, Ping):
+        await link.send(Pong().model_dump_json())
+    elif isinstance(message, Hello):
+        await link.send(_error("bad_message", "hello was already received on this link"))
+
+
+async def _ingest(state: RelayState, link: DeviceLink, batch: Lines) -> None:
+    try:
+        result = await state.store.ingest(
+            link.account_id, link.device_id, batch.session_id, batch.conversation_id, batch.lines, batch.cwd
+        )
+    except RelayError as exc:
+        await link.send(_error(exc.code, exc.message, batch=batch.batch))
+        return
+    ack = Ack(
+        batch=batch.batch,
+        session_id=batch.session_id,
+        conversation_id=batch.conversation_id,
+        through_offset=result.through_offset,
+        last_seq=result.session.last_seq,
+        epoch=result.session.epoch,
+        duplicates=result.duplicates,
+        rejected=result.rejected,
+    )
+    await link.send(ack.model_dump_json())
+    if result.events:
+        await link.send(events_message(batch.session_id, result.session.epoch, result.events))
+    if result.created or result.events:
+        state.publish_session(result.session)
+
+
+async def _send_missed(
+    state: RelayState, link: DeviceLink, session_id: str, epoch: str, after: int, last: int
+) -> None:
+    first = after + 1
+    while first <= last:
+        chunk = await state.store.read_events(session_id, first, min(last, first + EVENTS_CHUNK - 1))
+        if not chunk:
+            break
+        await link.send(events_message(session_id, epoch, chunk))
+        first = chunk[-1][0] + 1
+
+
+def _error(code: str, message: str, batch: int | None = None) -> str:
+    return LinkError(code=code, message=message, batch=batch).model_dump_json(exclude_none=True)
+
+
+def _first_error(exc: ValidationError) -> str:
+    errors = exc.errors()
+    if not errors:
+        return "invalid message"
+    first = errors[0]
+    where = ".".join(str(p) for p in first.get("loc", ()))
+    return f"invalid message: {first.get('msg', 'invalid')} at {where or 'top level'}"
+
+
+async def _close_protocol(ws: WebSocket, reason: str) -> None:
+    try:
+        await ws.send_text(_error("protocol", reason))
+        await ws.close(code=CLOSE_PROTOCOL, reason=reason[:120])
+    except (RuntimeError, WebSocketDisconnect):
+        pass

@@ -1,0 +1,146 @@
+"""What the relay knows only while Macs are connected: their links and sessions' live side.
+
+Session states, cards, held messages and previews are computed by the agent and never stored;
+the relay keeps the latest it was told, per session, and forgets it when the Mac goes away.
+Commands to a Mac go through its :class:`DeviceLink` and wait for the Mac's answer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import secrets
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+from relay.errors import Conflict, GatewayTimeout
+from relay.protocol import (
+    Command,
+    CommandName,
+    CommandResult,
+    History,
+    HistoryRequest,
+    SessionInfo,
+)
+
+SendText = Callable[[str], Awaitable[None]]
+CloseSocket = Callable[[int, str], Awaitable[None]]
+
+
+@dataclass(eq=False)
+class DeviceLink:
+    device_id: str
+    account_id: str
+    name: str
+    send_text: SendText
+    close_socket: CloseSocket | None = None
+    pending: dict[str, asyncio.Future[Any]] = field(default_factory=dict)
+    lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    closed: bool = False
+
+    async def send(self, text: str) -> None:
+        # One sender at a time: commands from HTTP handlers interleave with acks.
+        async with self.lock:
+            await self.send_text(text)
+
+    async def _request(self, request_id: str, text: str, timeout: float) -> Any:
+        future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
+        self.pending[request_id] = future
+        try:
+            await self.send(text)
+            return await asyncio.wait_for(future, timeout)
+        except TimeoutError:
+            raise GatewayTimeout(
+                f"the Mac '{self.name}' did not answer within {timeout:g} s; try again",
+                code="device_timeout",
+            ) from None
+        finally:
+            self.pending.pop(request_id, None)
+
+    async def command(
+        self, name: CommandName, session_id: str, args: dict[str, Any], timeout: float
+    ) -> CommandResult:
+        command_id = secrets.token_hex(8)
+        message = Command(command_id=command_id, name=name, session_id=session_id, args=args)
+        result: CommandResult = await self._request(command_id, message.model_dump_json(), timeout)
+        return result
+
+    async def history(self, session_id: str, before: int, limit: int, timeout: float) -> History:
+        request_id = secrets.token_hex(8)
+        message = HistoryRequest(
+            request_id=request_id, session_id=session_id, before=before, limit=limit
+        )
+        result: History = await self._request(request_id, message.model_dump_json(), timeout)
+        return result
+
+    async def close(self, code: int, reason: str) -> None:
+        if self.close_socket is not None:
+            try:
+                await self.close_socket(code, reason)
+            except RuntimeError:
+                pass  # already closed
+
+    def resolve(self, request_id: str, value: Any) -> bool:
+        future = self.pending.get(request_id)
+        if future is None or future.done():
+            return False
+        future.set_result(value)
+        return True
+
+    def fail_pending(self) -> None:
+        self.closed = True
+        for future in self.pending.values():
+            if not future.done():
+                future.set_exception(
+                    Conflict(f"the Mac '{self.name}' went offline", code="device_offline")
+                )
+
+
+class Live:
+    def __init__(self) -> None:
+        self.links: dict[str, DeviceLink] = {}
+        self.sessions: dict[str, SessionInfo] = {}
+
+    def link(self, device_id: str) -> DeviceLink | None:
+        return self.links.get(device_id)
+
+    def require_link(self, device_id: str, device_name: str = "") -> DeviceLink:
+        link = self.links.get(device_id)
+        if link is None or link.closed:
+            label = f"'{device_name}'" if device_name else device_id
+            raise Conflict(
+                f"the Mac {label} is offline; start its agent or wait for it to reconnect",
+                code="device_offline",
+                device_id=device_id,
+            )
+        return link
+
+    def attach(self, link: DeviceLink) -> DeviceLink | None:
+        """Register a link; return the one it replaces (the newest connection wins)."""
+        old = self.links.get(link.device_id)
+        self.links[link.device_id] = link
+        return old
+
+    def detach(self, link: DeviceLink) -> bool:
+        if self.links.get(link.device_id) is link:
+            del self.links[link.device_id]
+            return True
+        return False
+
+    def update(self, info: SessionInfo) -> SessionInfo:
+        """Merge a Mac's report into what is known of the session's live side."""
+        current = self.sessions.get(info.session_id)
+        if current is None:
+            merged = info.model_copy()
+        else:
+            changes = info.model_dump(exclude_unset=True, exclude={"clear_card"})
+            merged = current.model_copy(update=changes)
+        if info.clear_card:
+            merged.card = None
+        merged.clear_card = False
+        self.sessions[info.session_id] = merged
+        return merged
+
+    def forget_device_sessions(self, session_ids: list[str]) -> None:
+        for session_id in session_ids:
+            self.sessions.pop(session_id, None)

@@ -1,0 +1,282 @@
+"""A Mac on the link, in a few lines: connects with a device token and speaks the real protocol.
+
+Used by ``claude-bridge replay`` to push transcripts (demo data, load tests) and by the test suite
+as a scripted Mac. It keeps the numbered events the relay sends back (its archive), answers
+history requests from that archive, and hands commands to a handler.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import itertools
+import json
+from collections.abc import Awaitable, Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import websockets
+from websockets.asyncio.client import ClientConnection
+
+from relay.protocol import (
+    Ack,
+    Command,
+    CommandResult,
+    DeviceInfo,
+    Events,
+    Hello,
+    History,
+    HistoryRequest,
+    LineRecord,
+    Lines,
+    LinkError,
+    NumberedEvent,
+    Pong,
+    SessionInfo,
+    SessionPosition,
+    SessionUpdate,
+    Welcome,
+    relay_message,
+)
+
+CommandHandler = Callable[[Command], Awaitable[CommandResult]]
+
+
+class LinkRefused(RuntimeError):
+    """The relay refused the link or a batch (bad token, protocol error)."""
+
+
+def link_url(relay_url: str) -> str:
+    base = relay_url.rstrip("/")
+    if base.startswith("https://"):
+        base = "wss://" + base[len("https://") :]
+    elif base.startswith("http://"):
+        base = "ws://" + base[len("http://") :]
+    return base + "/api/agent/link"
+
+
+def read_lines(data: bytes, start: int = 0) -> Iterator[LineRecord]:
+    """Complete lines of a transcript (ending in a newline) with their byte offsets."""
+    offset = start
+    while True:
+        end = data.find(b"\n", offset)
+        if end < 0:
+            return  # a partial last line is not sent until it is complete
+        raw = data[offset:end]
+        text = raw.decode("utf-8", errors="replace")
+        uuid = None
+        if b'"uuid"' in raw:
+            with contextlib.suppress(ValueError, AttributeError):
+                uuid = json.loads(text).get("uuid")
+        yield LineRecord(offset=offset, text=text, uuid=uuid if isinstance(uuid, str) else None)
+        offset = end + 1
+
+
+@dataclass
+class MacLink:
+    relay_url: str
+    token: str
+    device: DeviceInfo = field(default_factory=lambda: DeviceInfo(name="replay"))
+    on_command: CommandHandler | None = None
+    archive: dict[str, dict[int, NumberedEvent]] = field(default_factory=dict)
+    epochs: dict[str, str] = field(default_factory=dict)
+    errors: list[LinkError] = field(default_factory=list)
+    welcome: Welcome | None = None
+    _ws: ClientConnection | None = None
+    _reader: asyncio.Task[None] | None = None
+    _acks: dict[int, asyncio.Future[Ack]] = field(default_factory=dict)
+    _batches: Iterator[int] = field(default_factory=lambda: itertools.count(1))
+    _tasks: set[asyncio.Task[Any]] = field(default_factory=set)
+    _events_seen: asyncio.Condition = field(default_factory=asyncio.Condition)
+
+    def positions(self) -> list[SessionPosition]:
+        return [
+            SessionPosition(session_id=sid, last_seq=max(events, default=0), epoch=self.epochs.get(sid))
+            for sid, events in self.archive.items()
+        ]
+
+    async def connect(self, *, open_timeout: float = 10.0) -> Welcome:
+        try:
+            self._ws = await websockets.connect(
+                link_url(self.relay_url),
+                additional_headers={"Authorization": f"Bearer {self.token}"},
+                open_timeout=open_timeout,
+                max_size=None,
+            )
+        except websockets.exceptions.InvalidStatus as exc:
+            raise LinkRefused(f"the relay refused the link: HTTP {exc.response.status_code}") from exc
+        await self._ws.send(Hello(device=self.device, sessions=self.positions()).model_dump_json())
+        try:
+            first = await asyncio.wait_for(self._ws.recv(), open_timeout)
+        except websockets.exceptions.ConnectionClosed as exc:
+            raise LinkRefused(f"the relay closed the link: {exc.rcvd.reason if exc.rcvd else exc}") from exc
+        welcome = relay_message.validate_json(first)
+        if not isinstance(welcome, Welcome):
+            raise LinkRefused(f"expected welcome, got {first[:200]!r}")
+        self.welcome = welcome
+        for pos in welcome.sessions:
+            if pos.epoch:
+                self.epochs[pos.session_id] = pos.epoch
+        self._reader = asyncio.create_task(self._read())
+        return welcome
+
+    async def close(self) -> None:
+        if self._ws is not None:
+            await self._ws.close()
+        if self._reader is not None:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._reader
+        for task in list(self._tasks):
+            task.cancel()
+
+    async def abort(self) -> None:
+        """Drop the connection without a closing handshake (a crash or a cut network)."""
+        if self._ws is not None:
+            self._ws.transport.abort()
+        if self._reader is not None:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._reader
+
+    @property
+    def connected(self) -> bool:
+        return self._reader is not None and not self._reader.done()
+
+    async def send_lines(
+        self,
+        session_id: str,
+        conversation_id: str,
+        lines: list[LineRecord],
+        *,
+        cwd: str | None = None,
+        timeout: float = 30.0,
+    ) -> Ack:
+        """Send one batch and wait until the relay says it is durably stored."""
+        assert self._ws is not None, "connect() first"
+        batch = next(self._batches)
+        future: asyncio.Future[Ack] = asyncio.get_running_loop().create_future()
+        self._acks[batch] = future
+        message = Lines(batch=batch, session_id=session_id, conversation_id=conversation_id, lines=lines, cwd=cwd)
+        try:
+            await self._ws.send(message.model_dump_json())
+            return await asyncio.wait_for(future, timeout)
+        finally:
+            self._acks.pop(batch, None)
+
+    async def update(self, info: SessionInfo) -> None:
+        assert self._ws is not None, "connect() first"
+        await self._ws.send(SessionUpdate(session=info).model_dump_json())
+
+    async def send_raw(self, text: str) -> None:
+        assert self._ws is not None, "connect() first"
+        await self._ws.send(text)
+
+    async def wait_for_seq(self, session_id: str, seq: int, timeout: float = 10.0) -> None:
+        """Wait until the archive holds every event of the session up to ``seq``."""
+        async with self._events_seen:
+            await asyncio.wait_for(
+                self._events_seen.wait_for(lambda: max(self.archive.get(session_id, {}), default=0) >= seq),
+                timeout,
+            )
+
+    async def _read(self) -> None:
+        assert self._ws is not None
+        try:
+            async for raw in self._ws:
+                message = relay_message.validate_json(raw)
+                if isinstance(message, Ack):
+                    self.epochs[message.session_id] = message.epoch
+                    future = self._acks.get(message.batch)
+                    if future is not None and not future.done():
+                        future.set_result(message)
+                elif isinstance(message, Events):
+                    self.epochs[message.session_id] = message.epoch
+                    store = self.archive.setdefault(message.session_id, {})
+                    for event in message.events:
+                        store[event.seq] = event
+                    async with self._events_seen:
+                        self._events_seen.notify_all()
+                elif isinstance(message, Command):
+                    self._spawn(self._run_command(message))
+                elif isinstance(message, HistoryRequest):
+                    self._spawn(self._answer_history(message))
+                elif isinstance(message, LinkError):
+                    self.errors.append(message)
+                    future = self._acks.get(message.batch) if message.batch is not None else None
+                    if future is not None and not future.done():
+                        future.set_exception(LinkRefused(f"{message.code}: {message.message}"))
+                elif isinstance(message, Pong):
+                    pass
+        except websockets.exceptions.ConnectionClosed:
+            pass
+        finally:
+            for future in self._acks.values():
+                if not future.done():
+                    future.set_exception(ConnectionError("the link closed before the ack"))
+
+    def _spawn(self, coro: Awaitable[None]) -> None:
+        task = asyncio.ensure_future(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _run_command(self, command: Command) -> None:
+        if self.on_command is None:
+            result = CommandResult(
+                command_id=command.command_id, ok=False, code="not_supported",
+                error="this Mac (a replay) does not run commands",
+            )  # fmt: skip
+        else:
+            result = await self.on_command(command)
+            result.command_id = command.command_id
+        assert self._ws is not None
+        with contextlib.suppress(websockets.exceptions.ConnectionClosed):
+            await self._ws.send(result.model_dump_json())
+
+    async def _answer_history(self, request: HistoryRequest) -> None:
+        events = self.archive.get(request.session_id, {})
+        wanted = [
+            events[s]
+            for s in range(max(1, request.before - request.limit), request.before)
+            if s in events
+        ]
+        assert self._ws is not None
+        with contextlib.suppress(websockets.exceptions.ConnectionClosed):
+            await self._ws.send(History(request_id=request.request_id, events=wanted).model_dump_json())
+
+
+@dataclass
+class ReplaySummary:
+    session_id: str
+    conversation_id: str
+    lines: int
+    duplicates: int
+    last_seq: int
+    seconds: float
+
+
+async def replay_file(
+    link: MacLink,
+    path: Path,
+    session_id: str,
+    *,
+    batch_size: int = 200,
+    progress: Callable[[int, int], None] | None = None,
+) -> ReplaySummary:
+    """Push one transcript's complete lines as a Mac would, batch by batch, each acknowledged."""
+    loop = asyncio.get_running_loop()
+    started = loop.time()
+    data = path.read_bytes()
+    conversation_id = path.stem
+    lines = list(read_lines(data))
+    duplicates = 0
+    last_seq = 0
+    for index in range(0, len(lines), batch_size):
+        batch = lines[index : index + batch_size]
+        ack = await link.send_lines(session_id, conversation_id, batch, cwd=str(path.parent))
+        duplicates += ack.duplicates
+        last_seq = ack.last_seq
+        if progress is not None:
+            progress(min(index + batch_size, len(lines)), len(lines))
+    return ReplaySummary(
+        session_id, conversation_id, len(lines), duplicates, last_seq, loop.time() - started
+    )

@@ -1,0 +1,351 @@
+"""The phone API: JSON over HTTP, every route behind a login (bearer token or the page's cookie)."""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated, Any, Literal
+
+from fastapi import APIRouter, Depends, Query, Request
+from fastapi.responses import JSONResponse, Response
+from pydantic import BaseModel, Field
+from sse_starlette import EventSourceResponse
+
+from relay import seq as seqrules
+from relay.auth import COOKIE_NAME, authenticate
+from relay.errors import BadRequest, Conflict, NotFound, PayloadTooLarge
+from relay.history import fetch_page
+from relay.protocol import CommandName, CommandResult
+from relay.sse import account_updates, last_event_id, session_events
+from relay.state import RelayState, iso
+from relay.store import Principal, Session, new_session_id
+
+router = APIRouter(prefix="/api")
+
+
+def relay_state(request: Request) -> RelayState:
+    state: RelayState = request.app.state.relay
+    return state
+
+
+State = Annotated[RelayState, Depends(relay_state)]
+
+
+def phone(request: Request) -> Principal:
+    return authenticate(request, relay_state(request).store, kind="phone", method=request.method)
+
+
+Phone = Annotated[Principal, Depends(phone)]
+
+
+# -- bodies ------------------------------------------------------------------------
+
+
+class PairBody(BaseModel):
+    code: str = Field(min_length=4, max_length=64)
+    name: str | None = Field(default=None, max_length=100)
+
+
+class NewSession(BaseModel):
+    device_id: str
+    cwd: str = Field(min_length=1, max_length=4096)
+    prompt: str | None = None
+    permission_mode: (
+        Literal["manual", "default", "acceptEdits", "auto", "bypassPermissions", "dontAsk", "plan"]
+        | None
+    ) = None
+    model: str | None = Field(default=None, max_length=200)
+    session_id: str | None = Field(default=None, min_length=1, max_length=200)
+
+
+class SessionPatch(BaseModel):
+    title: str | None = Field(default=None, max_length=500)
+    group: str | None = Field(default=None, max_length=200)
+    locked: bool | None = None
+    position: float | None = None
+
+
+class MessageBody(BaseModel):
+    text: str = Field(min_length=1)
+    now: bool = False
+
+
+class CardAnswer(BaseModel):
+    key: str | None = Field(default=None, max_length=32)
+    keys: list[str] | None = Field(default=None, max_length=64)
+    text: str | None = None
+    always: bool = False  # "always allow this category for this session" (permission cards)
+
+
+# -- pairing and logins ------------------------------------------------------------------
+
+
+@router.get("/health")
+async def health() -> dict[str, str]:
+    """Liveness for service managers; says nothing about accounts."""
+    return {"status": "ok"}
+
+
+@router.post("/pair")
+async def pair(body: PairBody, request: Request, state: State) -> Response:
+    client = request.client.host if request.client else "unknown"
+    state.pair_limiter.check(client)
+    token, kind, subject_id = await state.store.redeem_pair_code(body.code, body.name)
+    response = JSONResponse({"token": token, "kind": kind, "id": subject_id})
+    if kind == "phone":
+        response.set_cookie(
+            COOKIE_NAME,
+            token,
+            max_age=int(float(state.config.token_ttl_days) * 86400) or None,
+            httponly=True,
+            samesite="strict",
+            secure=request.url.scheme == "https"
+            or request.headers.get("x-forwarded-proto") == "https",
+            path="/",
+        )
+    return response
+
+
+@router.get("/me")
+async def me(principal: Phone) -> dict[str, Any]:
+    return {"kind": principal.kind, "id": principal.subject_id, "account_id": principal.account_id}
+
+
+@router.post("/logout")
+async def logout(principal: Phone, state: State) -> Response:
+    hashes = await state.store.revoke(principal.account_id, "phone", principal.subject_id)
+    state.hub.revoke(hashes)
+    response = JSONResponse({"ok": True})
+    response.delete_cookie(COOKIE_NAME, path="/")
+    return response
+
+
+@router.get("/phones")
+async def phones(principal: Phone, state: State) -> dict[str, Any]:
+    items = await state.store.list_phones(principal.account_id)
+    return {
+        "phones": [
+            {
+                "id": p.id,
+                "name": p.name,
+                "created_at": iso(p.created_at),
+                "last_seen": iso(p.last_seen),
+                "revoked": p.revoked,
+                "current": p.id == principal.subject_id,
+            }
+            for p in items
+        ]
+    }
+
+
+@router.delete("/phones/{phone_id}")
+async def revoke_phone(phone_id: str, principal: Phone, state: State) -> dict[str, Any]:
+    hashes = await state.store.revoke(principal.account_id, "phone", phone_id)
+    state.hub.revoke(hashes)
+    return {"ok": True, "revoked_tokens": len(hashes)}
+
+
+@router.get("/devices")
+async def devices(principal: Phone, state: State) -> dict[str, Any]:
+    items = await state.store.list_devices(principal.account_id)
+    return {"devices": [state.device_json(d) for d in items]}
+
+
+@router.delete("/devices/{device_id}")
+async def revoke_device(device_id: str, principal: Phone, state: State) -> dict[str, Any]:
+    hashes = await state.store.revoke(principal.account_id, "device", device_id)
+    link = state.live.link(device_id)
+    if link is not None:
+        link.fail_pending()
+        await link.close(4401, "this Mac's token was revoked")
+    return {"ok": True, "revoked_tokens": len(hashes)}
+
+
+# -- sessions ---------------------------------------------------------------------------
+
+
+@router.get("/sessions")
+async def sessions(principal: Phone, state: State) -> dict[str, Any]:
+    items = await state.store.list_sessions(principal.account_id)
+    listed = [state.session_json(s) for s in items]
+    return {"sessions": listed, "needs_you": sum(1 for s in listed if s["needs_you"])}
+
+
+@router.post("/sessions", status_code=201)
+async def create_session(body: NewSession, principal: Phone, state: State) -> dict[str, Any]:
+    devices = {d.id: d for d in await state.store.list_devices(principal.account_id)}
+    device = devices.get(body.device_id)
+    if device is None:
+        raise NotFound(f"no Mac {body.device_id} in this account", code="unknown_device")
+    link = state.live.require_link(device.id, device.name)
+    session_id = body.session_id or new_session_id()
+    session = await state.store.create_session(principal.account_id, device.id, session_id, body.cwd)
+    args = body.model_dump(exclude={"device_id", "session_id"}, exclude_none=True)
+    result = await link.command("create_session", session_id, args, float(state.config.command_timeout))
+    _check(result)
+    session = await state.store.get_session(principal.account_id, session_id)
+    state.publish_session(session)
+    return {"id": session.id, "session": state.session_json(session, full=True)}
+
+
+async def _session(state: RelayState, principal: Principal, session_id: str) -> Session:
+    return await state.store.get_session(principal.account_id, session_id)
+
+
+@router.get("/sessions/{session_id}")
+async def session_snapshot(session_id: str, principal: Phone, state: State) -> dict[str, Any]:
+    session = await _session(state, principal, session_id)
+    return state.session_json(session, full=True)
+
+
+@router.patch("/sessions/{session_id}")
+async def patch_session(
+    session_id: str, body: SessionPatch, principal: Phone, state: State
+) -> dict[str, Any]:
+    fields = body.model_dump(exclude_unset=True, exclude_none=True)
+    if not fields:
+        raise BadRequest("nothing to change: send title, group, locked or position")
+    session = await state.store.update_session(principal.account_id, session_id, **fields)
+    state.publish_session(session)
+    return state.session_json(session, full=True)
+
+
+@router.get("/sessions/{session_id}/events")
+async def session_events_page(
+    session_id: str,
+    principal: Phone,
+    state: State,
+    after: Annotated[int | None, Query()] = None,
+    before: Annotated[int | None, Query()] = None,
+    limit: Annotated[int | None, Query()] = None,
+    epoch: Annotated[str | None, Query(max_length=64)] = None,
+) -> Response:
+    session = await _session(state, principal, session_id)
+    page_max = int(state.config.catchup_page)
+    size = seqrules.check_limit(limit, page_max)
+    if after is not None and before is not None:
+        raise BadRequest("give after or before, not both", code="bad_after")
+    if before is not None:
+        page = seqrules.page_before(session.numbering, before, size, epoch)
+    else:
+        page = seqrules.page_after(session.numbering, after or 0, size, epoch)
+    events, has_more = await fetch_page(state, session, page)
+    head = json.dumps(
+        {
+            "session_id": session.id,
+            "epoch": session.epoch,
+            "last_seq": session.last_seq,
+            "oldest_seq": session.oldest_seq,
+            "has_more": has_more,
+        },
+        separators=(",", ":"),
+    )[:-1]
+    body = head + ',"events":[' + ",".join(data for _, data in events) + "]}"
+    return Response(body, media_type="application/json")
+
+
+@router.get("/sessions/{session_id}/stream")
+async def session_stream(
+    session_id: str,
+    request: Request,
+    principal: Phone,
+    state: State,
+    after: Annotated[int | None, Query()] = None,
+    epoch: Annotated[str | None, Query(max_length=64)] = None,
+) -> EventSourceResponse:
+    session = await _session(state, principal, session_id)
+    header_after = last_event_id(request)
+    start = header_after if header_after is not None else (after or 0)
+    # Validate the position now, so a bad one is a clear 4xx rather than a broken stream.
+    seqrules.page_after(session.numbering, start, 1, epoch)
+    return EventSourceResponse(
+        session_events(state, principal, session, start),
+        ping=float(state.config.sse_keepalive),
+        headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"},
+    )
+
+
+@router.get("/stream")
+async def account_stream(principal: Phone, state: State) -> EventSourceResponse:
+    return EventSourceResponse(
+        account_updates(state, principal),
+        ping=float(state.config.sse_keepalive),
+        headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"},
+    )
+
+
+# -- commands that need the Mac -------------------------------------------------------
+
+
+def _check(result: CommandResult) -> None:
+    if not result.ok:
+        raise Conflict(result.error or "the Mac refused the command", code=result.code or "command_failed")
+
+
+async def _command(
+    state: RelayState, session: Session, name: CommandName, args: dict[str, Any]
+) -> dict[str, Any]:
+    devices = {d.id: d.name for d in await state.store.list_devices(session.account_id)}
+    link = state.live.require_link(session.device_id, devices.get(session.device_id, ""))
+    result = await link.command(name, session.id, args, float(state.config.command_timeout))
+    _check(result)
+    return {"ok": True, **result.data}
+
+
+@router.post("/sessions/{session_id}/messages")
+async def send_message(
+    session_id: str, body: MessageBody, principal: Phone, state: State
+) -> dict[str, Any]:
+    limit = int(state.config.max_message_chars)
+    if len(body.text) > limit:
+        raise PayloadTooLarge(f"a message is limited to {limit:,} characters", code="text_too_large")
+    session = await _session(state, principal, session_id)
+    return await _command(state, session, "send", {"text": body.text, "now": body.now})
+
+
+@router.post("/sessions/{session_id}/cards/{card_id}")
+async def answer_card(
+    session_id: str, card_id: str, body: CardAnswer, principal: Phone, state: State
+) -> dict[str, Any]:
+    session = await _session(state, principal, session_id)
+    answers = [body.key is not None, body.keys is not None, body.text is not None]
+    if sum(answers) != 1:
+        raise BadRequest('answer with one of {"key": …}, {"keys": […]} or {"text": …}')
+    live = state.live.sessions.get(session.id)
+    if live is None or live.card is None or live.card.id != card_id:
+        raise Conflict("this card is already closed", code="card_closed", card_id=card_id)
+    args = body.model_dump(exclude_none=True)
+    args["card_id"] = card_id
+    return await _command(state, session, "answer_card", args)
+
+
+@router.post("/sessions/{session_id}/interrupt")
+async def interrupt(session_id: str, principal: Phone, state: State) -> dict[str, Any]:
+    session = await _session(state, principal, session_id)
+    return await _command(state, session, "interrupt", {})
+
+
+@router.post("/sessions/{session_id}/end")
+async def end(session_id: str, principal: Phone, state: State) -> dict[str, Any]:
+    return await _change_life(state, principal, session_id, "end", mark="ended")
+
+
+@router.post("/sessions/{session_id}/rest")
+async def rest(session_id: str, principal: Phone, state: State) -> dict[str, Any]:
+    return await _change_life(state, principal, session_id, "rest", mark="resting")
+
+
+@router.post("/sessions/{session_id}/reopen")
+async def reopen(session_id: str, principal: Phone, state: State) -> dict[str, Any]:
+    return await _change_life(state, principal, session_id, "reopen", mark=None)
+
+
+async def _change_life(
+    state: RelayState, principal: Principal, session_id: str, name: CommandName, mark: str | None
+) -> dict[str, Any]:
+    session = await _session(state, principal, session_id)
+    if session.locked and name in ("end", "rest"):
+        raise Conflict("this session is locked; unlock it first", code="session_locked")
+    answer = await _command(state, session, name, {})
+    session = await state.store.update_session(principal.account_id, session_id, mark=mark)
+    state.publish_session(session)
+    return answer

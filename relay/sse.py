@@ -1,0 +1,132 @@
+"""Server-Sent Event streams: one session's numbered events, and an account's live updates.
+
+The session stream registers its live listener *before* it reads stored history, then merges by
+seq: anything published during the catch-up is either already in what was read (skipped by seq)
+or arrives after it, so nothing is lost or doubled. A missing seq in the live feed is filled from
+the store; a stream that falls behind gets ``resync`` and is closed.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from collections.abc import AsyncIterator
+
+from starlette.requests import HTTPConnection
+
+from relay import seq as seqrules
+from relay.errors import RelayError
+from relay.history import fetch_page
+from relay.hub import Close, Subscriber, sse_frame
+from relay.state import RelayState
+from relay.store import Principal, Session
+
+
+def _json(data: object) -> str:
+    return json.dumps(data, separators=(",", ":"))
+
+
+def last_event_id(conn: HTTPConnection) -> int | None:
+    """The ``Last-Event-ID`` header a reconnecting EventSource sends, read by hand."""
+    raw = conn.headers.get("last-event-id")
+    if raw is None or not raw.strip():
+        return None
+    try:
+        return int(raw.strip())
+    except ValueError:
+        return None
+
+
+async def _still_allowed(state: RelayState, principal: Principal) -> Close | None:
+    try:
+        state.store.authenticate_hash(principal.token_hash)
+    except RelayError as exc:
+        return Close("revoked", {"code": exc.code, "message": exc.message})
+    return None
+
+
+async def session_events(
+    state: RelayState, principal: Principal, session: Session, after: int
+) -> AsyncIterator[bytes]:
+    sub = state.hub.subscribe_session(session.id, principal.token_hash)
+    recheck = float(state.config.auth_recheck_interval)
+    page = int(state.config.catchup_page)
+    try:
+        yield sse_frame(
+            _json({"session_id": session.id, "epoch": session.epoch, "after": after}), event="hello"
+        )
+        # Catch up from storage (the listener is already registered).
+        last = after
+        current = await state.store.get_session(principal.account_id, session.id)
+        while last < current.last_seq:
+            try:
+                events, _ = await fetch_page(
+                    state, current, seqrules.page_after(current.numbering, last, page, None)
+                )
+            except RelayError as exc:
+                # Older history is on an offline Mac: say so, then go on from what the relay has.
+                yield sse_frame(_json(exc.body()["error"]), event="history_unavailable")
+                events = await state.store.read_events(session.id, current.oldest_seq, current.last_seq)
+            if not events:
+                break
+            for seq, data in events:
+                if seq > last:
+                    yield sse_frame(data, event="event", id=seq)
+                    last = seq
+        # Then live.
+        deadline = time.monotonic() + recheck
+        while True:
+            item = await sub.next(timeout=max(0.0, deadline - time.monotonic()))
+            if item is None or time.monotonic() >= deadline:
+                deadline = time.monotonic() + recheck
+                closed = await _still_allowed(state, principal)
+                if closed is not None:
+                    yield sse_frame(_json(closed.data), event=closed.event)
+                    return
+                if item is None:
+                    continue
+            if isinstance(item, Close):
+                yield sse_frame(_json(item.data), event=item.event)
+                return
+            for seq, frame in item:
+                if seq <= last:
+                    continue
+                if seq > last + 1:
+                    for gap_seq, data in await state.store.read_events(session.id, last + 1, seq - 1):
+                        yield sse_frame(data, event="event", id=gap_seq)
+                yield frame
+                last = seq
+    finally:
+        state.hub.unsubscribe(sub)
+
+
+async def account_updates(state: RelayState, principal: Principal) -> AsyncIterator[bytes]:
+    sub: Subscriber = state.hub.subscribe_account(principal.account_id, principal.token_hash)
+    recheck = float(state.config.auth_recheck_interval)
+    try:
+        devices = await state.store.list_devices(principal.account_id)
+        sessions = await state.store.list_sessions(principal.account_id)
+        yield sse_frame(
+            _json(
+                {
+                    "devices": [state.device_json(d) for d in devices],
+                    "sessions": [state.session_json(s) for s in sessions],
+                }
+            ),
+            event="snapshot",
+        )
+        while True:
+            item = await sub.next(timeout=recheck)
+            if item is None:
+                closed = await _still_allowed(state, principal)
+                if closed is not None:
+                    yield sse_frame(_json(closed.data), event=closed.event)
+                    return
+                continue
+            if isinstance(item, Close):
+                yield sse_frame(_json(item.data), event=item.event)
+                return
+            for _, frame in item:
+                yield frame
+    finally:
+        state.hub.unsubscribe(sub)

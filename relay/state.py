@@ -1,0 +1,110 @@
+"""The relay's running parts, held together for routes and the link, and the snapshots they show."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+from relay.auth import RateLimiter
+from relay.config import Config
+from relay.hub import Hub
+from relay.live import DeviceLink, Live
+from relay.protocol import SessionInfo
+from relay.store import Device, Session, Store
+
+
+def iso(ts: float | None) -> str | None:
+    if ts is None:
+        return None
+    return datetime.fromtimestamp(ts, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+@dataclass
+class RelayState:
+    config: Config
+    store: Store
+    hub: Hub
+    live: Live = field(default_factory=Live)
+    pair_limiter: RateLimiter = field(init=False)
+    started_at: float = field(default_factory=time.time)
+
+    def __post_init__(self) -> None:
+        self.pair_limiter = RateLimiter(int(self.config.pair_attempts_per_minute))
+
+    # -- snapshots -------------------------------------------------------------
+
+    def device_json(self, device: Device) -> dict[str, Any]:
+        link = self.live.link(device.id)
+        online = link is not None and not link.closed
+        return {
+            "id": device.id,
+            "name": device.name,
+            "online": online,
+            "last_seen": iso(time.time() if online else device.last_seen),
+            "info": device.info,
+        }
+
+    def session_json(self, session: Session, *, full: bool = False) -> dict[str, Any]:
+        live = self.live.sessions.get(session.id)
+        online = self.live.link(session.device_id) is not None
+        mark = session.mark
+        if not online and mark is None:
+            mark = "offline"
+        state = live.state if (live and online and live.state) else "ended"
+        body: dict[str, Any] = {
+            "id": session.id,
+            "device_id": session.device_id,
+            "cwd": session.cwd,
+            "title": session.title,
+            "group": session.group,
+            "position": session.position,
+            "locked": session.locked,
+            "mark": mark,
+            "state": state,
+            "activity": live.activity if live and online else None,
+            "card": live.card.model_dump() if live and online and live.card else None,
+            "needs_you": bool(live and online and live.card),
+            "created_at": iso(session.created_at),
+            "updated_at": iso(session.updated_at),
+            "conversation_id": session.conversation_id,
+            "permission_mode": (live.permission_mode if live and live.permission_mode else None)
+            or session.permission_mode,
+            "last_seq": session.last_seq,
+            "oldest_seq": session.oldest_seq,
+            "epoch": session.epoch,
+        }
+        if full:
+            body["conversation_ids"] = session.conversation_ids
+            body["held"] = [h.model_dump() for h in live.held or []] if live and online else []
+            body["preview"] = live.preview if live and online else None
+            body["model"] = live.model if live else None
+        return body
+
+    # -- publishing to /api/stream -----------------------------------------------
+
+    def publish_session(self, session: Session) -> None:
+        self.hub.publish_account(session.account_id, "session", self.session_json(session))
+
+    def publish_device(self, account_id: str, device_id: str) -> None:
+        link = self.live.link(device_id)
+        self.hub.publish_account(
+            account_id,
+            "device",
+            {"id": device_id, "online": link is not None, "last_seen": iso(time.time())},
+        )
+
+    async def session_update(self, link: DeviceLink, info: SessionInfo) -> None:
+        try:
+            session = await self.store.get_session(link.account_id, info.session_id)
+        except Exception:
+            return  # an update for a session the relay has not stored yet: lines will create it
+        merged = self.live.update(info)
+        if info.preview is not None and len(info.model_fields_set) <= 2:
+            # A preview alone: send just the text, not the whole session.
+            self.hub.publish_account(
+                link.account_id, "preview", {"session_id": info.session_id, "text": merged.preview}
+            )
+            return
+        self.publish_session(session)
