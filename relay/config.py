@@ -140,8 +140,8 @@ def load(
     for name, raw in (overrides or {}).items():
         if raw is None:
             continue
-        setting = _BY_NAME.get(name)
-        if setting is None:
+        known = _BY_NAME.get(name)
+        if known is None:
             raise ConfigError(f"unknown setting {name!r}")
-        values[name] = _coerce(setting, raw)
+        values[name] = _coerce(known, raw)
     return Config(values)

@@ -81,18 +81,30 @@ async def agent_link(ws: WebSocket) -> None:
     await state.store.device_seen(device_id, hello.device.model_dump())
 
     reconciled = await state.store.reconcile(account_id, device_id, hello.sessions)
-    positions = [SessionPosition(session_id=s.id, last_seq=s.last_seq, epoch=s.epoch) for s, _ in reconciled]
+    positions = [
+        SessionPosition(session_id=r.session.id, last_seq=r.session.last_seq, epoch=r.session.epoch)
+        for r in reconciled
+    ]
     await link.send(Welcome(device_id=device_id, sessions=positions).model_dump_json())
-    for session, send_after in reconciled:
-        if send_after is not None:
-            await _send_missed(state, link, session.id, session.epoch, send_after, session.last_seq)
+    for r in reconciled:
+        if r.restarted:
+            state.hub.resync_session(r.session.id, "history_restarted")
+            state.publish_session(r.session)
+        if r.send_after is not None:
+            await _send_missed(state, link, r.session.id, r.session.epoch, r.send_after, r.session.last_seq)
     state.publish_device(account_id, device_id)
     _log.info("Mac %s (%s) linked with %d sessions", name, device_id, len(hello.sessions))
 
     max_bytes = int(state.config.max_link_message_bytes)
     try:
         while True:
-            text = await ws.receive_text()
+            frame = await ws.receive()
+            if frame["type"] == "websocket.disconnect":
+                break
+            text = frame.get("text")
+            if text is None:
+                await link.send(_error("bad_message", "send JSON text frames, not binary ones"))
+                continue
             if len(text) > max_bytes:
                 await link.send(_error("message_too_large", f"a link message is limited to {max_bytes} bytes"))
                 continue

@@ -197,6 +197,13 @@ class IngestResult:
     created: bool = False
 
 
+@dataclass(frozen=True)
+class Reconciled:
+    session: Session
+    send_after: int | None  # send the Mac the events after this seq
+    restarted: bool  # a new epoch began for a session the relay had: viewers must resync
+
+
 # Called after COMMIT, in commit order: (account_id, session_id, [(seq, json), ...]).
 EventListener = Callable[[str, str, list[tuple[int, str]]], None]
 
@@ -635,12 +642,12 @@ class Store:
 
     async def reconcile(
         self, account_id: str, device_id: str, positions: Iterable[SessionPosition]
-    ) -> list[tuple[Session, int | None]]:
+    ) -> list[Reconciled]:
         """Apply the Mac's hello: for each session, the relay's numbering and what to send back."""
         positions = list(positions)
 
-        def job(conn: sqlite3.Connection, _: list[Callable[[], None]]) -> list[tuple[Session, int | None]]:
-            out: list[tuple[Session, int | None]] = []
+        def job(conn: sqlite3.Connection, _: list[Callable[[], None]]) -> list[Reconciled]:
+            out: list[Reconciled] = []
             for pos in positions:
                 row = conn.execute(
                     "SELECT account_id, epoch, last_seq, oldest_seq FROM sessions WHERE id = ?",
@@ -661,7 +668,8 @@ class Store:
                         (decision.seq.epoch, decision.seq.last_seq, decision.seq.oldest_seq, pos.session_id),
                     )
                     conn.execute("DELETE FROM events WHERE session_id = ?", (pos.session_id,))
-                out.append((self._session(_select_session(conn, pos.session_id)), decision.send_after))
+                session = self._session(_select_session(conn, pos.session_id))
+                out.append(Reconciled(session, decision.send_after, decision.new_epoch and row is not None))
             return out
 
         return await self._writer.run(job)
