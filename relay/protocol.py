@@ -178,6 +178,8 @@ class Lines(_Model):
 
 
 class SessionUpdate(_Model):
+    """A change of a session's live side. Only the fields present change (send exclude_unset)."""
+
     type: Literal["session_update"] = "session_update"
     session: SessionInfo
 

@@ -73,6 +73,15 @@ def read_lines(data: bytes, start: int = 0) -> Iterator[LineRecord]:
         offset = end + 1
 
 
+def session_update_json(info: SessionInfo) -> str:
+    """A session_update carrying only the fields that were set: absent means "unchanged"."""
+    message = SessionUpdate(session=info)
+    body = message.model_dump(mode="json")
+    body["session"] = info.model_dump(mode="json", exclude_unset=True)
+    body["session"]["session_id"] = info.session_id
+    return json.dumps(body, separators=(",", ":"))
+
+
 @dataclass
 class MacLink:
     relay_url: str
@@ -165,7 +174,7 @@ class MacLink:
 
     async def update(self, info: SessionInfo) -> None:
         assert self._ws is not None, "connect() first"
-        await self._ws.send(SessionUpdate(session=info).model_dump_json())
+        await self._ws.send(session_update_json(info))
 
     async def send_raw(self, text: str) -> None:
         assert self._ws is not None, "connect() first"

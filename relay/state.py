@@ -11,6 +11,7 @@ from relay.auth import RateLimiter
 from relay.config import Config
 from relay.hub import Hub
 from relay.live import DeviceLink, Live
+from relay.errors import NotFound
 from relay.protocol import SessionInfo
 from relay.store import Device, Session, Store
 
@@ -98,10 +99,10 @@ class RelayState:
     async def session_update(self, link: DeviceLink, info: SessionInfo) -> None:
         try:
             session = await self.store.get_session(link.account_id, info.session_id)
-        except Exception:
+        except NotFound:
             return  # an update for a session the relay has not stored yet: lines will create it
         merged = self.live.update(info)
-        if info.preview is not None and len(info.model_fields_set) <= 2:
+        if info.model_fields_set <= {"session_id", "preview"}:
             # A preview alone: send just the text, not the whole session.
             self.hub.publish_account(
                 link.account_id, "preview", {"session_id": info.session_id, "text": merged.preview}
