@@ -5,12 +5,14 @@ from __future__ import annotations
 import asyncio
 import logging
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, suppress
 from pathlib import Path
 
 from fastapi import FastAPI, Request
+from fastapi.exception_handlers import http_exception_handler
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
+from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -51,34 +53,41 @@ class BodyLimit:
             return
         declared = dict(scope["headers"]).get(b"content-length")
         too_large = PayloadTooLarge(
-            f"request bodies are limited to {self.limit:,} bytes", code="body_too_large", limit=self.limit
+            f"request bodies are limited to {self.limit:,} bytes",
+            code="body_too_large",
+            limit=self.limit,
         )
         if declared is not None and declared.isdigit() and int(declared) > self.limit:
             await JSONResponse(too_large.body(), status_code=413)(scope, receive, send)
             return
         received = 0
         started = False
+        exceeded = False
 
         async def limited_receive() -> Message:
-            nonlocal received
+            nonlocal received, exceeded
             message = await receive()
             if message["type"] == "http.request":
                 received += len(message.get("body", b""))
                 if received > self.limit:
+                    exceeded = True
                     raise _BodyTooLarge()
             return message
 
         async def tracking_send(message: Message) -> None:
             nonlocal started
+            if exceeded and not started:
+                # FastAPI catches _BodyTooLarge while reading the body and answers a generic
+                # 400 "error parsing the body": drop that answer, the 413 below replaces it.
+                return
             if message["type"] == "http.response.start":
                 started = True
             await send(message)
 
-        try:
+        with suppress(_BodyTooLarge):
             await self.app(scope, limited_receive, tracking_send)
-        except _BodyTooLarge:
-            if not started:
-                await JSONResponse(too_large.body(), status_code=413)(scope, receive, send)
+        if exceeded and not started:
+            await JSONResponse(too_large.body(), status_code=413)(scope, receive, send)
 
 
 class _BodyTooLarge(Exception):
@@ -150,6 +159,14 @@ def create_app(config: Config) -> FastAPI:
             code = "bad_request"
             message = f"{where or 'request'}: {first.get('msg', 'invalid value')}"
         return JSONResponse({"error": {"code": code, "message": message}}, status_code=400)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(request: Request, exc: StarletteHTTPException) -> Response:
+        # FastAPI reports a body that is not UTF-8 as a bare HTTPException(400); say it clearly.
+        if exc.status_code == 400 and isinstance(exc.__cause__, UnicodeDecodeError):
+            body = {"code": "bad_json", "message": "the request body is not valid JSON (UTF-8)"}
+            return JSONResponse({"error": body}, status_code=400)
+        return await http_exception_handler(request, exc)
 
     app.include_router(routes.router)
     app.include_router(link.router)

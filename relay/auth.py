@@ -61,7 +61,9 @@ def check_origin(conn: HTTPConnection) -> None:
     if origin is None:
         referer = conn.headers.get("referer")
         if referer is None:
-            raise Forbidden("a change made with the login cookie needs an Origin header", code="bad_origin")
+            raise Forbidden(
+                "a change made with the login cookie needs an Origin header", code="bad_origin"
+            )
         origin = referer
     host = conn.headers.get("host", "")
     scheme_sep = origin.find("://")

@@ -1,11 +1,11 @@
 """The ``claude-bridge`` command.
 
-    claude-bridge up                 run the relay on this machine and print how to pair a phone
-    claude-bridge relay              run only the relay
-    claude-bridge pair               make a one-time pairing code and link
-    claude-bridge token create|list|revoke
-    claude-bridge events FILE…       show how transcript lines become events (no relay needed)
-    claude-bridge replay FILE…       push transcripts to a relay as a Mac would
+claude-bridge up                 run the relay on this machine and print how to pair a phone
+claude-bridge relay              run only the relay
+claude-bridge pair               make a one-time pairing code and link
+claude-bridge token create|list|revoke
+claude-bridge events FILE…       show how transcript lines become events (no relay needed)
+claude-bridge replay FILE…       push transcripts to a relay as a Mac would
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ import time
 import uuid
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from relay import config as configmod
 
@@ -37,7 +37,7 @@ def _config(args: argparse.Namespace) -> configmod.Config:
         _fail(str(exc))
 
 
-def _fail(message: str, hint: str = "") -> Any:
+def _fail(message: str, hint: str = "") -> NoReturn:
     print(f"claude-bridge: {message}", file=sys.stderr)
     if hint:
         print(f"  → {hint}", file=sys.stderr)
@@ -50,8 +50,10 @@ def _store(cfg: configmod.Config) -> Any:
     try:
         return Store(cfg)
     except Exception as exc:  # a person should see why, not a traceback
-        _fail(f"cannot open the relay's database in {cfg.data_path}: {exc}",
-              "check the folder exists and is writable, or pass --data DIR")  # fmt: skip
+        _fail(
+            f"cannot open the relay's database in {cfg.data_path}: {exc}",
+            "check the folder exists and is writable, or pass --data DIR",
+        )
 
 
 def _pair_link(cfg: configmod.Config, code: str) -> str:
@@ -81,7 +83,10 @@ def cmd_relay(args: argparse.Namespace) -> int:
     print(f"claude-bridge relay: data in {cfg.data_path}", flush=True)
     print(f"  control page: {cfg.base_url}/", flush=True)
     print(f"  pair a phone: claude-bridge pair --data {cfg.data_path}", flush=True)
-    print(f"  connect a Mac: claude-bridge token create --data {cfg.data_path} --kind device --name MAC", flush=True)
+    print(
+        f"  connect a Mac: claude-bridge token create --data {cfg.data_path} --kind device --name MAC",
+        flush=True,
+    )
     uvicorn.run(
         create_app(cfg),
         host=str(cfg.host),
@@ -105,8 +110,10 @@ def cmd_up(args: argparse.Namespace) -> int:
     print(f"  relay data:   {cfg.data_path}")
     print(f"  control page: {cfg.base_url}/")
     print(f"  pair a phone: open {link}")
-    print(f"                (or type the code {code} on the page; it works once, for "
-          f"{int(float(cfg.pair_code_ttl) // 60)} minutes)")  # fmt: skip
+    print(
+        f"                (or type the code {code} on the page; it works once, for "
+        f"{int(float(cfg.pair_code_ttl) // 60)} minutes)"
+    )
     _print_qr(link)
     print("  Press Ctrl-C to stop.", flush=True)
     return cmd_relay(args)
@@ -126,7 +133,7 @@ def cmd_pair(args: argparse.Namespace) -> int:
         _print_qr(link)
     else:
         print(f"On the Mac, trade this code for its device token within {minutes} minutes:")
-        print(f"  POST {cfg.base_url}/api/pair  {{\"code\": \"{code}\"}}")
+        print(f'  POST {cfg.base_url}/api/pair  {{"code": "{code}"}}')
     print(code)
     return 0
 
@@ -137,9 +144,11 @@ def cmd_token_create(args: argparse.Namespace) -> int:
     account = store.ensure_account(args.account)
     token, token_id, subject_id = store.create_token(account, args.kind, args.name, args.ttl_days)
     store.close()
-    print(f"Created a {args.kind} token {token_id} for '{args.name}' ({subject_id}) in account "
-          f"'{args.account}'. Keep it secret; revoke with: claude-bridge token revoke {token_id}",
-          file=sys.stderr)  # fmt: skip
+    print(
+        f"Created a {args.kind} token {token_id} for '{args.name}' ({subject_id}) in account "
+        f"'{args.account}'. Keep it secret; revoke with: claude-bridge token revoke {token_id}",
+        file=sys.stderr,
+    )
     print(token)
     return 0
 
@@ -155,7 +164,9 @@ def cmd_token_list(args: argparse.Namespace) -> int:
         status = "revoked" if row["revoked_at"] else "active"
         if row["expires_at"] and row["expires_at"] < time.time():
             status = "expired"
-        print(f"{row['id']}  {row['kind']:6}  {status:8} {row['account']:10} {row['name']} ({row['subject_id']})")
+        print(
+            f"{row['id']}  {row['kind']:6}  {status:8} {row['account']:10} {row['name']} ({row['subject_id']})"
+        )
     return 0
 
 
@@ -166,8 +177,10 @@ def cmd_token_revoke(args: argparse.Namespace) -> int:
     store.close()
     if not done:
         _fail(f"no active token {args.token_id}", "see `claude-bridge token list`")
-    print(f"Revoked {args.token_id}; open streams using it close within "
-          f"{float(cfg.auth_recheck_interval):g} s.")  # fmt: skip
+    print(
+        f"Revoked {args.token_id}; open streams using it close within "
+        f"{float(cfg.auth_recheck_interval):g} s."
+    )
     return 0
 
 
@@ -198,36 +211,53 @@ def cmd_replay(args: argparse.Namespace) -> int:
         try:
             await link.connect()
         except (LinkRefused, OSError) as exc:
-            _fail(f"cannot link to {args.relay}: {exc}",
-                  "check the relay is running and the token is a device token")  # fmt: skip
+            _fail(
+                f"cannot link to {args.relay}: {exc}",
+                "check the relay is running and the token is a device token",
+            )
         total_started = time.perf_counter()
         try:
             for name in args.files:
                 path = Path(name)
                 if not path.is_file():
                     _fail(f"no such transcript: {path}")
-                session_id = args.session or str(uuid.uuid5(uuid.NAMESPACE_URL, str(path.resolve())))
+                session_id = args.session or str(
+                    uuid.uuid5(uuid.NAMESPACE_URL, str(path.resolve()))
+                )
 
                 def progress(done: int, total: int, path: Path = path) -> None:
                     if not args.quiet:
-                        print(f"\r  {path.name}: {done}/{total} lines", end="", file=sys.stderr, flush=True)
+                        print(
+                            f"\r  {path.name}: {done}/{total} lines",
+                            end="",
+                            file=sys.stderr,
+                            flush=True,
+                        )
 
-                summary = await replay_file(link, path, session_id, batch_size=args.batch, progress=progress)
+                summary = await replay_file(
+                    link, path, session_id, batch_size=args.batch, progress=progress
+                )
                 if not args.quiet:
                     print(file=sys.stderr)
-                print(json.dumps({
-                    "session_id": summary.session_id,
-                    "conversation_id": summary.conversation_id,
-                    "lines": summary.lines,
-                    "duplicates": summary.duplicates,
-                    "last_seq": summary.last_seq,
-                    "seconds": round(summary.seconds, 3),
-                }))  # fmt: skip
+                print(
+                    json.dumps(
+                        {
+                            "session_id": summary.session_id,
+                            "conversation_id": summary.conversation_id,
+                            "lines": summary.lines,
+                            "duplicates": summary.duplicates,
+                            "last_seq": summary.last_seq,
+                            "seconds": round(summary.seconds, 3),
+                        }
+                    )
+                )
         finally:
             await link.close()
         if not args.quiet:
-            print(f"Replayed {len(args.files)} file(s) in {time.perf_counter() - total_started:.2f} s.",
-                  file=sys.stderr)  # fmt: skip
+            print(
+                f"Replayed {len(args.files)} file(s) in {time.perf_counter() - total_started:.2f} s.",
+                file=sys.stderr,
+            )
         return 0
 
     return asyncio.run(run())
@@ -237,8 +267,12 @@ def cmd_replay(args: argparse.Namespace) -> int:
 
 
 def _data_arg(parser: argparse.ArgumentParser) -> None:
-    parser.add_argument("--data", dest="data_dir", metavar="DIR",
-                        help=f"relay data folder (default {DEFAULT_DATA}, or $CB_DATA_DIR)")  # fmt: skip
+    parser.add_argument(
+        "--data",
+        dest="data_dir",
+        metavar="DIR",
+        help=f"relay data folder (default {DEFAULT_DATA}, or $CB_DATA_DIR)",
+    )
 
 
 def _listen_args(parser: argparse.ArgumentParser) -> None:
@@ -246,7 +280,9 @@ def _listen_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--host", help="address to listen on (default 127.0.0.1)")
     parser.add_argument("--port", type=int, help="port to listen on (default 8765)")
     parser.add_argument("--public-url", help="address phones use, for pairing links")
-    parser.add_argument("--log-level", default="info", choices=["critical", "error", "warning", "info", "debug"])
+    parser.add_argument(
+        "--log-level", default="info", choices=["critical", "error", "warning", "info", "debug"]
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -279,7 +315,9 @@ def build_parser() -> argparse.ArgumentParser:
     create.add_argument("--kind", choices=["device", "phone"], required=True)
     create.add_argument("--name", required=True)
     create.add_argument("--account", default="default")
-    create.add_argument("--ttl-days", type=float, default=None, help="days until it expires (0 = never)")
+    create.add_argument(
+        "--ttl-days", type=float, default=None, help="days until it expires (0 = never)"
+    )
     create.set_defaults(func=cmd_token_create)
     listing = token_sub.add_parser("list", help="list tokens (never their secrets)")
     _data_arg(listing)
@@ -289,11 +327,15 @@ def build_parser() -> argparse.ArgumentParser:
     revoke.add_argument("token_id")
     revoke.set_defaults(func=cmd_token_revoke)
 
-    events = sub.add_parser("events", help="print the display events of transcript files, one JSON per line")
+    events = sub.add_parser(
+        "events", help="print the display events of transcript files, one JSON per line"
+    )
     events.add_argument("files", nargs="+", metavar="FILE.jsonl")
     events.set_defaults(func=cmd_events)
 
-    replay = sub.add_parser("replay", help="push transcripts to a relay over the link, as a Mac would")
+    replay = sub.add_parser(
+        "replay", help="push transcripts to a relay over the link, as a Mac would"
+    )
     replay.add_argument("--relay", required=True, metavar="URL", help="e.g. http://127.0.0.1:8765")
     replay.add_argument("--token", required=True, help="a device token")
     replay.add_argument("--session", help="session id to use (default: one per file)")

@@ -34,40 +34,128 @@ SETTINGS: tuple[Setting, ...] = (
     # SPEC §11: timings and limits
     Setting("transcript_read_interval", 0.7, "Seconds between transcript reads (agent).", "agent"),
     Setting("screen_read_interval", 1.5, "Seconds between screen reads (agent).", "agent"),
-    Setting("preview_read_interval", 0.7, "Seconds between in-progress text reads during a turn.", "agent"),
-    Setting("missed_hook_close", 15.0, "Seconds after which a turn whose Stop hook was missed is closed.", "agent"),
-    Setting("revive_window_hours", 12.0, "Sessions alive within this many hours are revived at start.", "agent"),
+    Setting(
+        "preview_read_interval",
+        0.7,
+        "Seconds between in-progress text reads during a turn.",
+        "agent",
+    ),
+    Setting(
+        "missed_hook_close",
+        15.0,
+        "Seconds after which a turn whose Stop hook was missed is closed.",
+        "agent",
+    ),
+    Setting(
+        "revive_window_hours",
+        12.0,
+        "Sessions alive within this many hours are revived at start.",
+        "agent",
+    ),
     Setting("revive_max", 5, "At most this many sessions are revived, newest first.", "agent"),
-    Setting("held_after_revive", 2.5, "Seconds after a revive before held messages are typed.", "agent"),
-    Setting("model_switch_window", 30.0, "Seconds after a model change during which its dialog is auto-passed.", "agent"),
-    Setting("events_kept", 1000, "Events kept per session on the relay; older ones are fetched from the Mac.", "relay"),
+    Setting(
+        "held_after_revive", 2.5, "Seconds after a revive before held messages are typed.", "agent"
+    ),
+    Setting(
+        "model_switch_window",
+        30.0,
+        "Seconds after a model change during which its dialog is auto-passed.",
+        "agent",
+    ),
+    Setting(
+        "events_kept",
+        1000,
+        "Events kept per session on the relay; older ones are fetched from the Mac.",
+        "relay",
+    ),
     Setting("catchup_page", 500, "Largest page of events one catch-up request returns.", "relay"),
     # Relay: where and how it listens
-    Setting("data_dir", "~/.claude-bridge/relay", "Folder of the relay's database (relay.db).", "relay"),
-    Setting("host", "127.0.0.1", "Address the relay listens on; loopback unless a TLS proxy fronts it.", "relay"),
+    Setting(
+        "data_dir", "~/.claude-bridge/relay", "Folder of the relay's database (relay.db).", "relay"
+    ),
+    Setting(
+        "host",
+        "127.0.0.1",
+        "Address the relay listens on; loopback unless a TLS proxy fronts it.",
+        "relay",
+    ),
     Setting("port", 8765, "Port the relay listens on.", "relay"),
-    Setting("public_url", "", "Address phones use to reach the relay (for pairing links); empty = http://host:port.", "relay"),
-    Setting("web_dir", "", "Folder of the control page's static files; empty = the web/ folder beside the code.", "relay"),
+    Setting(
+        "public_url",
+        "",
+        "Address phones use to reach the relay (for pairing links); empty = http://host:port.",
+        "relay",
+    ),
+    Setting(
+        "web_dir",
+        "",
+        "Folder of the control page's static files; empty = the web/ folder beside the code.",
+        "relay",
+    ),
     # Relay: limits on input
     Setting("max_body_bytes", 1 * MIB, "Largest HTTP request body; larger ones get 413.", "relay"),
-    Setting("max_line_bytes", 8 * MIB, "Largest transcript line accepted; a larger one is replaced by a marker event.", "relay"),
+    Setting(
+        "max_line_bytes",
+        8 * MIB,
+        "Largest transcript line accepted; a larger one is replaced by a marker event.",
+        "relay",
+    ),
     Setting("max_link_message_bytes", 32 * MIB, "Largest message on the agent link.", "relay"),
     Setting("max_message_chars", 100_000, "Longest message text a phone may send.", "relay"),
-    Setting("tool_result_max_chars", 4000, "Tool result text kept in an event; the full length is recorded.", "relay"),
-    Setting("tool_input_max_chars", 4000, "Longest string kept from a tool's input in an event.", "relay"),
+    Setting(
+        "tool_result_max_chars",
+        4000,
+        "Tool result text kept in an event; the full length is recorded.",
+        "relay",
+    ),
+    Setting(
+        "tool_input_max_chars",
+        4000,
+        "Longest string kept from a tool's input in an event.",
+        "relay",
+    ),
     # Relay: streams and commands
     Setting("sse_keepalive", 15.0, "Seconds between SSE keep-alive comments.", "relay"),
-    Setting("sse_queue_size", 2000, "Events buffered per SSE subscriber; on overflow it gets resync and is closed.", "relay"),
-    Setting("command_timeout", 15.0, "Seconds the relay waits for the Mac to answer a command.", "relay"),
-    Setting("history_timeout", 5.0, "Seconds the relay waits for the Mac to send older history.", "relay"),
-    Setting("auth_recheck_interval", 5.0, "Seconds between re-checks of an open stream's token (revocation).", "relay"),
+    Setting(
+        "sse_queue_size",
+        2000,
+        "Events buffered per SSE subscriber; on overflow it gets resync and is closed.",
+        "relay",
+    ),
+    Setting(
+        "command_timeout", 15.0, "Seconds the relay waits for the Mac to answer a command.", "relay"
+    ),
+    Setting(
+        "history_timeout",
+        5.0,
+        "Seconds the relay waits for the Mac to send older history.",
+        "relay",
+    ),
+    Setting(
+        "auth_recheck_interval",
+        5.0,
+        "Seconds between re-checks of an open stream's token (revocation).",
+        "relay",
+    ),
     # Relay: pairing and tokens
     Setting("pair_code_ttl", 600.0, "Seconds a one-time pairing code stays valid.", "relay"),
-    Setting("pair_attempts_per_minute", 10, "Pairing attempts allowed per client address per minute.", "relay"),
+    Setting(
+        "pair_attempts_per_minute",
+        10,
+        "Pairing attempts allowed per client address per minute.",
+        "relay",
+    ),
     Setting("token_ttl_days", 365.0, "Days a paired token stays valid; 0 = no expiry.", "relay"),
     # Relay: storage
-    Setting("store_synchronous", "NORMAL", "SQLite synchronous mode: NORMAL survives a killed process, FULL also a power cut.", "relay"),
-    Setting("writer_batch_max", 512, "Most write jobs committed together in one transaction.", "relay"),
+    Setting(
+        "store_synchronous",
+        "NORMAL",
+        "SQLite synchronous mode: NORMAL survives a killed process, FULL also a power cut.",
+        "relay",
+    ),
+    Setting(
+        "writer_batch_max", 512, "Most write jobs committed together in one transaction.", "relay"
+    ),
 )
 
 _BY_NAME: dict[str, Setting] = {s.name: s for s in SETTINGS}
@@ -104,6 +192,12 @@ class Config:
         return load(overrides, environ={}, base=self)
 
 
+_TYPE_LABELS = {int: "a whole number", float: "a number", bool: "true or false", str: "text"}
+
+
+_TYPE_LABELS = {int: "a whole number", float: "a number", bool: "true or false", str: "text"}
+
+
 def _coerce(setting: Setting, raw: Any) -> Any:
     kind = type(setting.default)
     if isinstance(raw, kind) and not (kind is int and isinstance(raw, bool)):
@@ -117,8 +211,9 @@ def _coerce(setting: Setting, raw: Any) -> Any:
             return float(raw)
         return str(raw)
     except (TypeError, ValueError):
+        label = _TYPE_LABELS.get(kind, kind.__name__)
         raise ConfigError(
-            f"setting {setting.name} wants a {kind.__name__}, got {raw!r}"
+            f"setting {setting.name} ({setting.env_var}) wants {label}, got {raw!r}"
         ) from None
 
 

@@ -27,7 +27,9 @@ async def fetch_page(
     return older + stored, page.has_more
 
 
-async def _from_mac(state: RelayState, session: Session, first: int, last: int) -> list[tuple[int, str]]:
+async def _from_mac(
+    state: RelayState, session: Session, first: int, last: int
+) -> list[tuple[int, str]]:
     unavailable = Conflict(
         f"events before seq {session.oldest_seq} are kept only on the Mac, which is offline; "
         "they will be readable when it reconnects",
@@ -39,9 +41,11 @@ async def _from_mac(state: RelayState, session: Session, first: int, last: int) 
         raise unavailable
     try:
         answer = await link.history(
-            session.id, before=last + 1, limit=last - first + 1,
+            session.id,
+            before=last + 1,
+            limit=last - first + 1,
             timeout=float(state.config.history_timeout),
-        )  # fmt: skip
+        )
     except RelayError:
         raise unavailable from None
     if answer.error:
@@ -50,7 +54,5 @@ async def _from_mac(state: RelayState, session: Session, first: int, last: int) 
             code="history_unavailable",
             oldest_seq=session.oldest_seq,
         )
-    events = sorted(
-        (e for e in answer.events if first <= e.seq <= last), key=lambda e: e.seq
-    )
+    events = sorted((e for e in answer.events if first <= e.seq <= last), key=lambda e: e.seq)
     return [(e.seq, e.model_dump_json(exclude_none=True)) for e in events]

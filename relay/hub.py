@@ -136,7 +136,9 @@ class Hub:
     def resync_session(self, session_id: str, reason: str) -> None:
         """The session's history was restarted (new epoch): every viewer must reload."""
         for sub in list(self._sessions.get(session_id, ())):
-            sub.close("resync", {"reason": reason, "message": "this session's history restarted; reload"})
+            sub.close(
+                "resync", {"reason": reason, "message": "this session's history restarted; reload"}
+            )
 
     def revoke(self, token_hashes: list[str]) -> None:
         wanted = set(token_hashes)

@@ -91,7 +91,9 @@ async def agent_link(ws: WebSocket) -> None:
             state.hub.resync_session(r.session.id, "history_restarted")
             state.publish_session(r.session)
         if r.send_after is not None:
-            await _send_missed(state, link, r.session.id, r.session.epoch, r.send_after, r.session.last_seq)
+            await _send_missed(
+                state, link, r.session.id, r.session.epoch, r.send_after, r.session.last_seq
+            )
     state.publish_device(account_id, device_id)
     _log.info("Mac %s (%s) linked with %d sessions", name, device_id, len(hello.sessions))
 
@@ -106,7 +108,9 @@ async def agent_link(ws: WebSocket) -> None:
                 await link.send(_error("bad_message", "send JSON text frames, not binary ones"))
                 continue
             if len(text) > max_bytes:
-                await link.send(_error("message_too_large", f"a link message is limited to {max_bytes} bytes"))
+                await link.send(
+                    _error("message_too_large", f"a link message is limited to {max_bytes} bytes")
+                )
                 continue
             try:
                 message = agent_message.validate_json(text)
@@ -144,7 +148,12 @@ async def _dispatch(state: RelayState, link: DeviceLink, message: Any) -> None:
 async def _ingest(state: RelayState, link: DeviceLink, batch: Lines) -> None:
     try:
         result = await state.store.ingest(
-            link.account_id, link.device_id, batch.session_id, batch.conversation_id, batch.lines, batch.cwd
+            link.account_id,
+            link.device_id,
+            batch.session_id,
+            batch.conversation_id,
+            batch.lines,
+            batch.cwd,
         )
     except RelayError as exc:
         await link.send(_error(exc.code, exc.message, batch=batch.batch))
@@ -171,7 +180,9 @@ async def _send_missed(
 ) -> None:
     first = after + 1
     while first <= last:
-        chunk = await state.store.read_events(session_id, first, min(last, first + EVENTS_CHUNK - 1))
+        chunk = await state.store.read_events(
+            session_id, first, min(last, first + EVENTS_CHUNK - 1)
+        )
         if not chunk:
             break
         await link.send(events_message(session_id, epoch, chunk))

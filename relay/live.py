@@ -8,6 +8,7 @@ Commands to a Mac go through its :class:`DeviceLink` and wait for the Mac's answ
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import secrets
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
@@ -75,10 +76,8 @@ class DeviceLink:
 
     async def close(self, code: int, reason: str) -> None:
         if self.close_socket is not None:
-            try:
+            with contextlib.suppress(RuntimeError):  # already closed
                 await self.close_socket(code, reason)
-            except RuntimeError:
-                pass  # already closed
 
     def resolve(self, request_id: str, value: Any) -> bool:
         future = self.pending.get(request_id)

@@ -101,7 +101,9 @@ class MacLink:
 
     def positions(self) -> list[SessionPosition]:
         return [
-            SessionPosition(session_id=sid, last_seq=max(events, default=0), epoch=self.epochs.get(sid))
+            SessionPosition(
+                session_id=sid, last_seq=max(events, default=0), epoch=self.epochs.get(sid)
+            )
             for sid, events in self.archive.items()
         ]
 
@@ -114,12 +116,16 @@ class MacLink:
                 max_size=None,
             )
         except websockets.exceptions.InvalidStatus as exc:
-            raise LinkRefused(f"the relay refused the link: HTTP {exc.response.status_code}") from exc
+            raise LinkRefused(
+                f"the relay refused the link: HTTP {exc.response.status_code}"
+            ) from exc
         await self._ws.send(Hello(device=self.device, sessions=self.positions()).model_dump_json())
         try:
             first = await asyncio.wait_for(self._ws.recv(), open_timeout)
         except websockets.exceptions.ConnectionClosed as exc:
-            raise LinkRefused(f"the relay closed the link: {exc.rcvd.reason if exc.rcvd else exc}") from exc
+            raise LinkRefused(
+                f"the relay closed the link: {exc.rcvd.reason if exc.rcvd else exc}"
+            ) from exc
         welcome = relay_message.validate_json(first)
         if not isinstance(welcome, Welcome):
             raise LinkRefused(f"expected welcome, got {first[:200]!r}")
@@ -165,7 +171,13 @@ class MacLink:
         batch = next(self._batches)
         future: asyncio.Future[Ack] = asyncio.get_running_loop().create_future()
         self._acks[batch] = future
-        message = Lines(batch=batch, session_id=session_id, conversation_id=conversation_id, lines=lines, cwd=cwd)
+        message = Lines(
+            batch=batch,
+            session_id=session_id,
+            conversation_id=conversation_id,
+            lines=lines,
+            cwd=cwd,
+        )
         try:
             await self._ws.send(message.model_dump_json())
             return await asyncio.wait_for(future, timeout)
@@ -184,7 +196,9 @@ class MacLink:
         """Wait until the archive holds every event of the session up to ``seq``."""
         async with self._events_seen:
             await asyncio.wait_for(
-                self._events_seen.wait_for(lambda: max(self.archive.get(session_id, {}), default=0) >= seq),
+                self._events_seen.wait_for(
+                    lambda: max(self.archive.get(session_id, {}), default=0) >= seq
+                ),
                 timeout,
             )
 
@@ -231,9 +245,11 @@ class MacLink:
     async def _run_command(self, command: Command) -> None:
         if self.on_command is None:
             result = CommandResult(
-                command_id=command.command_id, ok=False, code="not_supported",
+                command_id=command.command_id,
+                ok=False,
+                code="not_supported",
                 error="this Mac (a replay) does not run commands",
-            )  # fmt: skip
+            )
         else:
             result = await self.on_command(command)
             result.command_id = command.command_id
@@ -250,7 +266,9 @@ class MacLink:
         ]
         assert self._ws is not None
         with contextlib.suppress(websockets.exceptions.ConnectionClosed):
-            await self._ws.send(History(request_id=request.request_id, events=wanted).model_dump_json())
+            await self._ws.send(
+                History(request_id=request.request_id, events=wanted).model_dump_json()
+            )
 
 
 @dataclass

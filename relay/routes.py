@@ -178,9 +178,13 @@ async def create_session(body: NewSession, principal: Phone, state: State) -> di
         raise NotFound(f"no Mac {body.device_id} in this account", code="unknown_device")
     link = state.live.require_link(device.id, device.name)
     session_id = body.session_id or new_session_id()
-    session = await state.store.create_session(principal.account_id, device.id, session_id, body.cwd)
+    session = await state.store.create_session(
+        principal.account_id, device.id, session_id, body.cwd
+    )
     args = body.model_dump(exclude={"device_id", "session_id"}, exclude_none=True)
-    result = await link.command("create_session", session_id, args, float(state.config.command_timeout))
+    result = await link.command(
+        "create_session", session_id, args, float(state.config.command_timeout)
+    )
     _check(result)
     session = await state.store.get_session(principal.account_id, session_id)
     state.publish_session(session)
@@ -278,7 +282,9 @@ async def account_stream(principal: Phone, state: State) -> EventSourceResponse:
 
 def _check(result: CommandResult) -> None:
     if not result.ok:
-        raise Conflict(result.error or "the Mac refused the command", code=result.code or "command_failed")
+        raise Conflict(
+            result.error or "the Mac refused the command", code=result.code or "command_failed"
+        )
 
 
 async def _command(
@@ -297,7 +303,9 @@ async def send_message(
 ) -> dict[str, Any]:
     limit = int(state.config.max_message_chars)
     if len(body.text) > limit:
-        raise PayloadTooLarge(f"a message is limited to {limit:,} characters", code="text_too_large")
+        raise PayloadTooLarge(
+            f"a message is limited to {limit:,} characters", code="text_too_large"
+        )
     session = await _session(state, principal, session_id)
     return await _command(state, session, "send", {"text": body.text, "now": body.now})
 

@@ -110,9 +110,7 @@ def check_limit(limit: int | None, page_max: int) -> int:
     if limit is None:
         return page_max
     if limit < 1 or limit > page_max:
-        raise BadRequest(
-            f"limit must be between 1 and {page_max}", code="bad_limit", limit=limit
-        )
+        raise BadRequest(f"limit must be between 1 and {page_max}", code="bad_limit", limit=limit)
     return limit
 
 

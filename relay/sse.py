@@ -66,7 +66,9 @@ async def session_events(
             except RelayError as exc:
                 # Older history is on an offline Mac: say so, then go on from what the relay has.
                 yield sse_frame(_json(exc.body()["error"]), event="history_unavailable")
-                events = await state.store.read_events(session.id, current.oldest_seq, current.last_seq)
+                events = await state.store.read_events(
+                    session.id, current.oldest_seq, current.last_seq
+                )
             if not events:
                 break
             for seq, data in events:
@@ -92,7 +94,9 @@ async def session_events(
                 if seq <= last:
                     continue
                 if seq > last + 1:
-                    for gap_seq, data in await state.store.read_events(session.id, last + 1, seq - 1):
+                    for gap_seq, data in await state.store.read_events(
+                        session.id, last + 1, seq - 1
+                    ):
                         yield sse_frame(data, event="event", id=gap_seq)
                 yield frame
                 last = seq

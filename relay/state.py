@@ -9,9 +9,9 @@ from typing import Any
 
 from relay.auth import RateLimiter
 from relay.config import Config
+from relay.errors import NotFound
 from relay.hub import Hub
 from relay.live import DeviceLink, Live
-from relay.errors import NotFound
 from relay.protocol import SessionInfo
 from relay.store import Device, Session, Store
 

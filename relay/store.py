@@ -9,6 +9,7 @@ stores the events, so a crash can never leave a number given without its event, 
 from __future__ import annotations
 
 import asyncio
+import functools
 import hashlib
 import json
 import secrets
@@ -18,7 +19,6 @@ import time
 import uuid
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 from relay import seq as seqrules
@@ -301,13 +301,19 @@ class Store:
         return self.authenticate_hash(hash_secret(token), now)
 
     def authenticate_hash(self, token_hash: str, now: float | None = None) -> Principal:
-        row = self._reader().execute(
-            "SELECT id, account_id, kind, subject_id, expires_at, revoked_at FROM tokens"
-            " WHERE hash = ?",
-            (token_hash,),
-        ).fetchone()
+        row = (
+            self._reader()
+            .execute(
+                "SELECT id, account_id, kind, subject_id, expires_at, revoked_at FROM tokens"
+                " WHERE hash = ?",
+                (token_hash,),
+            )
+            .fetchone()
+        )
         if row is None:
-            raise Unauthorized("this token is not known to the relay; pair again", code="unauthorized")
+            raise Unauthorized(
+                "this token is not known to the relay; pair again", code="unauthorized"
+            )
         token_id, account_id, kind, subject_id, expires_at, revoked_at = row
         if revoked_at is not None:
             raise Unauthorized("this token was revoked; pair again", code="token_revoked")
@@ -345,11 +351,15 @@ class Store:
                     code="bad_pair_code",
                 )
             account_id, kind, default_name, _, _ = row
-            conn.execute("UPDATE pair_codes SET used_at = ? WHERE hash = ?", (now, hash_secret(normalized)))
+            conn.execute(
+                "UPDATE pair_codes SET used_at = ? WHERE hash = ?", (now, hash_secret(normalized))
+            )
             return account_id, kind, name or default_name
 
         account_id, kind, final_name = await self._writer.run(job)
-        token, _, subject_id = await _to_thread(self.create_token, account_id, kind, final_name)
+        token, _, subject_id = await asyncio.to_thread(
+            self.create_token, account_id, kind, final_name
+        )
         return token, kind, subject_id
 
     async def revoke(self, account_id: str, kind: str, subject_id: str) -> list[str]:
@@ -367,7 +377,8 @@ class Store:
             hashes = [
                 str(r[0])
                 for r in conn.execute(
-                    "SELECT hash FROM tokens WHERE subject_id = ? AND revoked_at IS NULL", (subject_id,)
+                    "SELECT hash FROM tokens WHERE subject_id = ? AND revoked_at IS NULL",
+                    (subject_id,),
                 )
             ]
             conn.execute(
@@ -389,13 +400,26 @@ class Store:
         return self._writer.run_sync(job)
 
     def list_tokens_sync(self) -> list[dict[str, Any]]:
-        rows = self._reader().execute(
-            "SELECT t.id, a.name, t.kind, t.subject_id, COALESCE(d.name, p.name), t.created_at,"
-            " t.expires_at, t.revoked_at FROM tokens t JOIN accounts a ON a.id = t.account_id"
-            " LEFT JOIN devices d ON d.id = t.subject_id LEFT JOIN phones p ON p.id = t.subject_id"
-            " ORDER BY t.created_at"
-        ).fetchall()
-        keys = ("id", "account", "kind", "subject_id", "name", "created_at", "expires_at", "revoked_at")
+        rows = (
+            self._reader()
+            .execute(
+                "SELECT t.id, a.name, t.kind, t.subject_id, COALESCE(d.name, p.name), t.created_at,"
+                " t.expires_at, t.revoked_at FROM tokens t JOIN accounts a ON a.id = t.account_id"
+                " LEFT JOIN devices d ON d.id = t.subject_id LEFT JOIN phones p ON p.id = t.subject_id"
+                " ORDER BY t.created_at"
+            )
+            .fetchall()
+        )
+        keys = (
+            "id",
+            "account",
+            "kind",
+            "subject_id",
+            "name",
+            "created_at",
+            "expires_at",
+            "revoked_at",
+        )
         return [dict(zip(keys, row, strict=True)) for row in rows]
 
     # -- devices and phones ----------------------------------------------------
@@ -422,10 +446,18 @@ class Store:
                 conn.execute(
                     "UPDATE devices SET last_seen = ?, info = ?,"
                     " name = CASE WHEN ? != '' THEN ? ELSE name END WHERE id = ?",
-                    (time.time(), json.dumps(info), info.get("name", ""), info.get("name", ""), device_id),
+                    (
+                        time.time(),
+                        json.dumps(info),
+                        info.get("name", ""),
+                        info.get("name", ""),
+                        device_id,
+                    ),
                 )
             else:
-                conn.execute("UPDATE devices SET last_seen = ? WHERE id = ?", (time.time(), device_id))
+                conn.execute(
+                    "UPDATE devices SET last_seen = ? WHERE id = ?", (time.time(), device_id)
+                )
 
         await self._writer.run(job)
 
@@ -445,11 +477,24 @@ class Store:
     @staticmethod
     def _session(row: Sequence[Any]) -> Session:
         return Session(
-            id=row[0], account_id=row[1], device_id=row[2], cwd=row[3], title=row[4], group=row[5],
-            position=row[6], locked=bool(row[7]), mark=row[8], created_at=row[9],
-            updated_at=row[10], conversation_id=row[11], conversation_ids=json.loads(row[12]),
-            permission_mode=row[13], epoch=row[14], last_seq=row[15], oldest_seq=row[16],
-        )  # fmt: skip
+            id=row[0],
+            account_id=row[1],
+            device_id=row[2],
+            cwd=row[3],
+            title=row[4],
+            group=row[5],
+            position=row[6],
+            locked=bool(row[7]),
+            mark=row[8],
+            created_at=row[9],
+            updated_at=row[10],
+            conversation_id=row[11],
+            conversation_ids=json.loads(row[12]),
+            permission_mode=row[13],
+            epoch=row[14],
+            last_seq=row[15],
+            oldest_seq=row[16],
+        )
 
     async def list_sessions(self, account_id: str) -> list[Session]:
         rows = await self._read(
@@ -466,30 +511,44 @@ class Store:
         )
         if not rows:
             # The same answer for "no such session" and "another account's": no probing.
-            raise NotFound(f"no session {session_id}", code="unknown_session", session_id=session_id)
+            raise NotFound(
+                f"no session {session_id}", code="unknown_session", session_id=session_id
+            )
         return self._session(rows[0])
 
     async def create_session(
         self, account_id: str, device_id: str, session_id: str, cwd: str, title: str = ""
     ) -> Session:
         def job(conn: sqlite3.Connection, _: list[Callable[[], None]]) -> Session:
-            existing = conn.execute("SELECT account_id FROM sessions WHERE id = ?", (session_id,)).fetchone()
+            existing = conn.execute(
+                "SELECT account_id FROM sessions WHERE id = ?", (session_id,)
+            ).fetchone()
             if existing is not None:
                 raise Conflict(f"session {session_id} already exists", code="session_exists")
-            _insert_session(conn, account_id, device_id, session_id, cwd, title, seqrules.new_epoch(), 0)
+            _insert_session(
+                conn, account_id, device_id, session_id, cwd, title, seqrules.new_epoch(), 0
+            )
             return self._session(_select_session(conn, session_id))
 
         return await self._writer.run(job)
 
     async def update_session(self, account_id: str, session_id: str, **fields: Any) -> Session:
-        columns = {"title": "title", "group": "grp", "locked": "locked", "position": "position", "mark": "mark"}
+        columns = {
+            "title": "title",
+            "group": "grp",
+            "locked": "locked",
+            "position": "position",
+            "mark": "mark",
+        }
 
         def job(conn: sqlite3.Connection, _: list[Callable[[], None]]) -> Session:
             row = conn.execute(
                 "SELECT 1 FROM sessions WHERE id = ? AND account_id = ?", (session_id, account_id)
             ).fetchone()
             if row is None:
-                raise NotFound(f"no session {session_id}", code="unknown_session", session_id=session_id)
+                raise NotFound(
+                    f"no session {session_id}", code="unknown_session", session_id=session_id
+                )
             sets = []
             values: list[Any] = []
             for key, value in fields.items():
@@ -500,7 +559,9 @@ class Store:
             if sets:
                 sets.append("updated_at = ?")
                 values.append(time.time())
-                conn.execute(f"UPDATE sessions SET {', '.join(sets)} WHERE id = ?", (*values, session_id))
+                conn.execute(
+                    f"UPDATE sessions SET {', '.join(sets)} WHERE id = ?", (*values, session_id)
+                )
             return self._session(_select_session(conn, session_id))
 
         return await self._writer.run(job)
@@ -528,13 +589,19 @@ class Store:
             ).fetchone()
             created = False
             if row is None:
-                _insert_session(conn, account_id, device_id, session_id, cwd or "", "", seqrules.new_epoch(), 0)
+                _insert_session(
+                    conn, account_id, device_id, session_id, cwd or "", "", seqrules.new_epoch(), 0
+                )
                 created = True
             elif row[0] != account_id:
-                raise NotFound(f"no session {session_id}", code="unknown_session", session_id=session_id)
+                raise NotFound(
+                    f"no session {session_id}", code="unknown_session", session_id=session_id
+                )
             elif row[1] != device_id:
                 # The session now runs on this Mac (moved).
-                conn.execute("UPDATE sessions SET device_id = ? WHERE id = ?", (device_id, session_id))
+                conn.execute(
+                    "UPDATE sessions SET device_id = ? WHERE id = ?", (device_id, session_id)
+                )
             srow = _select_session(conn, session_id)
             numbering = seqrules.SessionSeq(srow[14], srow[15], srow[16])
             conv = conn.execute(
@@ -619,16 +686,23 @@ class Store:
                 " title = CASE WHEN ? IS NOT NULL AND title_set_by_person = 0 THEN ? ELSE title END,"
                 " permission_mode = COALESCE(?, permission_mode) WHERE id = ?",
                 (
-                    numbering.last_seq, numbering.oldest_seq, time.time(),
-                    not conversation_id.startswith("agent-"), conversation_id, json.dumps(conv_ids),
-                    title, title, permission_mode, session_id,
+                    numbering.last_seq,
+                    numbering.oldest_seq,
+                    time.time(),
+                    not conversation_id.startswith("agent-"),
+                    conversation_id,
+                    json.dumps(conv_ids),
+                    title,
+                    title,
+                    permission_mode,
+                    session_id,
                 ),
-            )  # fmt: skip
+            )
             if stored:
-                for listener in listeners:
-                    after_commit.append(
-                        lambda listener=listener: listener(account_id, session_id, stored)
-                    )
+                after_commit.extend(
+                    functools.partial(listener, account_id, session_id, stored)
+                    for listener in listeners
+                )
             return IngestResult(
                 session=self._session(_select_session(conn, session_id)),
                 events=stored,
@@ -659,17 +733,30 @@ class Store:
                 decision = seqrules.reconcile(relay_seq, pos.last_seq, pos.epoch)
                 if row is None:
                     _insert_session(
-                        conn, account_id, device_id, pos.session_id, "", "",
-                        decision.seq.epoch, decision.seq.last_seq,
-                    )  # fmt: skip
+                        conn,
+                        account_id,
+                        device_id,
+                        pos.session_id,
+                        "",
+                        "",
+                        decision.seq.epoch,
+                        decision.seq.last_seq,
+                    )
                 elif decision.new_epoch:
                     conn.execute(
                         "UPDATE sessions SET epoch = ?, last_seq = ?, oldest_seq = ? WHERE id = ?",
-                        (decision.seq.epoch, decision.seq.last_seq, decision.seq.oldest_seq, pos.session_id),
+                        (
+                            decision.seq.epoch,
+                            decision.seq.last_seq,
+                            decision.seq.oldest_seq,
+                            pos.session_id,
+                        ),
                     )
                     conn.execute("DELETE FROM events WHERE session_id = ?", (pos.session_id,))
                 session = self._session(_select_session(conn, pos.session_id))
-                out.append(Reconciled(session, decision.send_after, decision.new_epoch and row is not None))
+                out.append(
+                    Reconciled(session, decision.send_after, decision.new_epoch and row is not None)
+                )
             return out
 
         return await self._writer.run(job)
@@ -685,17 +772,22 @@ class Store:
         return [(int(r[0]), str(r[1])) for r in rows]
 
     def read_events_sync(self, session_id: str, first: int, last: int) -> list[tuple[int, str]]:
-        rows = self._reader().execute(
-            "SELECT seq, data FROM events WHERE session_id = ? AND seq BETWEEN ? AND ? ORDER BY seq",
-            (session_id, first, last),
-        ).fetchall()
+        rows = (
+            self._reader()
+            .execute(
+                "SELECT seq, data FROM events WHERE session_id = ? AND seq BETWEEN ? AND ? ORDER BY seq",
+                (session_id, first, last),
+            )
+            .fetchall()
+        )
         return [(int(r[0]), str(r[1])) for r in rows]
 
     async def _read(self, sql: str, params: Sequence[Any]) -> list[Any]:
         def run() -> list[Any]:
-            return self._reader().execute(sql, params).fetchall()
+            rows: list[Any] = self._reader().execute(sql, params).fetchall()
+            return rows
 
-        return await _to_thread(run)
+        return await asyncio.to_thread(run)
 
 
 def _insert_session(
@@ -715,7 +807,19 @@ def _insert_session(
     conn.execute(
         "INSERT INTO sessions (id, account_id, device_id, cwd, title, position, created_at,"
         " updated_at, epoch, last_seq, oldest_seq) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
-        (session_id, account_id, device_id, cwd, title, position, now, now, epoch, last_seq, last_seq + 1),
+        (
+            session_id,
+            account_id,
+            device_id,
+            cwd,
+            title,
+            position,
+            now,
+            now,
+            epoch,
+            last_seq,
+            last_seq + 1,
+        ),
     )
 
 
@@ -738,7 +842,3 @@ def _too_large_marker(size: int, limit: int) -> DisplayEvent:
 
 def new_session_id() -> str:
     return str(uuid.uuid4())
-
-
-async def _to_thread(fn: Callable[..., Any], *args: Any) -> Any:
-    return await asyncio.to_thread(fn, *args)

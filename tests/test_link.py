@@ -36,7 +36,9 @@ def stored(server: RelayServer, acct: Account, session_id: str) -> list[dict[str
         return list(response.json()["events"])
 
 
-def test_lines_are_acked_numbered_and_sent_back_to_the_mac(relay: RelayServer, account: Account) -> None:
+def test_lines_are_acked_numbered_and_sent_back_to_the_mac(
+    relay: RelayServer, account: Account
+) -> None:
     lines = lines_of("d_bash_permission")
     session_id = str(uuid.uuid4())
 
@@ -44,7 +46,9 @@ def test_lines_are_acked_numbered_and_sent_back_to_the_mac(relay: RelayServer, a
         async with mac(relay, account.device_token) as link:
             acks = []
             for start in range(0, len(lines), 20):
-                ack = await link.send_lines(session_id, "conv-1", lines[start : start + 20], cwd="/w")
+                ack = await link.send_lines(
+                    session_id, "conv-1", lines[start : start + 20], cwd="/w"
+                )
                 acks.append(ack.last_seq)
                 assert ack.through_offset == lines[min(start + 19, len(lines) - 1)].offset
             await link.wait_for_seq(session_id, acks[-1])
@@ -60,7 +64,9 @@ def test_lines_are_acked_numbered_and_sent_back_to_the_mac(relay: RelayServer, a
     ]
 
 
-def test_a_batch_sent_twice_after_reconnect_is_stored_once(relay: RelayServer, account: Account) -> None:
+def test_a_batch_sent_twice_after_reconnect_is_stored_once(
+    relay: RelayServer, account: Account
+) -> None:
     lines = lines_of("f_ask_question")
     session_id = str(uuid.uuid4())
 
@@ -94,7 +100,7 @@ def test_same_line_copied_into_another_conversation_is_not_shown_twice(
         async with mac(relay, account.device_token) as link:
             ack1 = await link.send_lines(session_id, "conv-a", lines)
             # Older Claude Code copied history into a new file on resume: same uuids, new offsets.
-            shifted = [LineRecord(offset=l.offset + 7, text=l.text, uuid=l.uuid) for l in lines]
+            shifted = [LineRecord(offset=x.offset + 7, text=x.text, uuid=x.uuid) for x in lines]
             ack2 = await link.send_lines(session_id, "conv-b", shifted)
             return ack1.last_seq, ack2.last_seq
 
@@ -244,7 +250,9 @@ def test_a_line_over_the_limit_becomes_a_marker_and_is_not_resent(make_relay: ob
     assert events[1]["marker"] == "line_too_large"
 
 
-def test_subagent_lines_keep_the_sessions_conversation(relay: RelayServer, account: Account) -> None:
+def test_subagent_lines_keep_the_sessions_conversation(
+    relay: RelayServer, account: Account
+) -> None:
     session_id = str(uuid.uuid4())
     main = lines_of("m_subagent__b9a49076")
     sub = lines_of("m_subagent__subagent")
@@ -273,7 +281,11 @@ def test_session_updates_reach_the_snapshot_and_vanish_when_the_mac_goes(
         ) as client:
             async with mac(relay, account.device_token) as link:
                 await link.send_lines(session_id, "conv", [user_line(0, "hi")], cwd="/proj")
-                await link.update(SessionInfo(session_id=session_id, state="busy", activity="coding", preview="Writ"))
+                await link.update(
+                    SessionInfo(
+                        session_id=session_id, state="busy", activity="coding", preview="Writ"
+                    )
+                )
                 for _ in range(100):
                     snap = (await client.get(f"/api/sessions/{session_id}")).json()
                     if snap["state"] == "busy":
@@ -289,6 +301,9 @@ def test_session_updates_reach_the_snapshot_and_vanish_when_the_mac_goes(
 
     online, offline = asyncio.run(run())
     assert (online["state"], online["activity"], online["preview"], online["cwd"]) == (
-        "busy", "coding", "Writ", "/proj",
+        "busy",
+        "coding",
+        "Writ",
+        "/proj",
     )
     assert offline["mark"] == "offline" and offline["state"] == "ended"

@@ -54,7 +54,12 @@ def lines(count: int) -> list[LineRecord]:
     for i in range(count):
         ident = str(uuid.uuid4())
         text = json.dumps(
-            {"type": "user", "uuid": ident, "sessionId": "conv", "message": {"role": "user", "content": f"n{i}"}}
+            {
+                "type": "user",
+                "uuid": ident,
+                "sessionId": "conv",
+                "message": {"role": "user", "content": f"n{i}"},
+            }
         )
         out.append(LineRecord(offset=i * 200, text=text, uuid=ident))
     return out
@@ -101,16 +106,18 @@ async def phone(url: str, token: str, session_id: str, total: int, out: list[int
         if out:
             headers["Last-Event-ID"] = str(out[-1])
         try:
-            async with httpx.AsyncClient(base_url=url, headers=headers, timeout=10) as c:
-                async with c.stream("GET", f"/api/sessions/{session_id}/stream") as r:
-                    if r.status_code != 200:
-                        await asyncio.sleep(0.1)
-                        continue
-                    reader = SSEReader(r)
-                    while not out or out[-1] < total:
-                        msg = await reader.next(timeout=10)
-                        if msg.event == "event":
-                            out.append(int(msg.id or 0))
+            async with (
+                httpx.AsyncClient(base_url=url, headers=headers, timeout=10) as c,
+                c.stream("GET", f"/api/sessions/{session_id}/stream") as r,
+            ):
+                if r.status_code != 200:
+                    await asyncio.sleep(0.1)
+                    continue
+                reader = SSEReader(r)
+                while not out or out[-1] < total:
+                    msg = await reader.next(timeout=10)
+                    if msg.event == "event":
+                        out.append(int(msg.id or 0))
         except (httpx.HTTPError, EOFError, TimeoutError, OSError):
             reconnects += 1
             await asyncio.sleep(0.1)
@@ -146,7 +153,9 @@ def test_kill_9_during_a_10000_event_replay_loses_and_doubles_nothing(tmp_path: 
         for index, start in enumerate(range(1, TOTAL_LINES, BATCH)):
             if index == KILL_AFTER_BATCHES:
                 # Kill while the Mac is mid-batch: the batch may or may not be committed.
-                pending = asyncio.create_task(mac.push(session_id, all_lines[start : start + BATCH]))
+                pending = asyncio.create_task(
+                    mac.push(session_id, all_lines[start : start + BATCH])
+                )
                 await asyncio.sleep(0.005)
                 proc.send_signal(signal.SIGKILL)
                 proc.wait()

@@ -53,9 +53,14 @@ def test_stream_catches_up_then_goes_live(relay: RelayServer, account: Account) 
     session_id = str(uuid.uuid4())
 
     async def run() -> tuple[list[int], list[int]]:
-        async with mac(relay, account.device_token) as link, client_for(relay, account.phone_token) as c:
+        async with (
+            mac(relay, account.device_token) as link,
+            client_for(relay, account.phone_token) as c,
+        ):
             await link.send_lines(session_id, "conv", user_lines(0, 10))
-            async with c.stream("GET", f"/api/sessions/{session_id}/stream", params={"after": 4}) as r:
+            async with c.stream(
+                "GET", f"/api/sessions/{session_id}/stream", params={"after": 4}
+            ) as r:
                 assert r.status_code == 200
                 assert r.headers["content-type"].startswith("text/event-stream")
                 reader = SSEReader(r)
@@ -75,7 +80,10 @@ def test_last_event_id_header_wins_over_after(relay: RelayServer, account: Accou
     session_id = str(uuid.uuid4())
 
     async def run() -> list[int]:
-        async with mac(relay, account.device_token) as link, client_for(relay, account.phone_token) as c:
+        async with (
+            mac(relay, account.device_token) as link,
+            client_for(relay, account.phone_token) as c,
+        ):
             await link.send_lines(session_id, "conv", user_lines(0, 12))
             async with c.stream(
                 "GET",
@@ -108,7 +116,10 @@ def test_no_event_lost_or_doubled_while_streams_join_during_writes(
             return await read_until(SSEReader(r), total)
 
     async def run() -> list[list[int]]:
-        async with mac(relay, account.device_token) as link, client_for(relay, account.phone_token) as c:
+        async with (
+            mac(relay, account.device_token) as link,
+            client_for(relay, account.phone_token) as c,
+        ):
             await link.send_lines(session_id, "conv", user_lines(0, 1, "first"))  # create it
             viewers = [asyncio.create_task(viewer(c, random.uniform(0, 0.4))) for _ in range(8)]
             await writer(link)
@@ -124,9 +135,14 @@ def test_a_slow_client_gets_resync_and_is_closed(make_relay: Any) -> None:
     session_id = str(uuid.uuid4())
 
     async def run() -> tuple[list[str], bool]:
-        async with mac(server, acct.device_token) as link, client_for(server, acct.phone_token) as c:
+        async with (
+            mac(server, acct.device_token) as link,
+            client_for(server, acct.phone_token) as c,
+        ):
             await link.send_lines(session_id, "conv", user_lines(0, 1, "first"))
-            async with c.stream("GET", f"/api/sessions/{session_id}/stream", params={"after": 1}) as r:
+            async with c.stream(
+                "GET", f"/api/sessions/{session_id}/stream", params={"after": 1}
+            ) as r:
                 reader = SSEReader(r)
                 assert (await reader.next()).event == "hello"
                 # Flood while not reading: socket buffers fill, then the subscriber's queue.
@@ -155,11 +171,15 @@ def test_revoking_a_phone_closes_its_open_streams(relay: RelayServer, account: A
     other_token, _, _ = relay.state.store.create_token(account.account_id, "phone", "second phone")
 
     async def run() -> tuple[str, str]:
-        async with mac(relay, account.device_token) as link, client_for(relay, account.phone_token) as c:
+        async with (
+            mac(relay, account.device_token) as link,
+            client_for(relay, account.phone_token) as c,
+        ):
             await link.send_lines(session_id, "conv", user_lines(0, 3))
-            async with c.stream("GET", f"/api/sessions/{session_id}/stream") as r, c.stream(
-                "GET", "/api/stream"
-            ) as r2:
+            async with (
+                c.stream("GET", f"/api/sessions/{session_id}/stream") as r,
+                c.stream("GET", "/api/stream") as r2,
+            ):
                 reader, reader2 = SSEReader(r), SSEReader(r2)
                 await read_until(reader, 3)
                 assert (await reader2.next()).event == "snapshot"
@@ -196,7 +216,9 @@ def test_a_token_revoked_from_the_command_line_closes_streams_soon(make_relay: A
     assert comments >= 1  # keep-alive comments flowed while idle
 
 
-def test_account_stream_shows_sessions_devices_and_previews(relay: RelayServer, account: Account) -> None:
+def test_account_stream_shows_sessions_devices_and_previews(
+    relay: RelayServer, account: Account
+) -> None:
     session_id = str(uuid.uuid4())
 
     async def run() -> list[tuple[str, dict[str, Any]]]:
