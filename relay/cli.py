@@ -71,31 +71,50 @@ def _print_qr(text: str) -> None:
 # -- commands -----------------------------------------------------------------------
 
 
-def cmd_relay(args: argparse.Namespace) -> int:
+def _check_port_free(cfg: configmod.Config) -> None:
+    import socket
+
+    with socket.socket() as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind((str(cfg.host), int(cfg.port)))
+        except OSError as exc:
+            _fail(
+                f"cannot listen on {cfg.host}:{cfg.port}: {exc.strerror}",
+                f"is claude-bridge already running? Open {cfg.base_url}/ or pass --port",
+            )
+
+
+def _serve(cfg: configmod.Config, log_level: str) -> int:
     import uvicorn
 
     from relay.app import create_app
 
+    _check_port_free(cfg)
+    uvicorn.run(
+        create_app(cfg),
+        host=str(cfg.host),
+        port=int(cfg.port),
+        log_level=log_level,
+        ws_max_size=int(cfg.max_link_message_bytes),
+        timeout_graceful_shutdown=3,
+    )
+    return 0
+
+
+def cmd_relay(args: argparse.Namespace) -> int:
     cfg = _config(args)
     store = _store(cfg)
     store.ensure_account()
     store.close()
     print(f"claude-bridge relay: data in {cfg.data_path}", flush=True)
-    print(f"  control page: {cfg.base_url}/", flush=True)
-    print(f"  pair a phone: claude-bridge pair --data {cfg.data_path}", flush=True)
+    print(f"  control page:  {cfg.base_url}/", flush=True)
+    print(f"  pair a phone:  claude-bridge pair --data {cfg.data_path}", flush=True)
     print(
-        f"  connect a Mac: claude-bridge token create --data {cfg.data_path} --kind device --name MAC",
+        f"  connect a Mac: claude-bridge pair --data {cfg.data_path} --kind device --name MAC",
         flush=True,
     )
-    uvicorn.run(
-        create_app(cfg),
-        host=str(cfg.host),
-        port=int(cfg.port),
-        log_level=args.log_level,
-        ws_max_size=int(cfg.max_link_message_bytes),
-        timeout_graceful_shutdown=3,
-    )
-    return 0
+    return _serve(cfg, args.log_level)
 
 
 def cmd_up(args: argparse.Namespace) -> int:
@@ -116,7 +135,7 @@ def cmd_up(args: argparse.Namespace) -> int:
     )
     _print_qr(link)
     print("  Press Ctrl-C to stop.", flush=True)
-    return cmd_relay(args)
+    return _serve(cfg, args.log_level)
 
 
 def cmd_pair(args: argparse.Namespace) -> int:
