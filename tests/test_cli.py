@@ -75,9 +75,15 @@ def test_replay_pushes_a_transcript_over_the_link(relay: RelayServer) -> None:
     account = relay.account()
     path = transcript("n_permissionrequest_allow_hook")
     out = cli(
-        "replay", "--relay", relay.url, "--token", account.device_token,
-        "--session", "replayed-1", str(path),
-    )  # fmt: skip
+        "replay",
+        "--relay",
+        relay.url,
+        "--token",
+        account.device_token,
+        "--session",
+        "replayed-1",
+        str(path),
+    )
     summary = json.loads(out.stdout.strip().splitlines()[-1])
     assert summary["lines"] == len(path.read_bytes().splitlines())
     with httpx.Client(
@@ -98,7 +104,7 @@ def test_replay_pushes_a_transcript_over_the_link(relay: RelayServer) -> None:
             "replayed-1",
             "--quiet",
             str(path),
-        ).stdout  # fmt: skip
+        ).stdout
     )
     assert again["last_seq"] == summary["last_seq"] and again["duplicates"] == summary["lines"]
 
