@@ -98,6 +98,7 @@ async def agent_link(ws: WebSocket) -> None:
     _log.info("Mac %s (%s) linked with %d sessions", name, device_id, len(hello.sessions))
 
     max_bytes = int(state.config.max_link_message_bytes)
+    watchdog = asyncio.create_task(_watch_token(state, link, principal.token_hash))
     try:
         while True:
             frame = await ws.receive()
@@ -123,11 +124,25 @@ async def agent_link(ws: WebSocket) -> None:
     except RuntimeError as exc:  # the socket was closed under us (replaced link)
         _log.debug("link %s closed: %s", device_id, exc)
     finally:
+        watchdog.cancel()
         link.fail_pending()
         if state.live.detach(link):
             await state.store.device_seen(device_id)
             state.publish_device(account_id, device_id)
         _log.info("Mac %s (%s) unlinked", name, device_id)
+
+
+async def _watch_token(state: RelayState, link: DeviceLink, token_hash: str) -> None:
+    """Close the link soon after its token is revoked or expires, wherever that was done."""
+    interval = float(state.config.auth_recheck_interval)
+    while True:
+        await asyncio.sleep(interval)
+        try:
+            state.store.authenticate_hash(token_hash)
+        except RelayError as exc:
+            link.fail_pending()
+            await link.close(CLOSE_UNAUTHORIZED, f"{exc.code}: {exc.message}"[:120])
+            return
 
 
 async def _dispatch(state: RelayState, link: DeviceLink, message: Any) -> None:

@@ -185,6 +185,9 @@ async def create_session(body: NewSession, principal: Phone, state: State) -> di
     result = await link.command(
         "create_session", session_id, args, float(state.config.command_timeout)
     )
+    if not result.ok:
+        # The Mac refused (bad folder, claude missing…): nothing was started, keep no trace.
+        await state.store.discard_empty_session(principal.account_id, session_id)
     _check(result)
     session = await state.store.get_session(principal.account_id, session_id)
     state.publish_session(session)

@@ -532,6 +532,18 @@ class Store:
 
         return await self._writer.run(job)
 
+    async def discard_empty_session(self, account_id: str, session_id: str) -> bool:
+        """Forget a session that never stored an event (its start was refused)."""
+
+        def job(conn: sqlite3.Connection, _: list[Callable[[], None]]) -> bool:
+            cur = conn.execute(
+                "DELETE FROM sessions WHERE id = ? AND account_id = ? AND last_seq = 0",
+                (session_id, account_id),
+            )
+            return cur.rowcount > 0
+
+        return await self._writer.run(job)
+
     async def update_session(self, account_id: str, session_id: str, **fields: Any) -> Session:
         columns = {
             "title": "title",

@@ -307,3 +307,25 @@ def test_session_updates_reach_the_snapshot_and_vanish_when_the_mac_goes(
         "/proj",
     )
     assert offline["mark"] == "offline" and offline["state"] == "ended"
+
+
+def test_a_revoked_device_token_closes_the_open_link(make_relay: object) -> None:
+    server: RelayServer = make_relay(auth_recheck_interval=0.2)  # type: ignore[operator]
+    acct = server.account()
+
+    async def run() -> bool:
+        link = MacLink(server.url, acct.device_token)
+        await link.connect()
+        try:
+            tokens = server.state.store.list_tokens_sync()
+            token_id = next(t["id"] for t in tokens if t["subject_id"] == acct.device_id)
+            assert server.state.store.revoke_token_sync(token_id)
+            for _ in range(100):
+                if not link.connected:
+                    break
+                await asyncio.sleep(0.05)
+            return link.connected
+        finally:
+            await link.close()
+
+    assert asyncio.run(run()) is False
