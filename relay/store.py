@@ -30,7 +30,6 @@ from relay.protocol import (
     EventKind,
     LineRecord,
     MarkerKind,
-    NumberedEvent,
     SessionPosition,
 )
 from relay.writer import Writer
@@ -628,19 +627,17 @@ class Store:
             new_uuids: list[str] = []
             title: str | None = None
             permission_mode: str | None = None
+            known = _known_uuids(conn, session_id, [x.uuid for x in lines if x.uuid])
             for line in lines:
                 if line.offset <= through:
                     duplicates += 1  # sent again after a reconnect: stored already
                     continue
                 through = line.offset
                 if line.uuid is not None:
-                    seen = conn.execute(
-                        "SELECT 1 FROM line_uuids WHERE session_id = ? AND uuid = ?",
-                        (session_id, line.uuid),
-                    ).fetchone()
-                    if seen or line.uuid in new_uuids:
+                    if line.uuid in known:
                         duplicates += 1  # the same line copied into another conversation file
                         continue
+                    known.add(line.uuid)
                     new_uuids.append(line.uuid)
                 size = len(line.text.encode("utf-8", "surrogatepass"))
                 if size > max_line:
@@ -658,15 +655,16 @@ class Store:
             numbers, numbering = seqrules.number(numbering, len(pending), kept)
             stored: list[tuple[int, str]] = []
             for seq, (line, event) in zip(numbers, pending, strict=True):
-                numbered = NumberedEvent(
-                    **event.model_dump(exclude_none=True),
+                # The shape of NumberedEvent, built directly: this runs for every event.
+                data = event.model_dump(mode="json", exclude_none=True)
+                data.update(
                     session_id=session_id,
                     seq=seq,
                     epoch=numbering.epoch,
                     conversation_id=conversation_id,
                     offset=line.offset,
                 )
-                stored.append((seq, numbered.model_dump_json(exclude_none=True)))
+                stored.append((seq, json.dumps(data, ensure_ascii=False, separators=(",", ":"))))
             if stored:
                 conn.executemany(
                     "INSERT INTO events (session_id, seq, data) VALUES (?, ?, ?)",
@@ -833,6 +831,20 @@ def _insert_session(
             last_seq + 1,
         ),
     )
+
+
+def _known_uuids(conn: sqlite3.Connection, session_id: str, uuids: list[str | None]) -> set[str]:
+    """Which of these line uuids the session has stored already (one query per 500)."""
+    known: set[str] = set()
+    for start in range(0, len(uuids), 500):
+        chunk = uuids[start : start + 500]
+        marks = ",".join("?" * len(chunk))
+        rows = conn.execute(
+            f"SELECT uuid FROM line_uuids WHERE session_id = ? AND uuid IN ({marks})",
+            (session_id, *chunk),
+        )
+        known.update(str(r[0]) for r in rows)
+    return known
 
 
 def _select_session(conn: sqlite3.Connection, session_id: str) -> Sequence[Any]:
