@@ -135,7 +135,7 @@ def create_app(config: Config) -> FastAPI:
         lifespan=lifespan,
         docs_url=None,
         redoc_url=None,
-        openapi_url="/api/openapi.json",
+        openapi_url=None,  # every route needs a login; the API is described in README.md
     )
 
     @app.exception_handler(RelayError)
@@ -174,6 +174,7 @@ def create_app(config: Config) -> FastAPI:
     if web_dir.is_dir():
         app.mount("/", StaticFiles(directory=web_dir, html=True), name="web")
 
-    app.add_middleware(SecurityHeaders)
+    # Added last = outermost: even a 413 from the body limit carries the security headers.
     app.add_middleware(BodyLimit, limit=int(config.max_body_bytes))
+    app.add_middleware(SecurityHeaders)
     return app
