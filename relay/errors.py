@@ -5,14 +5,18 @@ the page, so a person can look it up. Each error says what happened and what to 
 
     RelayError
     ├── BadRequest            400  bad_request, bad_json, bad_after, bad_limit
-    ├── Unauthorized          401  unauthorized, token_revoked, token_expired
-    ├── Forbidden             403  bad_origin
-    ├── NotFound              404  not_found, unknown_session, unknown_device, unknown_card
+    ├── Unauthorized          401  unauthorized, token_revoked, token_expired, bad_pair_code
+    ├── Forbidden             403  bad_origin, wrong_token_kind
+    ├── NotFound              404  not_found, unknown_session, unknown_device, unknown_phone
     ├── Conflict              409  device_offline, epoch_mismatch, after_beyond_last,
-    │                              history_unavailable, session_locked, card_closed
-    ├── PayloadTooLarge       413  body_too_large, line_too_large, text_too_large
+    │                              history_unavailable, session_locked, session_exists,
+    │                              card_closed, command_failed (or the Mac's own code)
+    ├── PayloadTooLarge       413  body_too_large, text_too_large
     ├── TooManyRequests       429  pair_rate_limited
     └── GatewayTimeout        504  device_timeout
+
+A transcript line over ``max_line_bytes`` is not an HTTP error: it becomes a ``line_too_large``
+marker event and the ack lists it in ``rejected``.
 """
 
 from __future__ import annotations

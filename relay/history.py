@@ -46,8 +46,12 @@ async def _from_mac(
             limit=last - first + 1,
             timeout=float(state.config.history_timeout),
         )
-    except RelayError:
-        raise unavailable from None
+    except RelayError as exc:
+        raise Conflict(
+            f"the Mac did not send events before seq {session.oldest_seq} in time ({exc.message})",
+            code="history_unavailable",
+            oldest_seq=session.oldest_seq,
+        ) from None
     if answer.error:
         raise Conflict(
             f"the Mac could not read older history: {answer.error}",

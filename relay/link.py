@@ -25,6 +25,7 @@ from relay.protocol import (
     Hello,
     History,
     Lines,
+    PROTOCOL_VERSION,
     LinkError,
     Ping,
     Pong,
@@ -57,6 +58,8 @@ async def agent_link(ws: WebSocket) -> None:
     try:
         principal = authenticate(ws, state.store, kind="device")
     except RelayError as exc:
+        # Accept, then close with a reason: a refused handshake would only show the Mac "403".
+        await ws.accept()
         await ws.close(code=CLOSE_UNAUTHORIZED, reason=f"{exc.code}: {exc.message}"[:120])
         return
     await ws.accept()
@@ -65,6 +68,11 @@ async def agent_link(ws: WebSocket) -> None:
         hello = agent_message.validate_json(first)
         if not isinstance(hello, Hello):
             raise ValueError("the first message must be hello")
+        if hello.protocol != PROTOCOL_VERSION:
+            raise ValueError(
+                f"this relay speaks link protocol {PROTOCOL_VERSION}, the Mac {hello.protocol}; "
+                "update the older side"
+            )
     except (TimeoutError, ValueError, ValidationError, WebSocketDisconnect) as exc:
         await _close_protocol(ws, f"expected hello first: {exc}")
         return

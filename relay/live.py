@@ -132,7 +132,8 @@ class Live:
         if current is None:
             merged = info.model_copy()
         else:
-            changes = info.model_dump(exclude_unset=True, exclude={"clear_card"})
+            # Merge the values themselves (not dumped dicts): a card stays a Card.
+            changes = {k: getattr(info, k) for k in info.model_fields_set if k != "clear_card"}
             merged = current.model_copy(update=changes)
         if info.clear_card:
             merged.card = None

@@ -146,8 +146,8 @@ class SessionInfo(_Model):
     conversation_id: str | None = None
     state: Literal["starting", "idle", "busy", "waiting", "ended"] | None = None
     activity: str | None = None  # e.g. "coding"
-    card: Card | None = None
-    clear_card: bool = False  # the card closed (card=None alone means "unchanged")
+    card: Card | None = None  # a field left out means "unchanged"
+    clear_card: bool = False  # the card closed
     held: list[HeldMessage] | None = None
     preview: str | None = None
     permission_mode: str | None = None

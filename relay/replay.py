@@ -119,13 +119,12 @@ class MacLink:
             raise LinkRefused(
                 f"the relay refused the link: HTTP {exc.response.status_code}"
             ) from exc
-        await self._ws.send(Hello(device=self.device, sessions=self.positions()).model_dump_json())
         try:
+            await self._ws.send(Hello(device=self.device, sessions=self.positions()).model_dump_json())
             first = await asyncio.wait_for(self._ws.recv(), open_timeout)
         except websockets.exceptions.ConnectionClosed as exc:
-            raise LinkRefused(
-                f"the relay closed the link: {exc.rcvd.reason if exc.rcvd else exc}"
-            ) from exc
+            reason = exc.rcvd.reason if exc.rcvd else str(exc)
+            raise LinkRefused(f"the relay closed the link: {reason}") from exc
         welcome = relay_message.validate_json(first)
         if not isinstance(welcome, Welcome):
             raise LinkRefused(f"expected welcome, got {first[:200]!r}")

@@ -329,3 +329,46 @@ def test_a_revoked_device_token_closes_the_open_link(make_relay: object) -> None
             await link.close()
 
     assert asyncio.run(run()) is False
+
+
+def test_a_card_survives_later_updates_and_clears_only_when_told(
+    relay: RelayServer, account: Account
+) -> None:
+    from relay.protocol import Card, CardOption, HeldMessage
+
+    session_id = str(uuid.uuid4())
+    card = Card(
+        id="c1", kind="permission", title="Bash command", options=[CardOption(key="1", label="Yes")]
+    )
+
+    async def snapshot(client: httpx.AsyncClient, want: object, key: str) -> dict[str, object]:
+        for _ in range(100):
+            snap = (await client.get(f"/api/sessions/{session_id}")).json()
+            if snap[key] == want:
+                return dict(snap)
+            await asyncio.sleep(0.02)
+        raise AssertionError(f"{key} never became {want!r}: {snap}")
+
+    async def run() -> None:
+        async with (
+            httpx.AsyncClient(
+                base_url=relay.url, headers={"Authorization": f"Bearer {account.phone_token}"}
+            ) as client,
+            mac(relay, account.device_token) as link,
+        ):
+            await link.send_lines(session_id, "conv", [user_line(0, "hi")])
+            await link.update(SessionInfo(session_id=session_id, state="busy"))
+            await link.update(SessionInfo(session_id=session_id, state="waiting", card=card))
+            await link.update(
+                SessionInfo(session_id=session_id, held=[HeldMessage(id="h1", text="later")])
+            )
+            snap = await snapshot(
+                client, [{"id": "h1", "text": "later", "state": "held", "created_at": None}], "held"
+            )
+            assert snap["card"]["id"] == "c1" and snap["state"] == "waiting"  # type: ignore[index]
+            await link.update(SessionInfo(session_id=session_id, state="busy", clear_card=True))
+            snap = await snapshot(client, None, "card")
+            assert snap["state"] == "busy"
+            assert link.connected  # no update ever cost the link
+
+    asyncio.run(run())
