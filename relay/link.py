@@ -20,12 +20,12 @@ from relay.auth import authenticate
 from relay.errors import RelayError
 from relay.live import DeviceLink
 from relay.protocol import (
+    PROTOCOL_VERSION,
     Ack,
     CommandResult,
     Hello,
     History,
     Lines,
-    PROTOCOL_VERSION,
     LinkError,
     Ping,
     Pong,
