@@ -1,0 +1,126 @@
+"""The settings file the agent passes to ``claude --settings <data>/hooks.json`` (SPEC §3).
+
+It registers ``hooks/cb-hook <Event>`` for every hook event the bridge listens to, in the form
+Claude Code 2.1.328 was seen to run (``tests/fixtures/screens/a_startup_trust/hooks-settings.json``):
+tool events carry ``"matcher": "*"``, the others no matcher. The person's own
+``~/.claude/settings.json`` is never touched; ``--settings`` adds these hooks beside theirs.
+
+The hook only reports when ``CB_HOOK`` is set (``hook_env``), which the agent does only in the
+terminals it launches.
+
+Timeouts, from the inside out (all seconds):
+
+* the hook server answers a PermissionRequest within its ``decision_timeout`` (2) or says "ask";
+* cb-hook waits ``CB_HOOK_WAIT`` (5) for that answer, ``CB_HOOK_MAX_TIME`` (1) for other events,
+  and 0.2 to connect;
+* Claude Code kills the hook after the ``timeout`` written here: ``permission_timeout_s`` for
+  PermissionRequest (keep it above ``CB_HOOK_WAIT``), ``event_timeout_s`` (5) for the rest.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import re
+import secrets
+import shlex
+import stat
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from agent.hookserver import HOOK_EVENTS
+
+TOOL_EVENTS = frozenset({"PreToolUse", "PostToolUse", "PostToolUseFailure", "PermissionRequest"})
+"""Events that take a tool-name matcher; ``*`` = every tool."""
+
+EVENT_TIMEOUT_S = 5
+PERMISSION_TIMEOUT_S = 10
+PERMISSION_WAIT_S = 5.0
+"""Default ``CB_HOOK_WAIT``: how long cb-hook waits for a PermissionRequest decision."""
+
+_TOKEN = re.compile(r"[A-Za-z0-9_-]+")
+
+
+def hook_command_path() -> Path:
+    """The absolute path of ``hooks/cb-hook`` beside the ``agent`` package, made executable."""
+    path = Path(__file__).resolve().parent.parent / "hooks" / "cb-hook"
+    if not path.is_file():
+        raise FileNotFoundError(
+            f"the hook command {path} is missing; run claude-bridge from a full checkout "
+            "of the repository (hooks/ sits beside agent/)"
+        )
+    mode = path.stat().st_mode
+    wanted = mode | ((mode & 0o444) >> 2)  # execute wherever it is readable
+    if not os.access(path, os.X_OK) or wanted != mode:
+        path.chmod(stat.S_IMODE(wanted))
+    return path
+
+
+def build_settings(
+    hook_path: Path,
+    permission_timeout_s: int = PERMISSION_TIMEOUT_S,
+    *,
+    event_timeout_s: int = EVENT_TIMEOUT_S,
+) -> dict[str, Any]:
+    """The ``--settings`` document: one ``cb-hook <Event>`` command per hook event."""
+    if not hook_path.is_absolute():
+        raise ValueError(f"the hook command path must be absolute, not {str(hook_path)!r}")
+    if permission_timeout_s < 1 or event_timeout_s < 1:
+        raise ValueError("hook timeouts are whole seconds, at least 1")
+    command = shlex.quote(str(hook_path))
+    hooks: dict[str, list[dict[str, Any]]] = {}
+    for event in HOOK_EVENTS:
+        timeout = permission_timeout_s if event == "PermissionRequest" else event_timeout_s
+        entry: dict[str, Any] = {
+            "hooks": [{"type": "command", "command": f"{command} {event}", "timeout": timeout}]
+        }
+        if event in TOOL_EVENTS:
+            entry["matcher"] = "*"
+        hooks[event] = [entry]
+    return {"hooks": hooks}
+
+
+def write_settings(path: Path, settings: dict[str, Any]) -> None:
+    """Write ``settings`` as JSON to ``path`` atomically (temp file in the same folder + rename)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    text = json.dumps(settings, indent=1, ensure_ascii=False) + "\n"
+    fd, temp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as out:
+            out.write(text)
+            out.flush()
+            os.fsync(out.fileno())
+        os.replace(temp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temp)
+        raise
+
+
+def new_secret() -> str:
+    """A fresh per-session hook secret: 43 URL-safe characters (256 bits)."""
+    return secrets.token_urlsafe(32)
+
+
+def hook_env(
+    session_id: str, secret: str, port: int, *, permission_wait_s: float | None = None
+) -> dict[str, str]:
+    """The environment that makes cb-hook report: ``CB_HOOK=<session id>:<secret>:<port>``.
+
+    Session id and secret may hold only ``A-Z a-z 0-9 _ -`` (cb-hook ignores anything else).
+    ``permission_wait_s`` sets ``CB_HOOK_WAIT`` (how long a PermissionRequest waits for the
+    agent's decision; cb-hook's default is 5 s).
+    """
+    for name, value in (("session id", session_id), ("secret", secret)):
+        if not _TOKEN.fullmatch(value):
+            raise ValueError(f"the hook {name} may hold only A-Z a-z 0-9 _ -: {value!r}")
+    if not 0 < port < 65536:
+        raise ValueError(f"not a TCP port: {port}")
+    env = {"CB_HOOK": f"{session_id}:{secret}:{port}"}
+    if permission_wait_s is not None:
+        if not permission_wait_s > 0:
+            raise ValueError("permission_wait_s must be positive")
+        env["CB_HOOK_WAIT"] = f"{permission_wait_s:.3f}"
+    return env
