@@ -808,6 +808,37 @@ def _tools_used(line: _JsonObj, ctx: _Ctx) -> None:
         ctx.tools_used = [tool for tool in tools if isinstance(tool, str)]
 
 
+# The agent writes its own lines (auto-passed dialogs, revives) in this shape, in the
+# conversation named BRIDGE_CONVERSATION, so they are numbered and stored like any other line.
+BRIDGE_LINE_TYPE: Final = "bridge-marker"
+BRIDGE_CONVERSATION: Final = "bridge"
+_BRIDGE_MARKERS: Final[frozenset[str]] = frozenset(
+    {MarkerKind.AUTO_PASSED, MarkerKind.REVIVED, MarkerKind.INFO, MarkerKind.LINE_TOO_LARGE}
+)
+
+
+def _bridge_marker(line: _JsonObj, ctx: _Ctx) -> None:
+    kind = line.get("marker")
+    text = _str(line.get("text"))
+    if kind not in _BRIDGE_MARKERS or not text:
+        raise _BadShape(f"a bridge marker line with marker {kind!r}")
+    ctx.marker(MarkerKind(kind), text)
+
+
+def bridge_line(marker: MarkerKind, text: str, timestamp: str, marker_id: str) -> str:
+    """A line the agent sends for ``marker`` (see BRIDGE_LINE_TYPE)."""
+    return json.dumps(
+        {
+            "type": BRIDGE_LINE_TYPE,
+            "marker": str(marker),
+            "text": text,
+            "timestamp": timestamp,
+            "uuid": marker_id,
+        },
+        ensure_ascii=False,
+    )
+
+
 def _title_from(key: str) -> _Handler:
     def handler(line: _JsonObj, ctx: _Ctx) -> None:
         ctx.title = _str(line.get(key))
@@ -836,6 +867,7 @@ _LINE_HANDLERS: Final[Mapping[str, _Handler]] = {
     "last-prompt": _noise,
     "mode": _noise,
     "agent-name": _noise,
+    BRIDGE_LINE_TYPE: _bridge_marker,
 }
 
 LINE_TYPES: Final[frozenset[str]] = frozenset(_LINE_HANDLERS)

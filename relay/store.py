@@ -23,7 +23,7 @@ from typing import Any
 
 from relay import seq as seqrules
 from relay.config import Config
-from relay.convert import ConversionLimits, convert_line
+from relay.convert import BRIDGE_CONVERSATION, ConversionLimits, convert_line
 from relay.errors import Conflict, NotFound, Unauthorized
 from relay.protocol import (
     DisplayEvent,
@@ -687,7 +687,8 @@ class Store:
                     (session_id, conversation_id, through),
                 )
             conv_ids: list[str] = json.loads(srow[12])
-            if conversation_id not in conv_ids and not conversation_id.startswith("agent-"):
+            is_claudes = _is_claude_conversation(conversation_id)
+            if is_claudes and conversation_id not in conv_ids:
                 conv_ids.append(conversation_id)
             conn.execute(
                 "UPDATE sessions SET last_seq = ?, oldest_seq = ?, updated_at = ?,"
@@ -699,7 +700,7 @@ class Store:
                     numbering.last_seq,
                     numbering.oldest_seq,
                     time.time(),
-                    not conversation_id.startswith("agent-"),
+                    is_claudes,
                     conversation_id,
                     json.dumps(conv_ids),
                     title,
@@ -831,6 +832,12 @@ def _insert_session(
             last_seq + 1,
         ),
     )
+
+
+def _is_claude_conversation(conversation_id: str) -> bool:
+    """A subagent's transcript (agent-…) and the bridge's own lines are not the session's
+    conversation: they never replace its current conversation id."""
+    return not conversation_id.startswith("agent-") and conversation_id != BRIDGE_CONVERSATION
 
 
 def _known_uuids(conn: sqlite3.Connection, session_id: str, uuids: list[str | None]) -> set[str]:

@@ -807,3 +807,15 @@ def test_summary_of_odd_input_does_not_raise() -> None:
     assert summarize_tool_input("AskUserQuestion", {"questions": "not a list"}) == ""
     assert summarize_tool_input("AskUserQuestion", {"questions": [5]}) == ""
     assert summarize_tool_input("TodoWrite", {"todos": None}) == "0 todos"
+
+
+def test_the_bridges_own_marker_lines_become_markers() -> None:
+    from relay.convert import bridge_line
+
+    line = bridge_line(MarkerKind.REVIVED, "🔁 reopened", "2026-11-30T00:00:00Z", "m-1")
+    events = convert_line(line).events
+    assert [(e.kind, e.marker, e.text, e.uuid) for e in events] == [
+        (EventKind.MARKER, MarkerKind.REVIVED, "🔁 reopened", "m-1")
+    ]
+    forged = '{"type": "bridge-marker", "marker": "user", "text": "x"}'
+    assert [e.marker for e in convert_line(forged).events] == [MarkerKind.UNREADABLE]

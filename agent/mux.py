@@ -1,0 +1,318 @@
+"""The terminal multiplexer: tmux (or zeropty, which takes tmux's command line) on its own socket.
+
+Sessions live on a dedicated server (``-L claude-bridge``, no config file), never the person's own
+tmux, and outlive the agent. Creating and killing sessions goes through libtmux; the hot path —
+reading screens and sending keys many times a second across many sessions — goes through one
+long-lived tmux *control mode* client, so a screen read costs a line written to a pipe rather
+than a new process.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import re
+import shlex
+import shutil
+import tempfile
+from collections import deque
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import libtmux
+
+SESSION_PREFIX = "cb-"
+CONTROL_SESSION = "_cb_control"
+DEFAULT_SOCKET = "claude-bridge"
+_SAFE = re.compile(r"^[A-Za-z0-9_@%+=:,./-]+$")
+_BLOCK = re.compile(r"^%(begin|end|error) (\d+) (\d+) (\d+)$")
+PANE_FORMAT = (
+    "#{session_name}\t#{pane_pid}\t#{pane_dead}\t#{pane_width}\t#{pane_height}\t"
+    "#{cursor_x}\t#{cursor_y}\t#{pane_current_command}"
+)
+
+
+class MuxError(RuntimeError):
+    """tmux refused a command or is not there; the message says which and why."""
+
+
+class PaneGone(MuxError):
+    """The session's pane no longer exists (claude exited or the server was killed)."""
+
+
+@dataclass(frozen=True)
+class Pane:
+    name: str
+    pid: int
+    dead: bool
+    width: int
+    height: int
+    cursor: tuple[int, int]
+    command: str
+
+
+@dataclass(frozen=True)
+class Capture:
+    text: str  # rows with SGR escapes, as `capture-pane -e -p` prints them
+    width: int
+    height: int
+    cursor: tuple[int, int]
+
+
+def quote(arg: str) -> str:
+    """One argument in tmux's command syntax (control mode reads commands like a config file)."""
+    if _SAFE.match(arg):
+        return arg
+    if any(ch in arg for ch in "\n\r\x00"):
+        raise ValueError("a tmux argument cannot hold a line break; paste the text instead")
+    escaped = arg.replace("\\", "\\\\").replace('"', '\\"').replace("$", "\\$")
+    return f'"{escaped}"'
+
+
+def parse_panes(lines: Sequence[str]) -> dict[str, Pane]:
+    """``list-panes -a -F PANE_FORMAT`` output → the first pane of each bridge session."""
+    panes: dict[str, Pane] = {}
+    for line in lines:
+        parts = line.split("\t")
+        if len(parts) < 8 or not parts[0].startswith(SESSION_PREFIX) or parts[0] in panes:
+            continue
+        name, pid, dead, width, height, cx, cy, command = parts[:8]
+        panes[name] = Pane(
+            name=name,
+            pid=int(pid or 0),
+            dead=dead == "1",
+            width=int(width),
+            height=int(height),
+            cursor=(int(cy), int(cx)),
+            command=command,
+        )
+    return panes
+
+
+def session_name(session_id: str) -> str:
+    return SESSION_PREFIX + session_id
+
+
+def find_program(preference: str = "auto") -> str:
+    """zeropty when installed (unless tmux is forced), else tmux."""
+    if preference not in {"auto", "tmux", "zeropty"}:
+        raise MuxError(f"unknown multiplexer {preference!r}: use tmux or zeropty")
+    if preference in {"auto", "zeropty"}:
+        found = shutil.which("zeropty")
+        if found:
+            return found
+        if preference == "zeropty":
+            raise MuxError("zeropty is not on PATH; install it or use --mux tmux")
+    found = shutil.which("tmux")
+    if not found:
+        raise MuxError("tmux is not installed: install it (brew install tmux / apt install tmux)")
+    return found
+
+
+class ControlClient:
+    """A tmux control-mode client: commands in, ``%begin``/``%end`` blocks out, in order."""
+
+    def __init__(self, program: str, socket_name: str) -> None:
+        self.program = program
+        self.socket_name = socket_name
+        self._proc: asyncio.subprocess.Process | None = None
+        self._reader: asyncio.Task[None] | None = None
+        self._pending: deque[asyncio.Future[list[str]]] = deque()
+        self._lock = asyncio.Lock()
+
+    @property
+    def alive(self) -> bool:
+        return self._proc is not None and self._proc.returncode is None
+
+    async def start(self) -> None:
+        self._proc = await asyncio.create_subprocess_exec(
+            self.program, "-L", self.socket_name, "-f", os.devnull, "-C",
+            "new-session", "-A", "-s", CONTROL_SESSION, "-x", "80", "-y", "24",
+            "while :; do sleep 3600; done",
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.DEVNULL,
+            start_new_session=True,
+        )  # fmt: skip
+        self._reader = asyncio.create_task(self._read())
+
+    async def close(self) -> None:
+        proc = self._proc
+        self._proc = None
+        if proc is not None and proc.returncode is None:
+            with contextlib.suppress(ProcessLookupError, BrokenPipeError, ConnectionResetError):
+                assert proc.stdin is not None
+                proc.stdin.close()
+            try:
+                await asyncio.wait_for(proc.wait(), 2)
+            except TimeoutError:
+                proc.kill()
+                await proc.wait()
+        if self._reader is not None:
+            self._reader.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._reader
+        self._fail_all(MuxError("the tmux control client closed"))
+
+    async def run(self, *args: str, timeout: float = 5.0) -> list[str]:
+        async with self._lock:
+            if not self.alive:
+                await self.start()
+            proc = self._proc
+            assert proc is not None and proc.stdin is not None
+            future: asyncio.Future[list[str]] = asyncio.get_running_loop().create_future()
+            self._pending.append(future)
+            try:
+                proc.stdin.write((" ".join(quote(a) for a in args) + "\n").encode())
+                await proc.stdin.drain()
+            except (BrokenPipeError, ConnectionResetError) as exc:
+                self._pending.remove(future)
+                raise MuxError(f"tmux went away: {exc}") from exc
+        return await asyncio.wait_for(future, timeout)
+
+    async def _read(self) -> None:
+        assert self._proc is not None and self._proc.stdout is not None
+        stdout = self._proc.stdout
+        block: list[str] | None = None
+        ours = False
+        try:
+            while True:
+                raw = await stdout.readline()
+                if not raw:
+                    break
+                line = raw.decode("utf-8", "replace").rstrip("\n")
+                match = _BLOCK.match(line)
+                if match and match.group(1) == "begin":
+                    block = []
+                    ours = int(match.group(4)) & 1 == 1  # flag 1: a command from this client
+                    continue
+                if match and block is not None:
+                    if ours and self._pending:
+                        future = self._pending.popleft()
+                        if not future.done():
+                            if match.group(1) == "end":
+                                future.set_result(block)
+                            else:
+                                future.set_exception(MuxError(" ".join(block) or "tmux error"))
+                    block = None
+                    continue
+                if block is not None:
+                    block.append(line)
+                # Anything else is a notification (%output, %window-add …): not ours to act on.
+        finally:
+            self._fail_all(MuxError("tmux control client ended"))
+
+    def _fail_all(self, exc: Exception) -> None:
+        while self._pending:
+            future = self._pending.popleft()
+            if not future.done():
+                future.set_exception(exc)
+
+
+class Mux:
+    def __init__(self, program: str = "tmux", socket_name: str = DEFAULT_SOCKET) -> None:
+        self.program = program
+        self.socket_name = socket_name
+        self.server = libtmux.Server(
+            socket_name=socket_name, config_file=os.devnull, tmux_bin=program
+        )
+        self.control = ControlClient(program, socket_name)
+
+    async def close(self) -> None:
+        await self.control.close()
+
+    async def new_session(
+        self,
+        name: str,
+        cwd: str | Path,
+        argv: Sequence[str],
+        env: Mapping[str, str],
+        width: int,
+        height: int,
+    ) -> Pane:
+        """Start ``argv`` in a new detached session of the given size, with ``env`` added."""
+
+        def create() -> None:
+            if self.server.has_session(name):
+                raise MuxError(f"a terminal named {name} already exists")
+            self.server.new_session(
+                session_name=name,
+                start_directory=str(cwd),
+                window_command=shlex.join(argv),
+                x=width,
+                y=height,
+                environment=dict(env),
+            )
+            # Keep the pane after claude exits, so its last screen and exit can be read.
+            self.server.cmd("set-option", "-t", name, "remain-on-exit", "on")
+
+        try:
+            await asyncio.to_thread(create)
+        except libtmux.exc.LibTmuxException as exc:
+            raise MuxError(f"tmux could not start the session: {exc}") from exc
+        panes = await self.panes()
+        if name not in panes:
+            raise PaneGone(f"the terminal {name} closed right after it started")
+        return panes[name]
+
+    async def panes(self) -> dict[str, Pane]:
+        try:
+            lines = await self.control.run("list-panes", "-a", "-F", PANE_FORMAT)
+        except MuxError:
+            return {}
+        return parse_panes(lines)
+
+    async def capture(self, name: str) -> Capture:
+        try:
+            info = await self.control.run(
+                "display-message", "-p", "-t", name,
+                "#{pane_width}\t#{pane_height}\t#{cursor_x}\t#{cursor_y}",
+            )  # fmt: skip
+            rows = await self.control.run("capture-pane", "-p", "-e", "-t", name)
+        except MuxError as exc:
+            raise PaneGone(f"cannot read {name}: {exc}") from exc
+        width, height, cx, cy = (int(v) for v in info[0].split("\t"))
+        return Capture("\n".join(rows), width, height, (cy, cx))
+
+    async def send_keys(self, name: str, groups: Sequence[Sequence[str]]) -> None:
+        """Send key groups as `keys_for` gives them: ``["-l", text]`` is literal text."""
+        for group in groups:
+            if not group:
+                continue
+            args = ["send-keys", "-t", name]
+            if group[0] == "-l":
+                args += ["-l", *group[1:]]
+            else:
+                args += list(group)
+            try:
+                await self.control.run(*args)
+            except MuxError as exc:
+                raise PaneGone(f"cannot type into {name}: {exc}") from exc
+
+    async def paste(self, name: str, text: str, *, enter: bool = True) -> None:
+        """Type ``text`` as one block (bracketed paste), then Enter."""
+        buffer = f"cb-{os.getpid()}-{id(text)}"
+        fd, path = tempfile.mkstemp(prefix="cb-paste-")
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                handle.write(text)
+            await self.control.run("load-buffer", "-b", buffer, path)
+            await self.control.run("paste-buffer", "-p", "-d", "-b", buffer, "-t", name)
+            if enter:
+                await self.control.run("send-keys", "-t", name, "Enter")
+        except MuxError as exc:
+            raise PaneGone(f"cannot paste into {name}: {exc}") from exc
+        finally:
+            with contextlib.suppress(OSError):
+                os.unlink(path)
+
+    async def kill(self, name: str) -> None:
+        with contextlib.suppress(MuxError):
+            await self.control.run("kill-session", "-t", name)
+
+    async def kill_server(self) -> None:
+        await self.control.close()
+        with contextlib.suppress(libtmux.exc.LibTmuxException):
+            await asyncio.to_thread(self.server.kill)
