@@ -14,7 +14,7 @@ import json
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import websockets
 from websockets.asyncio.client import ClientConnection
@@ -41,6 +41,48 @@ from relay.protocol import (
 )
 
 CommandHandler = Callable[[Command], Awaitable[CommandResult]]
+
+
+class Archive(Protocol):
+    """Where a Mac keeps the numbered events the relay sends back."""
+
+    def positions(self) -> list[SessionPosition]: ...
+    def add(self, session_id: str, epoch: str, events: list[NumberedEvent]) -> None: ...
+    def set_epoch(self, session_id: str, epoch: str) -> None: ...
+    def read(self, session_id: str, first: int, last: int) -> list[NumberedEvent]: ...
+    def last_seq(self, session_id: str) -> int: ...
+
+
+class MemoryArchive(dict[str, dict[int, NumberedEvent]]):
+    """An archive in memory (replays and tests): session id → seq → event, plus epochs."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.epochs: dict[str, str] = {}
+
+    def positions(self) -> list[SessionPosition]:
+        return [
+            SessionPosition(
+                session_id=sid, last_seq=max(events, default=0), epoch=self.epochs.get(sid)
+            )
+            for sid, events in self.items()
+        ]
+
+    def add(self, session_id: str, epoch: str, events: list[NumberedEvent]) -> None:
+        self.epochs[session_id] = epoch
+        store = self.setdefault(session_id, {})
+        for event in events:
+            store[event.seq] = event
+
+    def set_epoch(self, session_id: str, epoch: str) -> None:
+        self.epochs[session_id] = epoch
+
+    def read(self, session_id: str, first: int, last: int) -> list[NumberedEvent]:
+        events = self.get(session_id, {})
+        return [events[s] for s in range(first, last + 1) if s in events]
+
+    def last_seq(self, session_id: str) -> int:
+        return max(self.get(session_id, {}), default=0)
 
 
 class LinkRefused(RuntimeError):
@@ -88,8 +130,7 @@ class MacLink:
     token: str
     device: DeviceInfo = field(default_factory=lambda: DeviceInfo(name="replay"))
     on_command: CommandHandler | None = None
-    archive: dict[str, dict[int, NumberedEvent]] = field(default_factory=dict)
-    epochs: dict[str, str] = field(default_factory=dict)
+    archive: Archive = field(default_factory=MemoryArchive)
     errors: list[LinkError] = field(default_factory=list)
     welcome: Welcome | None = None
     _ws: ClientConnection | None = None
@@ -98,14 +139,6 @@ class MacLink:
     _batches: Iterator[int] = field(default_factory=lambda: itertools.count(1))
     _tasks: set[asyncio.Task[Any]] = field(default_factory=set)
     _events_seen: asyncio.Condition = field(default_factory=asyncio.Condition)
-
-    def positions(self) -> list[SessionPosition]:
-        return [
-            SessionPosition(
-                session_id=sid, last_seq=max(events, default=0), epoch=self.epochs.get(sid)
-            )
-            for sid, events in self.archive.items()
-        ]
 
     async def connect(self, *, open_timeout: float = 10.0) -> Welcome:
         try:
@@ -120,7 +153,9 @@ class MacLink:
                 f"the relay refused the link: HTTP {exc.response.status_code}"
             ) from exc
         try:
-            await self._ws.send(Hello(device=self.device, sessions=self.positions()).model_dump_json())
+            await self._ws.send(
+                Hello(device=self.device, sessions=self.archive.positions()).model_dump_json()
+            )
             first = await asyncio.wait_for(self._ws.recv(), open_timeout)
         except websockets.exceptions.ConnectionClosed as exc:
             reason = exc.rcvd.reason if exc.rcvd else str(exc)
@@ -131,7 +166,7 @@ class MacLink:
         self.welcome = welcome
         for pos in welcome.sessions:
             if pos.epoch:
-                self.epochs[pos.session_id] = pos.epoch
+                self.archive.set_epoch(pos.session_id, pos.epoch)
         self._reader = asyncio.create_task(self._read())
         return welcome
 
@@ -195,9 +230,7 @@ class MacLink:
         """Wait until the archive holds every event of the session up to ``seq``."""
         async with self._events_seen:
             await asyncio.wait_for(
-                self._events_seen.wait_for(
-                    lambda: max(self.archive.get(session_id, {}), default=0) >= seq
-                ),
+                self._events_seen.wait_for(lambda: self.archive.last_seq(session_id) >= seq),
                 timeout,
             )
 
@@ -207,15 +240,12 @@ class MacLink:
             async for raw in self._ws:
                 message = relay_message.validate_json(raw)
                 if isinstance(message, Ack):
-                    self.epochs[message.session_id] = message.epoch
+                    self.archive.set_epoch(message.session_id, message.epoch)
                     future = self._acks.get(message.batch)
                     if future is not None and not future.done():
                         future.set_result(message)
                 elif isinstance(message, Events):
-                    self.epochs[message.session_id] = message.epoch
-                    store = self.archive.setdefault(message.session_id, {})
-                    for event in message.events:
-                        store[event.seq] = event
+                    self.archive.add(message.session_id, message.epoch, message.events)
                     async with self._events_seen:
                         self._events_seen.notify_all()
                 elif isinstance(message, Command):
@@ -257,12 +287,9 @@ class MacLink:
             await self._ws.send(result.model_dump_json())
 
     async def _answer_history(self, request: HistoryRequest) -> None:
-        events = self.archive.get(request.session_id, {})
-        wanted = [
-            events[s]
-            for s in range(max(1, request.before - request.limit), request.before)
-            if s in events
-        ]
+        wanted = self.archive.read(
+            request.session_id, max(1, request.before - request.limit), request.before - 1
+        )
         assert self._ws is not None
         with contextlib.suppress(websockets.exceptions.ConnectionClosed):
             await self._ws.send(

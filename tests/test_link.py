@@ -120,7 +120,7 @@ def test_hello_sends_back_the_events_a_mac_missed(relay: RelayServer, account: A
         # The Mac lost the tail of its archive (say the ack arrived but the write did not).
         partial = MacLink(relay.url, account.device_token)
         partial.archive[session_id] = {s: e for s, e in archive.items() if s <= 4}
-        partial.epochs[session_id] = archive[1].epoch
+        partial.archive.set_epoch(session_id, archive[1].epoch)
         await partial.connect()
         try:
             await partial.wait_for_seq(session_id, last)
@@ -139,8 +139,7 @@ def test_relay_that_lost_a_session_starts_a_new_epoch_after_the_macs_seq(
 
     async def run() -> tuple[str | None, int, str]:
         link = MacLink(relay.url, account.device_token)
-        link.archive[session_id] = {}
-        link.epochs[session_id] = "epoch-the-relay-never-saw"
+        link.archive.set_epoch(session_id, "epoch-the-relay-never-saw")
         # The Mac archived 1..40 of a session the relay does not know (its database was replaced).
         link.archive[session_id] = {
             s: NumberedEvent(kind="user", text="x", session_id=session_id, seq=s, epoch="old")

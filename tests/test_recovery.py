@@ -93,7 +93,7 @@ class Mac:
                 self.reconnects += 1
                 await self.link.abort()
                 self.link = MacLink(self.link.relay_url, self.link.token, self.link.device,
-                                    archive=self.link.archive, epochs=self.link.epochs)  # fmt: skip
+                                    archive=self.link.archive)  # fmt: skip
                 await self.connect()
 
 
