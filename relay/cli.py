@@ -13,6 +13,8 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
+import platform
 import sys
 import time
 import uuid
@@ -118,15 +120,25 @@ def cmd_relay(args: argparse.Namespace) -> int:
 
 
 def cmd_up(args: argparse.Namespace) -> int:
-    """The one command for a person: relay on loopback plus a pairing link for the phone."""
+    """The one command for a person: the relay on loopback, this machine's agent, a pairing link."""
     cfg = _config(args)
     store = _store(cfg)
     account = store.ensure_account()
     code = store.create_pair_code(account, "phone", "phone")
+    agent_dir = _local_agent_dir(args)
+    token_file = agent_dir / "device-token"
+    if not token_file.exists():
+        token, _, _ = store.create_token(account, "device", platform.node() or "this Mac")
+        agent_dir.mkdir(parents=True, exist_ok=True)
+        fd = os.open(token_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as handle:
+            handle.write(token + "\n")
     store.close()
+    _check_port_free(cfg)
     link = _pair_link(cfg, code)
     print("claude-bridge is starting on this machine.")
     print(f"  relay data:   {cfg.data_path}")
+    print(f"  agent data:   {agent_dir}")
     print(f"  control page: {cfg.base_url}/")
     print(f"  pair a phone: open {link}")
     print(
@@ -134,8 +146,78 @@ def cmd_up(args: argparse.Namespace) -> int:
         f"{int(float(cfg.pair_code_ttl) // 60)} minutes)"
     )
     _print_qr(link)
-    print("  Press Ctrl-C to stop.", flush=True)
-    return _serve(cfg, args.log_level)
+    return asyncio.run(_serve_with_agent(cfg, args, agent_dir, token_file.read_text().strip()))
+
+
+def _local_agent_dir(args: argparse.Namespace) -> Path:
+    from agent.cli import data_dir
+
+    return data_dir(getattr(args, "agent_data", None))
+
+
+async def _serve_with_agent(
+    cfg: configmod.Config, args: argparse.Namespace, agent_dir: Path, token: str
+) -> int:
+    import logging
+    import signal
+
+    import uvicorn
+
+    from agent.daemon import Agent, AgentOptions
+    from agent.launch import ClaudeMissing, find_claude
+    from agent.mux import MuxError, find_program
+    from relay.app import create_app
+
+    server = uvicorn.Server(
+        uvicorn.Config(
+            create_app(cfg),
+            host=str(cfg.host),
+            port=int(cfg.port),
+            log_level=args.log_level,
+            ws_max_size=int(cfg.max_link_message_bytes),
+            timeout_graceful_shutdown=3,
+        )
+    )
+    serving = asyncio.create_task(server.serve())
+    while not server.started and not serving.done():
+        await asyncio.sleep(0.05)
+    if serving.done():
+        return 1
+    logging.basicConfig(
+        level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
+    agent: Agent | None = None
+    try:
+        claude = find_claude(getattr(args, "claude", None))
+        program = find_program("auto")
+    except (ClaudeMissing, MuxError) as exc:
+        print(f"  no local agent: {exc}", flush=True)
+        print("  The relay runs; sessions can start once this is fixed (then run this again).")
+    else:
+        options = AgentOptions(
+            data_dir=agent_dir,
+            relay_url=f"http://127.0.0.1:{cfg.port}",
+            token=token,
+            claude=claude,
+            mux_program=program,
+        )
+        agent = Agent(options, cfg)
+        try:
+            await agent.start()
+            print(f"  local agent:  running claude {agent.claude_version} in {program}", flush=True)
+        except ClaudeMissing as exc:
+            print(f"  no local agent: {exc}", flush=True)
+            agent = None
+    print("  Press Ctrl-C to stop (sessions keep running and are picked up next time).", flush=True)
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, lambda: setattr(server, "should_exit", True))
+    try:
+        await serving
+    finally:
+        if agent is not None:
+            await agent.stop()
+    return 0
 
 
 def cmd_pair(args: argparse.Namespace) -> int:
@@ -311,8 +393,12 @@ def build_parser() -> argparse.ArgumentParser:
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
 
-    up = sub.add_parser("up", help="run the relay here and print a link to pair your phone")
+    up = sub.add_parser("up", help="run the relay and this machine's agent, and pair your phone")
     _listen_args(up)
+    up.add_argument(
+        "--agent-data", metavar="DIR", help="the local agent's folder (~/.claude-bridge)"
+    )
+    up.add_argument("--claude", metavar="PATH", help="the claude command (default: claude on PATH)")
     up.set_defaults(func=cmd_up)
 
     relay = sub.add_parser("relay", help="run the relay (FastAPI under uvicorn)")
@@ -363,6 +449,10 @@ def build_parser() -> argparse.ArgumentParser:
     replay.add_argument("--quiet", action="store_true")
     replay.add_argument("files", nargs="+", metavar="FILE.jsonl")
     replay.set_defaults(func=cmd_replay)
+
+    from agent.cli import add_commands  # the Mac side's commands: agent, screen
+
+    add_commands(sub)
     return parser
 
 

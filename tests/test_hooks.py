@@ -774,3 +774,31 @@ def test_hook_env_and_secret() -> None:
     for bad in [("a:b", secret, 1), (SESSION, "x y", 1), (SESSION, "", 1), (SESSION, secret, 0)]:
         with pytest.raises(ValueError):
             hook_env(*bad)
+
+
+def test_a_payload_on_a_socket_stdin_arrives_whole() -> None:
+    """Claude Code hands the payload over a socket, not a pipe or a file (seen on 2.1.328)."""
+    import socket
+    import subprocess
+
+    event, payload = captured("d_bash_permission")[0]
+
+    async def go() -> None:
+        async with agent() as a:
+            ours, theirs = socket.socketpair()
+            with ours, theirs:
+                proc = subprocess.Popen(
+                    ["/bin/sh", str(HOOK), event],
+                    stdin=theirs,
+                    env=a.env(),
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.PIPE,
+                )
+                ours.sendall(json.dumps(payload).encode())
+                ours.shutdown(socket.SHUT_WR)
+                out, err = await asyncio.to_thread(proc.communicate, None, 10)
+            assert (proc.returncode, out, err) == (0, b"", b"")
+            await a.settle(1)
+            assert a.calls == [(SESSION, event, payload)]
+
+    run(go())

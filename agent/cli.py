@@ -1,0 +1,290 @@
+"""The agent's commands: ``claude-bridge agent``, ``agent install|uninstall`` and ``screen``."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import logging
+import os
+import platform
+import shutil
+import signal
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any, NoReturn
+
+import httpx
+
+DEFAULT_DATA = Path("~/.claude-bridge")
+TOKEN_FILE = "device-token"
+RELAY_FILE = "relay-url"
+LAUNCHD_LABEL = "com.claude-bridge.agent"
+SYSTEMD_UNIT = "claude-bridge-agent.service"
+
+
+def _fail(message: str, hint: str = "") -> NoReturn:
+    print(f"claude-bridge agent: {message}", file=sys.stderr)
+    if hint:
+        print(f"  → {hint}", file=sys.stderr)
+    raise SystemExit(2)
+
+
+def data_dir(value: str | None) -> Path:
+    return Path(value or os.environ.get("CB_AGENT_DIR") or DEFAULT_DATA).expanduser()
+
+
+def _secret_file(path: Path, value: str) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as handle:
+        handle.write(value + "\n")
+
+
+def pair_device(relay_url: str, code: str, name: str) -> str:
+    """Trade a one-time code from `claude-bridge pair --kind device` for this Mac's token."""
+    try:
+        response = httpx.post(
+            relay_url.rstrip("/") + "/api/pair", json={"code": code, "name": name}, timeout=15
+        )
+    except httpx.HTTPError as exc:
+        _fail(f"cannot reach the relay at {relay_url}: {exc}", "check --relay")
+    if response.status_code != 200:
+        try:
+            message = response.json()["error"]["message"]
+        except (ValueError, KeyError, TypeError):
+            message = response.text[:200]
+        _fail(
+            f"pairing failed: {message}", "make a new code with `claude-bridge pair --kind device`"
+        )
+    body = response.json()
+    if body.get("kind") != "device":
+        _fail("that code was made for a phone", "use `claude-bridge pair --kind device`")
+    return str(body["token"])
+
+
+def resolve_link(args: argparse.Namespace, folder: Path) -> tuple[str, str]:
+    relay = args.relay or _read(folder / RELAY_FILE)
+    if not relay:
+        _fail("which relay? pass --relay URL (it is remembered afterwards)")
+    if args.pair:
+        token = pair_device(relay, args.pair, platform.node() or "mac")
+        _secret_file(folder / TOKEN_FILE, token)
+        print(f"Paired with {relay}; the token is kept in {folder / TOKEN_FILE}.")
+    else:
+        token = args.token or _read(
+            Path(args.token_file).expanduser() if args.token_file else folder / TOKEN_FILE
+        )
+    if not token:
+        _fail(
+            "this Mac has no token for the relay",
+            "run `claude-bridge pair --kind device` on the relay and pass --pair CODE",
+        )
+    if args.relay:
+        _secret_file(folder / RELAY_FILE, relay)
+    if args.token:
+        _secret_file(folder / TOKEN_FILE, token)
+    return relay, token
+
+
+def _read(path: Path) -> str:
+    try:
+        return path.read_text().strip()
+    except OSError:
+        return ""
+
+
+def cmd_agent(args: argparse.Namespace) -> int:
+    if args.action == "install":
+        return install(args)
+    if args.action == "uninstall":
+        return uninstall()
+    from agent.daemon import AgentOptions
+    from agent.launch import ClaudeMissing, find_claude
+    from agent.mux import MuxError, find_program
+    from relay import config as configmod
+
+    folder = data_dir(args.data)
+    relay, token = resolve_link(args, folder)
+    try:
+        claude = find_claude(args.claude)
+        program = find_program(args.mux)
+    except (ClaudeMissing, MuxError) as exc:
+        _fail(str(exc))
+    logging.basicConfig(
+        level=getattr(logging, args.log_level.upper()),
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+    )
+    options = AgentOptions(
+        data_dir=folder,
+        relay_url=relay,
+        token=token,
+        claude=claude,
+        mux_program=program,
+        mux_socket=args.socket,
+        revive=not args.no_revive,
+    )
+    print(f"claude-bridge agent: data in {folder}, relay {relay}, claude {claude}, mux {program}")
+    return asyncio.run(_run(options, configmod.load()))
+
+
+async def _run(options: Any, config: Any) -> int:
+    from agent.daemon import Agent
+    from agent.launch import ClaudeMissing
+
+    agent = Agent(options, config)
+    loop = asyncio.get_running_loop()
+    stop = asyncio.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    try:
+        await agent.start()
+    except ClaudeMissing as exc:
+        _fail(str(exc))
+    print(
+        f"  hooks on 127.0.0.1:{agent.hook_server.port}; {len(agent.runtimes)} session(s) running"
+    )
+    print("  Press Ctrl-C to stop (the sessions keep running in the multiplexer).", flush=True)
+    try:
+        await stop.wait()
+    finally:
+        await agent.stop()
+    return 0
+
+
+def _agent_command(args: argparse.Namespace) -> list[str]:
+    exe = shutil.which("claude-bridge") or sys.argv[0]
+    command = [os.path.abspath(exe), "agent"]
+    if args.data:
+        command += ["--data", str(data_dir(args.data))]
+    return command
+
+
+def install(args: argparse.Namespace) -> int:
+    """Start the agent at login (revive depends on it): launchd on macOS, systemd --user on Linux."""
+    folder = data_dir(args.data)
+    if not _read(folder / RELAY_FILE) or not _read(folder / TOKEN_FILE):
+        _fail("run `claude-bridge agent --relay URL --pair CODE` once first, so it knows its relay")
+    command = _agent_command(args)
+    path_env = os.environ.get("PATH", "/usr/bin:/bin")
+    if platform.system() == "Darwin":
+        logs = Path("~/Library/Logs/claude-bridge").expanduser()
+        logs.mkdir(parents=True, exist_ok=True)
+        plist = Path(f"~/Library/LaunchAgents/{LAUNCHD_LABEL}.plist").expanduser()
+        plist.parent.mkdir(parents=True, exist_ok=True)
+        plist.write_text(_plist(command, path_env, logs))
+        subprocess.run(["launchctl", "unload", str(plist)], capture_output=True, check=False)
+        subprocess.run(["launchctl", "load", "-w", str(plist)], check=False)
+        print(f"Installed {plist}; the agent starts at login. Logs: {logs}")
+        return 0
+    unit = Path(f"~/.config/systemd/user/{SYSTEMD_UNIT}").expanduser()
+    unit.parent.mkdir(parents=True, exist_ok=True)
+    unit.write_text(_unit(command, path_env))
+    if shutil.which("systemctl"):
+        subprocess.run(["systemctl", "--user", "daemon-reload"], check=False)
+        subprocess.run(["systemctl", "--user", "enable", "--now", SYSTEMD_UNIT], check=False)
+    print(f"Installed {unit}; the agent starts at login (journalctl --user -u {SYSTEMD_UNIT}).")
+    return 0
+
+
+def uninstall() -> int:
+    if platform.system() == "Darwin":
+        plist = Path(f"~/Library/LaunchAgents/{LAUNCHD_LABEL}.plist").expanduser()
+        if plist.exists():
+            subprocess.run(["launchctl", "unload", "-w", str(plist)], check=False)
+            plist.unlink()
+            print(f"Removed {plist}.")
+        else:
+            print("The agent was not installed.")
+        return 0
+    unit = Path(f"~/.config/systemd/user/{SYSTEMD_UNIT}").expanduser()
+    if unit.exists():
+        if shutil.which("systemctl"):
+            subprocess.run(["systemctl", "--user", "disable", "--now", SYSTEMD_UNIT], check=False)
+        unit.unlink()
+        print(f"Removed {unit}.")
+    else:
+        print("The agent was not installed.")
+    return 0
+
+
+def _plist(command: list[str], path_env: str, logs: Path) -> str:
+    args = "".join(f"\n    <string>{_xml(a)}</string>" for a in command)
+    return f"""<?xml version="1.0" encoding="UTF-8"?>
+<!DOCTYPE plist PUBLIC "-//Apple//DTD PLIST 1.0//EN" "http://www.apple.com/DTDs/PropertyList-1.0.dtd">
+<plist version="1.0">
+<dict>
+  <key>Label</key><string>{LAUNCHD_LABEL}</string>
+  <key>ProgramArguments</key>
+  <array>{args}
+  </array>
+  <key>EnvironmentVariables</key>
+  <dict><key>PATH</key><string>{_xml(path_env)}</string></dict>
+  <key>RunAtLoad</key><true/>
+  <key>KeepAlive</key><true/>
+  <key>StandardOutPath</key><string>{_xml(str(logs / "agent.log"))}</string>
+  <key>StandardErrorPath</key><string>{_xml(str(logs / "agent.log"))}</string>
+</dict>
+</plist>
+"""
+
+
+def _unit(command: list[str], path_env: str) -> str:
+    import shlex
+
+    return f"""[Unit]
+Description=claude-bridge agent (runs Claude Code sessions for your phone)
+After=network-online.target
+
+[Service]
+ExecStart={shlex.join(command)}
+Environment=PATH={path_env}
+Restart=on-failure
+RestartSec=3
+
+[Install]
+WantedBy=default.target
+"""
+
+
+def _xml(text: str) -> str:
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def cmd_screen(args: argparse.Namespace) -> int:
+    from agent.cards import classify_text, describe
+
+    try:
+        text = Path(args.file).read_text(encoding="utf-8", errors="replace")
+    except OSError as exc:
+        _fail(f"cannot read {args.file}: {exc.strerror}")
+    facts = classify_text(text, args.width, args.height)
+    print(json.dumps(describe(facts), ensure_ascii=False))
+    return 0
+
+
+def add_commands(sub: Any) -> None:
+    agent = sub.add_parser("agent", help="run the Mac agent (runs Claude Code for your phone)")
+    agent.add_argument("action", nargs="?", choices=["run", "install", "uninstall"], default="run")
+    agent.add_argument("--relay", metavar="URL", help="the relay's address (remembered)")
+    agent.add_argument("--token", help="this Mac's device token (remembered)")
+    agent.add_argument("--token-file", help="read the device token from this file")
+    agent.add_argument(
+        "--pair", metavar="CODE", help="pair with a code from `claude-bridge pair --kind device`"
+    )
+    agent.add_argument("--data", metavar="DIR", help=f"agent data folder (default {DEFAULT_DATA})")
+    agent.add_argument(
+        "--claude", metavar="PATH", help="the claude command (default: claude on PATH)"
+    )
+    agent.add_argument("--mux", choices=["auto", "tmux", "zeropty"], default="auto")
+    agent.add_argument("--socket", default="claude-bridge", help="the multiplexer socket name")
+    agent.add_argument("--no-revive", action="store_true", help="do not reopen sessions at start")
+    agent.add_argument("--log-level", default="info", choices=["error", "warning", "info", "debug"])
+    agent.set_defaults(func=cmd_agent)
+
+    screen = sub.add_parser("screen", help="classify one captured Claude Code screen (JSON)")
+    screen.add_argument("file", metavar="FILE")
+    screen.add_argument("--width", type=int, default=0)
+    screen.add_argument("--height", type=int, default=0)
+    screen.set_defaults(func=cmd_screen)

@@ -1,0 +1,806 @@
+"""The agent: runs Claude Code sessions in the multiplexer and keeps the relay told.
+
+One asyncio process. For each session it follows the transcript (every 700 ms, and at once when
+a hook says something happened), reads the screen (every 1,500 ms, every 700 ms during a turn for
+the in-progress text, and at once after a hook or a key), computes the state from hooks, screen
+and Claude Code's status file, turns dialogs into cards and answers them with keys, and types held
+messages at safe points. Everything it must not forget is in the registry (sessions.json).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import logging
+import os
+import platform
+import secrets
+import socket
+import time
+from collections.abc import Coroutine
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from agent import held as heldrules
+from agent.archive import DiskArchive
+from agent.cards import DetectedCard, ScreenFacts, keys_for, read_screen
+from agent.hookserver import HookServer, permission_decision
+from agent.hooksettings import build_settings, hook_command_path, hook_env, write_settings
+from agent.launch import claude_argv, claude_version, session_env, version_warning
+from agent.link import NotLinked, RelayLink
+from agent.mux import Mux, MuxError, PaneGone, session_name
+from agent.registry import Registry, SessionRecord, revive_candidates
+from agent.screen import render
+from agent.state import (
+    Computed,
+    HookFacts,
+    SessionInputs,
+    apply_hook,
+    close_open_turn,
+    compute,
+    screen_idle_since,
+)
+from agent.status import find_for_session
+from agent.transcript import TranscriptFollower, transcript_path
+from relay.config import Config
+from relay.convert import BRIDGE_CONVERSATION, bridge_line
+from relay.protocol import (
+    Command,
+    CommandResult,
+    DeviceInfo,
+    HeldMessage,
+    LineRecord,
+    MarkerKind,
+    SessionInfo,
+    Welcome,
+)
+
+_log = logging.getLogger("agent")
+
+SCREEN_WIDTH = 120
+SCREEN_HEIGHT = 40
+FIRST_FRAME_QUIET = 1.0  # keys in the first ~0.5 s after the first frame are dropped
+CARD_CONFIRM_TIMEOUT = 4.0  # how long an answered card may stay on screen before keys are retried
+CARD_RETRY_AFTER = 0.8
+REGISTRY_SAVE_EVERY = 5.0
+TICK = 0.1
+AUTO_PASS_TRUST = "🔐 Folder trust was accepted so the session could start"
+REVIVED_TEXT = "🔁 The Mac restarted, so the session was reopened in the same conversation"
+NO_AUTO_ALLOW = frozenset({"AskUserQuestion", "ExitPlanMode"})  # "allow" does not answer these
+
+
+def _is_trust(card: DetectedCard) -> bool:
+    return card.kind == "keyed" and "trust" in (card.title + " " + card.text).lower()
+
+
+class CommandFailed(Exception):
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+@dataclass
+class Runtime:
+    """What the agent knows of one session while it runs (the record is what it remembers)."""
+
+    record: SessionRecord
+    follower: TranscriptFollower
+    hooks: HookFacts = field(default_factory=HookFacts)
+    screen: ScreenFacts | None = None
+    screen_at: float | None = None
+    idle_since: float | None = None
+    first_frame_at: float | None = None
+    status: str | None = None
+    status_at: float | None = None
+    pane_alive: bool = False
+    computed: Computed | None = None
+    card: DetectedCard | None = None
+    card_id: str | None = None
+    card_count: int = 0
+    sent: dict[str, Any] = field(default_factory=dict)  # last values sent to the relay
+    keys: asyncio.Lock = field(default_factory=asyncio.Lock)  # one typist at a time
+    wake_screen: asyncio.Event = field(default_factory=asyncio.Event)
+    next_screen: float = 0.0
+    trust_passed: bool = False
+    held_not_before: float = 0.0  # after a revive, held messages wait a little
+
+    @property
+    def name(self) -> str:
+        return session_name(self.record.id)
+
+    @property
+    def state(self) -> str:
+        return self.computed.state if self.computed else "starting"
+
+
+@dataclass
+class AgentOptions:
+    data_dir: Path
+    relay_url: str
+    token: str
+    claude: str
+    mux_program: str
+    mux_socket: str = "claude-bridge"
+    claude_home: Path = field(default_factory=lambda: Path.home() / ".claude")
+    device_name: str = field(default_factory=lambda: platform.node() or "mac")
+    revive: bool = True
+
+
+def _now_iso() -> str:
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+class Agent:
+    def __init__(self, options: AgentOptions, config: Config) -> None:
+        self.options = options
+        self.config = config
+        self.data = options.data_dir
+        self.data.mkdir(parents=True, exist_ok=True)
+        os.chmod(self.data, 0o700)  # secrets and the relay token live here
+        self.registry = Registry(self.data / "sessions.json").load()
+        self.archive = DiskArchive(self.data / "events")
+        self.mux = Mux(options.mux_program, options.mux_socket)
+        self.runtimes: dict[str, Runtime] = {}
+        self.settings_path = self.data / "hooks.json"
+        self.hook_server = HookServer(self._secret_for, self._on_hook, port=self._hook_port())
+        self.claude_version = ""
+        self.link = RelayLink(
+            options.relay_url,
+            options.token,
+            DeviceInfo(),
+            self.archive,
+            self._on_command,
+            self._on_linked,
+            self._on_unlinked,
+        )
+        self._tasks: list[asyncio.Task[None]] = []
+        self._wake_transcripts = asyncio.Event()
+        self._stopping = asyncio.Event()
+        self._dirty = False
+        self._background: set[asyncio.Task[None]] = set()
+
+    # -- life of the agent ---------------------------------------------------------------
+
+    async def start(self) -> None:
+        self.claude_version = await claude_version(self.options.claude)
+        warning = version_warning(self.claude_version)
+        if warning:
+            _log.warning(warning)
+        await self.hook_server.start()
+        (self.data / "hook-port").write_text(str(self.hook_server.port))
+        write_settings(self.settings_path, build_settings(hook_command_path()))
+        self.link.device = DeviceInfo(
+            name=self.options.device_name,
+            hostname=socket.gethostname(),
+            os=f"{platform.system()} {platform.release()}",
+            agent_version="0.1.0",
+            claude_version=self.claude_version,
+        )
+        for record in self.registry.sessions.values():
+            self.archive.track(record.id)
+        await self._attach_running()
+        self.link.start()
+        self._tasks = [
+            asyncio.create_task(self._transcript_loop(), name="transcripts"),
+            asyncio.create_task(self._screen_loop(), name="screens"),
+            asyncio.create_task(self._save_loop(), name="registry"),
+        ]
+        if self.options.revive:
+            await self._revive()
+
+    async def stop(self) -> None:
+        self._stopping.set()
+        for task in self._tasks:
+            task.cancel()
+        for task in self._tasks:
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+        await self.link.stop()
+        await self.hook_server.close()
+        await self.mux.close()
+        self._save()
+
+    async def run_forever(self) -> None:
+        await self.start()
+        try:
+            await self._stopping.wait()
+        finally:
+            await self.stop()
+
+    def _spawn(self, coro: Coroutine[Any, Any, None]) -> None:
+        task = asyncio.create_task(coro)
+        self._background.add(task)
+        task.add_done_callback(self._background.discard)
+
+    def _hook_port(self) -> int:
+        """Sessions keep the port in their environment: reuse it so they survive our restart."""
+        try:
+            port = int((self.data / "hook-port").read_text().strip())
+        except (OSError, ValueError):
+            return 0
+        with socket.socket() as probe:
+            try:
+                probe.bind(("127.0.0.1", port))
+            except OSError:
+                return 0
+        return port
+
+    def _save(self) -> None:
+        self.registry.save()
+        self._dirty = False
+
+    async def _save_loop(self) -> None:
+        while True:
+            await asyncio.sleep(REGISTRY_SAVE_EVERY)
+            now = time.time()
+            for rt in self.runtimes.values():
+                if rt.pane_alive:
+                    rt.record.last_alive_at = now
+                    self._dirty = True
+            if self._dirty:
+                await asyncio.to_thread(self._save)
+
+    # -- sessions: attach, launch, revive --------------------------------------------------
+
+    def _runtime(self, record: SessionRecord) -> Runtime:
+        rt = self.runtimes.get(record.id)
+        if rt is None:
+            rt = Runtime(record=record, follower=TranscriptFollower(record.acked))
+            if record.conversation_id:
+                rt.follower.follow(record.conversation_id, self._transcript_file(record))
+            self.runtimes[record.id] = rt
+        return rt
+
+    def _transcript_file(self, record: SessionRecord) -> Path:
+        if record.transcript_path:
+            return Path(record.transcript_path)
+        assert record.conversation_id is not None
+        return transcript_path(self.options.claude_home, record.cwd, record.conversation_id)
+
+    async def _attach_running(self) -> None:
+        """Carry on with the sessions whose terminals outlived the previous agent."""
+        panes = await self.mux.panes()
+        for record in self.registry.sessions.values():
+            pane = panes.get(session_name(record.id))
+            if pane is not None and not pane.dead:
+                rt = self._runtime(record)
+                rt.pane_alive = True
+                rt.first_frame_at = time.time() - FIRST_FRAME_QUIET
+                rt.trust_passed = True
+                _log.info("re-attached to session %s in %s", record.id, record.cwd)
+
+    async def _revive(self) -> None:
+        running = {rid for rid, rt in self.runtimes.items() if rt.pane_alive}
+        candidates = [r for r in self.registry.sessions.values() if r.id not in running]
+        chosen = revive_candidates(
+            candidates,
+            time.time(),
+            float(self.config.revive_window_hours),
+            int(self.config.revive_max),
+        )
+        for record in candidates:
+            if record not in chosen and record.alive:
+                record.alive = False  # too old or beyond the limit: a message reopens it
+                self._dirty = True
+        for record in chosen:
+            _log.info("reviving session %s (%s)", record.id, record.cwd)
+            rt = await self._launch(record, resume=True)
+            rt.held_not_before = time.time() + float(self.config.held_after_revive)
+            self._add_marker(record, MarkerKind.REVIVED, REVIVED_TEXT)
+
+    async def _launch(self, record: SessionRecord, *, resume: bool) -> Runtime:
+        if not record.secret:
+            record.secret = secrets.token_urlsafe(32)
+        rt = self._runtime(record)
+        argv = claude_argv(
+            self.options.claude,
+            str(self.settings_path),
+            session_id=None if resume else (record.conversation_id or record.id),
+            resume=record.conversation_id if resume else None,
+            permission_mode=record.permission_mode,
+            model=record.model,
+        )
+        if not resume and record.conversation_id is None:
+            record.conversation_id = record.id  # --session-id names the first conversation
+            record.conversation_ids.append(record.id)
+            rt.follower.follow(record.id, self._transcript_file(record))
+        env = session_env(os.environ, hook_env(record.id, record.secret, self.hook_server.port))
+        with contextlib.suppress(MuxError):
+            await self.mux.kill(rt.name)  # a dead pane left from an earlier life
+        try:
+            await self.mux.new_session(rt.name, record.cwd, argv, env, SCREEN_WIDTH, SCREEN_HEIGHT)
+        except MuxError as exc:
+            raise CommandFailed("launch_failed", f"claude could not be started: {exc}") from exc
+        now = time.time()
+        record.alive = True
+        record.ended_by_person = False
+        record.resting = False
+        record.launched_at = now
+        record.last_alive_at = now
+        rt.hooks = HookFacts()
+        rt.screen = None
+        rt.screen_at = None
+        rt.first_frame_at = None
+        rt.trust_passed = False
+        rt.pane_alive = True
+        rt.computed = None
+        rt.sent.clear()
+        rt.next_screen = 0
+        self._save()
+        return rt
+
+    # -- hooks ---------------------------------------------------------------------------
+
+    def _secret_for(self, session_id: str) -> str | None:
+        record = self.registry.get(session_id)
+        return record.secret if record and record.secret else None
+
+    async def _on_hook(self, session_id: str, event: str, payload: dict[str, Any]) -> str | None:
+        rt = self.runtimes.get(session_id)
+        if rt is None:
+            return None
+        now = time.time()
+        rt.hooks = apply_hook(rt.hooks, event, payload, now)
+        record = rt.record
+        if event == "SessionStart":
+            conversation = payload.get("session_id")
+            path = payload.get("transcript_path")
+            if isinstance(conversation, str) and conversation:
+                if conversation != record.conversation_id:
+                    record.conversation_id = conversation
+                    if conversation not in record.conversation_ids:
+                        record.conversation_ids.append(conversation)
+                record.transcript_path = path if isinstance(path, str) else None
+                rt.follower.follow(conversation, self._transcript_file(record))
+                self._dirty = True
+        if event == "PermissionRequest":
+            tool = payload.get("tool_name")
+            if record.allow_all and tool not in NO_AUTO_ALLOW:
+                return permission_decision("allow")
+            return None
+        self._wake_transcripts.set()
+        rt.wake_screen.set()
+        if event in ("PostToolUse", "PostToolUseFailure", "Stop"):
+            self._spawn(self._deliver_held(rt, reason=event))
+        return None
+
+    # -- the relay ------------------------------------------------------------------------
+
+    async def _on_linked(self, welcome: Welcome) -> None:
+        self.follower_rewind()
+        self._wake_transcripts.set()
+        for rt in self.runtimes.values():
+            rt.sent.clear()  # send the whole live side again
+            rt.wake_screen.set()
+        for record in self.registry.sessions.values():
+            if record.id not in self.runtimes:
+                await self._send_update(self._runtime(record), force=True)
+
+    def _on_unlinked(self) -> None:
+        self.follower_rewind()
+
+    def follower_rewind(self) -> None:
+        for rt in self.runtimes.values():
+            rt.follower.rewind()
+
+    async def _transcript_loop(self) -> None:
+        interval = float(self.config.transcript_read_interval)
+        while True:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wake_transcripts.wait(), interval)
+            self._wake_transcripts.clear()
+            if not self.link.linked.is_set():
+                continue
+            for rt in list(self.runtimes.values()):
+                try:
+                    await self._send_transcript(rt)
+                except NotLinked:
+                    break
+
+    async def _send_transcript(self, rt: Runtime) -> None:
+        record = rt.record
+        await self._send_markers(rt)
+        for conversation_id, lines in rt.follower.poll():
+            for start in range(0, len(lines), 500):
+                chunk = lines[start : start + 500]
+                ack = await self.link.send_lines(record.id, conversation_id, chunk, record.cwd)
+                if rt.follower.ack(conversation_id, ack.through_offset):
+                    self._dirty = True
+
+    def _add_marker(self, record: SessionRecord, marker: MarkerKind, text: str) -> None:
+        record.marker_seq += 1
+        line = bridge_line(marker, text, _now_iso(), f"bridge-{record.id}-{record.marker_seq}")
+        record.pending_markers.append({"offset": record.marker_seq, "text": line})
+        self._dirty = True
+        self._wake_transcripts.set()
+
+    async def _send_markers(self, rt: Runtime) -> None:
+        record = rt.record
+        if not record.pending_markers:
+            return
+        lines = [
+            LineRecord(offset=m["offset"], text=m["text"], uuid=f"bridge-{record.id}-{m['offset']}")
+            for m in record.pending_markers
+        ]
+        ack = await self.link.send_lines(record.id, BRIDGE_CONVERSATION, lines, record.cwd)
+        record.pending_markers = [
+            m for m in record.pending_markers if m["offset"] > ack.through_offset
+        ]
+        self._dirty = True
+
+    async def _send_update(self, rt: Runtime, force: bool = False) -> None:
+        """Tell the relay what changed in the session's live side (only what changed)."""
+        record = rt.record
+        state = rt.state if rt.pane_alive else "ended"
+        card = rt.card.to_card(rt.card_id) if rt.card and rt.card_id else None
+        preview = None
+        if rt.screen and state == "busy" and not rt.screen.tool_running:
+            preview = rt.screen.preview
+        current: dict[str, Any] = {
+            "state": state,
+            "activity": rt.computed.activity if rt.computed and rt.pane_alive else None,
+            "card": card.model_dump() if card else None,
+            "held": [h.model_dump() for h in record.held],
+            "preview": preview,
+            "cwd": record.cwd,
+            "conversation_id": record.conversation_id,
+            "permission_mode": (rt.screen.mode if rt.screen and rt.screen.mode else None)
+            or record.permission_mode,
+        }
+        changed = {k: v for k, v in current.items() if force or rt.sent.get(k, object()) != v}
+        if not changed:
+            return
+        fields: dict[str, Any] = {"session_id": record.id}
+        for key, value in changed.items():
+            if key == "card":
+                if value is None:
+                    fields["clear_card"] = True
+                else:
+                    fields["card"] = card
+            elif key == "held":
+                fields["held"] = list(record.held)
+            else:
+                fields[key] = value
+        info = SessionInfo(**fields)
+        try:
+            await self.link.update(info)
+        except NotLinked:
+            return
+        rt.sent.update(changed)
+
+    # -- screens and state --------------------------------------------------------------------
+
+    async def _screen_loop(self) -> None:
+        while True:
+            await asyncio.sleep(TICK)
+            now = time.time()
+            panes = None
+            for rt in list(self.runtimes.values()):
+                if not rt.record.alive and not rt.pane_alive:
+                    continue
+                due = now >= rt.next_screen or rt.wake_screen.is_set()
+                if not due:
+                    continue
+                if panes is None:
+                    panes = await self.mux.panes()
+                rt.wake_screen.clear()
+                await self._read_session(
+                    rt, panes.get(rt.name) is not None and not panes[rt.name].dead, now
+                )
+
+    async def _read_session(self, rt: Runtime, alive: bool, now: float) -> None:
+        record = rt.record
+        was_alive = rt.pane_alive
+        rt.pane_alive = alive
+        if alive:
+            try:
+                capture = await self.mux.capture(rt.name)
+            except PaneGone:
+                rt.pane_alive = False
+            else:
+                facts = read_screen(render(capture.text, capture.width, capture.height))
+                if rt.first_frame_at is None and capture.text.strip():
+                    rt.first_frame_at = now
+                rt.idle_since = screen_idle_since(rt.idle_since, facts, now)
+                rt.screen = facts
+                rt.screen_at = now
+        if was_alive and not rt.pane_alive:
+            _log.info("session %s ended (its terminal is gone)", record.id)
+            await self.mux.kill(rt.name)
+            record.alive = False if record.ended_by_person or record.resting else record.alive
+            self._dirty = True
+        status = find_for_session(self.options.claude_home, record.conversation_id or record.id)
+        if status is not None:
+            rt.status, rt.status_at = status.status, status.status_at
+        computed = compute(
+            SessionInputs(
+                hooks=rt.hooks,
+                screen=rt.screen,
+                screen_at=rt.screen_at,
+                status=rt.status,
+                status_at=rt.status_at,
+                process_alive=rt.pane_alive,
+                launched_at=record.launched_at,
+                now=now,
+                missed_hook_close=float(self.config.missed_hook_close),
+                screen_idle_since=rt.idle_since,
+            )
+        )
+        if computed.close_turn:
+            rt.hooks = close_open_turn(rt.hooks)
+        startup_card = rt.screen.card if rt.screen and computed.state == "starting" else None
+        if startup_card is not None and not _is_trust(startup_card) and rt.trust_passed:
+            # A start-up dialog we do not pass by ourselves (an API key, a login…): ask the person.
+            computed = dataclasses.replace(
+                computed, state="waiting", reasons=(*computed.reasons, "startup-dialog")
+            )
+        previous = rt.state
+        rt.computed = computed
+        self._track_card(rt)
+        await self._auto_pass(rt, now)
+        busy = computed.state == "busy"
+        interval = self.config.preview_read_interval if busy else self.config.screen_read_interval
+        rt.next_screen = now + float(interval)
+        await self._send_update(rt)
+        if previous != computed.state and computed.state == "idle":
+            await self._deliver_held(rt, reason="idle")
+
+    def _track_card(self, rt: Runtime) -> None:
+        card = rt.screen.card if rt.screen and rt.state == "waiting" else None
+        if card is None:
+            rt.card, rt.card_id = None, None
+            return
+        if rt.card is None or card.fingerprint != rt.card.fingerprint:
+            rt.card_count += 1
+            rt.card_id = f"{card.fingerprint[:10]}-{rt.card_count}"
+        rt.card = card
+
+    async def _auto_pass(self, rt: Runtime, now: float) -> None:
+        """Folder trust while starting is passed without asking, with a line in the conversation."""
+        screen = rt.screen
+        if screen is None or screen.card is None or rt.trust_passed:
+            return
+        card = screen.card
+        if not _is_trust(card):
+            rt.trust_passed = True  # no trust dialog this time: other dialogs go to the phone
+            return
+        if rt.first_frame_at is None or now - rt.first_frame_at < FIRST_FRAME_QUIET:
+            return
+        yes = next((o.key for o in card.options if o.label.lower().startswith("yes")), None)
+        if yes is None:
+            return
+        async with rt.keys:
+            await self.mux.send_keys(rt.name, keys_for(card, yes))
+        rt.trust_passed = True
+        rt.wake_screen.set()
+        self._add_marker(rt.record, MarkerKind.AUTO_PASSED, AUTO_PASS_TRUST)
+
+    # -- held messages ------------------------------------------------------------------------
+
+    async def _deliver_held(self, rt: Runtime, reason: str) -> None:
+        record = rt.record
+        waiting = heldrules.pending(record.held)
+        if not waiting or not rt.pane_alive:
+            return
+        if time.time() < rt.held_not_before:
+            await asyncio.sleep(rt.held_not_before - time.time())
+        card_kind = rt.card.kind if rt.card else None
+        decision = heldrules.decide(heldrules.Situation(rt.state, card_kind), now_requested=False)
+        safe_point = reason in ("PostToolUse", "PostToolUseFailure", "Stop", "card", "idle")
+        if decision is heldrules.Delivery.HOLD and not (safe_point and rt.state == "busy"):
+            return
+        if decision in (heldrules.Delivery.REOPEN_THEN_TYPE,):
+            return
+        await self._type_messages(
+            rt, waiting, dismiss=decision is heldrules.Delivery.DISMISS_THEN_TYPE
+        )
+
+    async def _type_messages(
+        self,
+        rt: Runtime,
+        messages: list[HeldMessage],
+        *,
+        dismiss: bool = False,
+        interrupt: bool = False,
+    ) -> None:
+        record = rt.record
+        ids = {m.id for m in messages}
+        async with rt.keys:
+            # Recheck under the lock: another delivery may have typed them meanwhile.
+            messages = [m for m in record.held if m.id in ids and m.state == "held"]
+            if not messages:
+                return
+            record.held = heldrules.mark(record.held, ids, "typing")
+            self._save()  # before typing: a crash now never leads to typing it twice
+            try:
+                if dismiss or interrupt:
+                    await self.mux.send_keys(rt.name, [["Escape"]])
+                    await asyncio.sleep(0.3)
+                await self.mux.paste(rt.name, heldrules.block_text(messages))
+            except PaneGone:
+                record.held = heldrules.mark(record.held, ids, "failed")
+            else:
+                record.held = heldrules.mark(record.held, ids, "typed")
+            record.held = heldrules.prune(record.held)
+            self._save()
+        rt.wake_screen.set()
+        await self._send_update(rt)
+
+    # -- commands from the phone -------------------------------------------------------------
+
+    async def _on_command(self, command: Command) -> CommandResult:
+        handler = getattr(self, f"_cmd_{command.name}", None)
+        try:
+            if handler is None:
+                raise CommandFailed("not_supported", f"this agent does not know {command.name}")
+            data = await handler(command.session_id, command.args)
+        except CommandFailed as exc:
+            return CommandResult(
+                command_id=command.command_id, ok=False, code=exc.code, error=exc.message
+            )
+        except (MuxError, OSError) as exc:
+            return CommandResult(
+                command_id=command.command_id, ok=False, code="mac_error", error=str(exc)
+            )
+        return CommandResult(command_id=command.command_id, ok=True, data=data or {})
+
+    def _record(self, session_id: str) -> SessionRecord:
+        record = self.registry.get(session_id)
+        if record is None:
+            raise CommandFailed("unknown_session", f"this Mac has no session {session_id}")
+        return record
+
+    async def _cmd_create_session(self, session_id: str, args: dict[str, Any]) -> dict[str, Any]:
+        cwd = str(Path(str(args.get("cwd", ""))).expanduser())
+        if not cwd or not Path(cwd).is_dir():
+            raise CommandFailed("bad_folder", f"there is no folder {cwd!r} on this Mac")
+        if self.registry.get(session_id) is not None:
+            raise CommandFailed("session_exists", f"session {session_id} already exists here")
+        record = SessionRecord(
+            id=session_id,
+            cwd=os.path.realpath(cwd),
+            created_at=time.time(),
+            permission_mode=args.get("permission_mode"),
+            model=args.get("model"),
+            allow_all=bool(args.get("allow_all", False)),
+        )
+        prompt = args.get("prompt")
+        if isinstance(prompt, str) and prompt.strip():
+            record.held.append(heldrules.new_message(prompt))  # typed once the prompt is up
+        self.registry.add(record)
+        self.archive.track(record.id)
+        rt = await self._launch(record, resume=False)
+        await self._send_update(rt, force=True)
+        return {"cwd": record.cwd}
+
+    async def _cmd_send(self, session_id: str, args: dict[str, Any]) -> dict[str, Any]:
+        record = self._record(session_id)
+        text = str(args.get("text", ""))
+        if not text.strip():
+            raise CommandFailed("empty_message", "the message is empty")
+        message = heldrules.new_message(text)
+        record.held.append(message)
+        self._save()
+        rt = self._runtime(record)
+        if not rt.pane_alive:
+            await self._reopen(record)
+            rt = self._runtime(record)
+            await self._send_update(rt)
+            return {"message_id": message.id, "state": "held", "reopened": True}
+        card_kind = rt.card.kind if rt.card else None
+        decision = heldrules.decide(heldrules.Situation(rt.state, card_kind), bool(args.get("now")))
+        if decision in (heldrules.Delivery.TYPE_NOW, heldrules.Delivery.DISMISS_THEN_TYPE):
+            await self._type_messages(
+                rt, [message], dismiss=decision is heldrules.Delivery.DISMISS_THEN_TYPE
+            )
+        elif decision is heldrules.Delivery.INTERRUPT_THEN_TYPE:
+            await self._type_messages(rt, heldrules.pending(record.held), interrupt=True)
+        else:
+            await self._send_update(rt)
+        state = next((m.state for m in record.held if m.id == message.id), "held")
+        return {"message_id": message.id, "state": state}
+
+    async def _cmd_cancel_held(self, session_id: str, args: dict[str, Any]) -> dict[str, Any]:
+        record = self._record(session_id)
+        record.held, done = heldrules.cancel(record.held, str(args.get("message_id", "")))
+        if not done:
+            raise CommandFailed("message_gone", "that message was already typed or cancelled")
+        self._save()
+        await self._send_update(self._runtime(record))
+        return {}
+
+    async def _cmd_answer_card(self, session_id: str, args: dict[str, Any]) -> dict[str, Any]:
+        record = self._record(session_id)
+        rt = self._runtime(record)
+        card_id = args.get("card_id")
+        if rt.card is None or rt.card_id != card_id:
+            raise CommandFailed("card_closed", "this card is already closed")
+        card = rt.card
+        answer: str | list[str] | None = args.get("keys") or args.get("key")
+        text = args.get("text")
+        try:
+            groups = keys_for(card, answer, text)
+        except ValueError as exc:
+            raise CommandFailed("bad_answer", str(exc)) from exc
+        if card.kind == "stuck":
+            if not text:
+                raise CommandFailed("bad_answer", "answer a stuck card with a message")
+            await self._cmd_send(session_id, {"text": text})
+            return {"closed": True}
+        if args.get("always") and card.kind == "permission":
+            record.allow_all = True  # "always allow" for this session (finer rules come later)
+        async with rt.keys:
+            await self.mux.send_keys(rt.name, groups)
+            closed = await self._confirm_closed(rt, card, groups)
+        if not closed:
+            raise CommandFailed(
+                "card_still_open", "the terminal did not take the answer; try again"
+            )
+        await self._deliver_held(rt, reason="card")
+        return {"closed": True}
+
+    async def _confirm_closed(
+        self, rt: Runtime, card: DetectedCard, groups: list[list[str]]
+    ) -> bool:
+        """Read the screen until the dialog is gone; resend once if the keys were dropped."""
+        deadline = time.monotonic() + CARD_CONFIRM_TIMEOUT
+        retried = False
+        started = time.monotonic()
+        while time.monotonic() < deadline:
+            await asyncio.sleep(0.15)
+            capture = await self.mux.capture(rt.name)
+            facts = read_screen(render(capture.text, capture.width, capture.height))
+            now = time.time()
+            rt.screen, rt.screen_at = facts, now
+            rt.idle_since = screen_idle_since(rt.idle_since, facts, now)
+            if facts.card is None or facts.card.fingerprint != card.fingerprint:
+                rt.wake_screen.set()
+                return True
+            same_view = facts.card == card  # nothing moved: the keys never landed
+            if same_view and not retried and time.monotonic() - started > CARD_RETRY_AFTER:
+                await self.mux.send_keys(rt.name, groups)
+                retried = True
+        return False
+
+    async def _cmd_interrupt(self, session_id: str, args: dict[str, Any]) -> dict[str, Any]:
+        rt = self._runtime(self._record(session_id))
+        if not rt.pane_alive:
+            raise CommandFailed("session_ended", "the session is not running")
+        async with rt.keys:
+            await self.mux.send_keys(rt.name, [["Escape"]])
+        rt.wake_screen.set()
+        return {}
+
+    async def _cmd_end(self, session_id: str, args: dict[str, Any]) -> dict[str, Any]:
+        return await self._stop_session(session_id, resting=False)
+
+    async def _cmd_rest(self, session_id: str, args: dict[str, Any]) -> dict[str, Any]:
+        return await self._stop_session(session_id, resting=True)
+
+    async def _stop_session(self, session_id: str, *, resting: bool) -> dict[str, Any]:
+        record = self._record(session_id)
+        rt = self._runtime(record)
+        record.alive = False
+        record.ended_by_person = not resting
+        record.resting = resting
+        await self.mux.kill(rt.name)
+        rt.pane_alive = False
+        self._save()
+        rt.wake_screen.set()
+        await self._send_update(rt)
+        return {}
+
+    async def _cmd_reopen(self, session_id: str, args: dict[str, Any]) -> dict[str, Any]:
+        record = self._record(session_id)
+        await self._reopen(record)
+        return {}
+
+    async def _reopen(self, record: SessionRecord) -> None:
+        rt = self._runtime(record)
+        if rt.pane_alive:
+            return
+        await self._launch(record, resume=record.conversation_id is not None)

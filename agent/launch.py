@@ -1,0 +1,90 @@
+"""How ``claude`` is started: its command line, its environment and the version check."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+import shutil
+from collections.abc import Mapping
+
+# The Claude Code versions whose screens, dialogs and transcripts were captured and tested.
+KNOWN_VERSIONS = frozenset({"2.1.328"})
+PERMISSION_MODES = frozenset(
+    {"manual", "default", "acceptEdits", "auto", "bypassPermissions", "dontAsk", "plan"}
+)
+_VERSION = re.compile(r"(\d+\.\d+\.\d+)")
+# Variables that belong to the agent's own terminal, not to the session's.
+_DROP = ("TMUX", "TMUX_PANE", "CB_HOOK", "CB_HOOK_WAIT", "CB_HOOK_MAX_TIME")
+
+
+class ClaudeMissing(RuntimeError):
+    """The claude command was not found or does not run."""
+
+
+def find_claude(explicit: str | None = None) -> str:
+    candidate = explicit or os.environ.get("CB_CLAUDE") or "claude"
+    found = shutil.which(candidate)
+    if not found:
+        raise ClaudeMissing(
+            f"cannot find {candidate!r}: install Claude Code (npm i -g @anthropic-ai/claude-code) "
+            "or pass --claude /path/to/claude"
+        )
+    return found
+
+
+async def claude_version(claude: str) -> str:
+    try:
+        proc = await asyncio.create_subprocess_exec(
+            claude, "--version",
+            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
+        )  # fmt: skip
+        out, _ = await asyncio.wait_for(proc.communicate(), 30)
+    except (OSError, TimeoutError) as exc:
+        raise ClaudeMissing(f"{claude} --version failed: {exc}") from exc
+    match = _VERSION.search(out.decode("utf-8", "replace"))
+    if proc.returncode != 0 or match is None:
+        raise ClaudeMissing(f"{claude} --version did not print a version: {out[:200]!r}")
+    return match.group(1)
+
+
+def version_warning(version: str) -> str | None:
+    if version in KNOWN_VERSIONS:
+        return None
+    known = ", ".join(sorted(KNOWN_VERSIONS))
+    return (
+        f"Claude Code {version} is not a version claude-bridge was tested with ({known}); "
+        "cards and states may be read wrong if its screens changed"
+    )
+
+
+def claude_argv(
+    claude: str,
+    settings: str,
+    *,
+    session_id: str | None = None,
+    resume: str | None = None,
+    permission_mode: str | None = None,
+    model: str | None = None,
+) -> list[str]:
+    """``claude --settings …`` plus a new conversation id or the one to resume."""
+    argv = [claude, "--settings", settings]
+    if resume:
+        argv += ["--resume", resume]
+    elif session_id:
+        argv += ["--session-id", session_id]
+    if permission_mode:
+        if permission_mode not in PERMISSION_MODES:
+            raise ValueError(f"unknown permission mode {permission_mode!r}")
+        argv += ["--permission-mode", permission_mode]
+    if model:
+        argv += ["--model", model]
+    return argv
+
+
+def session_env(base: Mapping[str, str], hook_env: Mapping[str, str]) -> dict[str, str]:
+    """The agent's environment (PATH, API keys, ANTHROPIC_BASE_URL …) plus the hook variables."""
+    env = {k: v for k, v in base.items() if k not in _DROP}
+    env.setdefault("TERM", "xterm-256color")
+    env.update(hook_env)
+    return env

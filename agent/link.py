@@ -1,0 +1,149 @@
+"""The agent's link to the relay: the real protocol (relay/protocol.py) over a WebSocket that
+comes back by itself.
+
+Reconnects with exponential backoff and jitter; says hello with the archive's positions so the
+relay sends back any numbered events the Mac missed; answers history requests from the archive;
+sends a heartbeat so a dead connection is noticed. Transcript lines need no outbox of their own:
+the transcript files are the outbox — after a reconnect the follower rewinds to the last
+acknowledged line and sends again, and the relay drops what it already has.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import random
+from collections.abc import Awaitable, Callable
+
+import websockets
+
+from relay.protocol import Ack, DeviceInfo, LineRecord, Ping, SessionInfo, Welcome
+from relay.replay import Archive, CommandHandler, LinkRefused, MacLink
+
+_log = logging.getLogger("agent.link")
+
+BACKOFF_FIRST = 0.5
+BACKOFF_MAX = 30.0
+HEARTBEAT = 20.0
+
+
+class NotLinked(ConnectionError):
+    """The relay is not reachable right now; the work stays on the Mac and is sent later."""
+
+
+class RelayLink:
+    def __init__(
+        self,
+        relay_url: str,
+        token: str,
+        device: DeviceInfo,
+        archive: Archive,
+        on_command: CommandHandler,
+        on_linked: Callable[[Welcome], Awaitable[None]],
+        on_unlinked: Callable[[], None] | None = None,
+    ) -> None:
+        self.relay_url = relay_url
+        self.token = token
+        self.device = device
+        self.archive = archive
+        self.on_command = on_command
+        self.on_linked = on_linked
+        self.on_unlinked = on_unlinked
+        self._link: MacLink | None = None
+        self._task: asyncio.Task[None] | None = None
+        self._stopping = False
+        self.linked = asyncio.Event()
+        self.last_error: str | None = None
+        self.refused: str | None = None  # set when the relay refuses the token: pairing needed
+
+    def start(self) -> None:
+        self._task = asyncio.create_task(self._run(), name="relay-link")
+
+    async def stop(self) -> None:
+        self._stopping = True
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+        if self._link is not None:
+            await self._link.close()
+
+    async def _run(self) -> None:
+        attempt = 0
+        while not self._stopping:
+            link = MacLink(
+                self.relay_url,
+                self.token,
+                self.device,
+                on_command=self.on_command,
+                archive=self.archive,
+            )
+            try:
+                welcome = await link.connect()
+            except LinkRefused as exc:
+                self.last_error = str(exc)
+                if "4401" in str(exc) or "token" in str(exc):
+                    self.refused = str(exc)
+                    _log.error("the relay refused this Mac: %s — pair it again", exc)
+                await self._backoff(attempt := attempt + 1, long=self.refused is not None)
+                continue
+            except (OSError, TimeoutError, websockets.exceptions.WebSocketException) as exc:
+                self.last_error = f"cannot reach {self.relay_url}: {exc}"
+                await self._backoff(attempt := attempt + 1)
+                continue
+            attempt = 0
+            self.refused = None
+            self.last_error = None
+            self._link = link
+            self.linked.set()
+            _log.info("linked to %s", self.relay_url)
+            try:
+                await self.on_linked(welcome)
+                await self._heartbeat(link)
+            except Exception:
+                _log.exception("link handler failed")
+            finally:
+                self.linked.clear()
+                self._link = None
+                if self.on_unlinked is not None:
+                    self.on_unlinked()
+                await link.abort()
+            _log.info("link to %s lost; reconnecting", self.relay_url)
+
+    async def _heartbeat(self, link: MacLink) -> None:
+        while link.connected:
+            try:
+                await asyncio.sleep(HEARTBEAT)
+                await link.send_raw(Ping().model_dump_json())
+            except (websockets.exceptions.ConnectionClosed, OSError):
+                return
+
+    async def _backoff(self, attempt: int, long: bool = False) -> None:
+        ceiling = BACKOFF_MAX * (4 if long else 1)
+        delay = min(ceiling, BACKOFF_FIRST * 2 ** min(attempt, 10))
+        await asyncio.sleep(delay * random.uniform(0.5, 1.0))  # jitter: Macs don't stampede
+
+    # -- sending -----------------------------------------------------------------------
+
+    def _require(self) -> MacLink:
+        link = self._link
+        if link is None or not link.connected:
+            raise NotLinked(self.last_error or "not linked to the relay")
+        return link
+
+    async def send_lines(
+        self, session_id: str, conversation_id: str, lines: list[LineRecord], cwd: str | None
+    ) -> Ack:
+        link = self._require()
+        try:
+            return await link.send_lines(session_id, conversation_id, lines, cwd=cwd)
+        except (ConnectionError, TimeoutError, websockets.exceptions.ConnectionClosed) as exc:
+            raise NotLinked(str(exc)) from exc
+
+    async def update(self, info: SessionInfo) -> None:
+        link = self._require()
+        try:
+            await link.update(info)
+        except websockets.exceptions.ConnectionClosed as exc:
+            raise NotLinked(str(exc)) from exc

@@ -1,0 +1,128 @@
+"""The agent's session registry: ``<data>/sessions.json``.
+
+Everything the agent must remember across its own restarts and the Mac's reboots: which sessions
+exist, where they run, their conversation, how far each transcript was acknowledged by the relay,
+their held messages and permission settings. The multiplexer server outlives the agent, so a new
+agent reads this file and carries on with the sessions still running; after a reboot it revives
+the recent ones. Written atomically (temp file + rename), never half.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import tempfile
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from relay.protocol import HeldMessage
+
+REGISTRY_VERSION = 1
+
+
+@dataclass
+class SessionRecord:
+    id: str
+    cwd: str
+    created_at: float
+    conversation_id: str | None = None
+    transcript_path: str | None = None
+    conversation_ids: list[str] = field(default_factory=list)
+    permission_mode: str | None = None
+    model: str | None = None
+    secret: str = ""
+    # Life: `alive` means the person wants it running (launched and not ended or rested).
+    alive: bool = True
+    last_alive_at: float = 0.0
+    ended_by_person: bool = False
+    resting: bool = False
+    launched_at: float = 0.0
+    # How far each conversation file was stored by the relay: the offset of the last stored line.
+    acked: dict[str, int] = field(default_factory=dict)
+    held: list[HeldMessage] = field(default_factory=list)
+    allow_all: bool = False
+    marker_seq: int = 0  # offsets of the bridge's own marker lines
+    pending_markers: list[dict[str, Any]] = field(default_factory=list)  # not yet stored
+
+    def to_json(self) -> dict[str, Any]:
+        data = asdict(self)
+        data["held"] = [h.model_dump() for h in self.held]
+        return data
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> SessionRecord:
+        known = {f for f in cls.__dataclass_fields__}
+        values = {k: v for k, v in data.items() if k in known}
+        values["held"] = [HeldMessage.model_validate(h) for h in data.get("held", [])]
+        return cls(**values)
+
+
+class Registry:
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.sessions: dict[str, SessionRecord] = {}
+
+    def load(self) -> Registry:
+        try:
+            raw = json.loads(self.path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            return self
+        except (OSError, ValueError) as exc:
+            # Keep the damaged file for a person to look at; start empty rather than crash.
+            broken = self.path.with_suffix(f".broken-{int(time.time())}")
+            with contextlib.suppress(OSError):
+                self.path.rename(broken)
+            raise RegistryDamaged(
+                f"{self.path} could not be read ({exc}); it was kept as {broken.name}"
+            ) from exc
+        for item in raw.get("sessions", []):
+            record = SessionRecord.from_json(item)
+            self.sessions[record.id] = record
+        return self
+
+    def save(self) -> None:
+        data = {
+            "version": REGISTRY_VERSION,
+            "sessions": [r.to_json() for r in self.sessions.values()],
+        }
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=".sessions-", suffix=".json")
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                json.dump(data, handle, ensure_ascii=False, indent=1)
+                handle.flush()
+                os.fsync(handle.fileno())
+            os.replace(tmp, self.path)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            raise
+
+    def add(self, record: SessionRecord) -> SessionRecord:
+        self.sessions[record.id] = record
+        self.save()
+        return record
+
+    def get(self, session_id: str) -> SessionRecord | None:
+        return self.sessions.get(session_id)
+
+
+class RegistryDamaged(RuntimeError):
+    """sessions.json could not be read; it was set aside and the agent started empty."""
+
+
+def revive_candidates(
+    records: list[SessionRecord], now: float, window_hours: float, limit: int
+) -> list[SessionRecord]:
+    """Sessions to reopen after a reboot: alive within the window, newest first, at most limit."""
+    cutoff = now - window_hours * 3600
+    recent = [
+        r
+        for r in records
+        if r.alive and not r.ended_by_person and not r.resting and r.last_alive_at >= cutoff
+    ]
+    recent.sort(key=lambda r: r.last_alive_at, reverse=True)
+    return recent[:limit]

@@ -1,0 +1,166 @@
+"""Reading a session's transcripts: complete new lines only, from where the relay last stored.
+
+Claude Code writes ``~/.claude/projects/<slug>/<conversation id>.jsonl`` (slug = the absolute
+folder with every character that is not a letter or digit turned into ``-``) and, for subagents,
+``<slug>/<conversation id>/subagents/agent-<id>.jsonl``. Each file is followed from the offset of
+the last line the relay acknowledged: lines are sent again after a reconnect or an agent restart
+and the relay drops the ones it has (by conversation id + offset), so nothing is lost or doubled.
+A line is read only once it ends in a newline, so a line being written is never cut.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from relay.protocol import LineRecord
+
+READ_CHUNK = 1024 * 1024
+_NOT_ALNUM = re.compile(r"[^A-Za-z0-9]")
+
+
+def project_slug(cwd: str) -> str:
+    return _NOT_ALNUM.sub("-", cwd)
+
+
+def transcript_path(claude_home: Path, cwd: str, conversation_id: str) -> Path:
+    return claude_home / "projects" / project_slug(cwd) / f"{conversation_id}.jsonl"
+
+
+def subagent_conversation(path: Path) -> str:
+    """``agent-<id>.jsonl`` → the conversation id the relay files it under."""
+    return path.stem
+
+
+@dataclass
+class FileCursor:
+    conversation_id: str
+    path: Path
+    resume: int  # offset of the last line the relay stored (-1: none yet)
+    sent: int = 0  # where reading continues (start of the first line not yet sent)
+    pending: set[int] = field(default_factory=set)  # starts of lines sent, not yet acknowledged
+
+    def __post_init__(self) -> None:
+        self.rewind()
+
+    def rewind(self) -> None:
+        """Go back to the last acknowledged line (after a reconnect): the relay drops repeats."""
+        self.sent = max(self.resume, 0)
+        self.pending.clear()
+
+
+def read_complete_lines(
+    path: Path, start: int, max_bytes: int = READ_CHUNK, max_line: int = 64 * 1024 * 1024
+) -> tuple[list[LineRecord], int]:
+    """Complete lines from ``start``: the records and the offset after the last one read."""
+    try:
+        with path.open("rb") as handle:
+            handle.seek(start)
+            data = handle.read(max_bytes)
+            # A single line longer than a chunk: keep reading until its newline (bounded).
+            while data and b"\n" not in data and len(data) < max_line:
+                more = handle.read(max_bytes)
+                if not more:
+                    break
+                data += more
+    except FileNotFoundError:
+        return [], start
+    end = data.rfind(b"\n")
+    if end < 0:
+        return [], start
+    records: list[LineRecord] = []
+    offset = start
+    for raw in data[: end + 1].split(b"\n")[:-1]:
+        text = raw.decode("utf-8", errors="replace")
+        records.append(LineRecord(offset=offset, text=text, uuid=_uuid_of(raw)))
+        offset += len(raw) + 1
+    return records, offset
+
+
+def _uuid_of(raw: bytes) -> str | None:
+    if b'"uuid"' not in raw:
+        return None
+    try:
+        value = json.loads(raw).get("uuid")
+    except (ValueError, AttributeError):
+        return None
+    return value if isinstance(value, str) else None
+
+
+class TranscriptFollower:
+    """The files of one session: its current conversation and its subagents'."""
+
+    def __init__(self, acked: dict[str, int]) -> None:
+        self.acked = acked  # shared with the registry record: conversation id → last stored offset
+        self.cursors: dict[str, FileCursor] = {}
+        self.main: str | None = None
+
+    def follow(self, conversation_id: str, path: Path) -> None:
+        """Read this conversation (a new one after /clear starts from its beginning)."""
+        self.main = conversation_id
+        if conversation_id not in self.cursors:
+            self.cursors[conversation_id] = FileCursor(
+                conversation_id, path, self.acked.get(conversation_id, -1)
+            )
+        else:
+            self.cursors[conversation_id].path = path
+
+    def discover_subagents(self) -> None:
+        if self.main is None:
+            return
+        folder = self.cursors[self.main].path.with_suffix("") / "subagents"
+        if not folder.is_dir():
+            return
+        for path in sorted(folder.glob("agent-*.jsonl")):
+            conversation_id = subagent_conversation(path)
+            if conversation_id not in self.cursors:
+                self.cursors[conversation_id] = FileCursor(
+                    conversation_id, path, self.acked.get(conversation_id, -1)
+                )
+
+    def poll(self, max_bytes: int = READ_CHUNK) -> list[tuple[str, list[LineRecord]]]:
+        """New complete lines of every followed file (marked as sent, not yet acknowledged)."""
+        self.discover_subagents()
+        batches: list[tuple[str, list[LineRecord]]] = []
+        for cursor in self.cursors.values():
+            try:
+                size = cursor.path.stat().st_size
+            except FileNotFoundError:
+                continue
+            if size < cursor.sent:
+                cursor.resume = -1  # the file was replaced: read it again from the start
+                cursor.rewind()
+            if size == cursor.sent:
+                continue
+            records, after = read_complete_lines(cursor.path, cursor.sent, max_bytes)
+            if not records:
+                continue
+            # The relay already has the line at `resume`; skip it unless the file is new to it.
+            if records[0].offset == cursor.resume:
+                records = records[1:]
+            for record in records:
+                cursor.pending.add(record.offset)
+            cursor.sent = after
+            if records:
+                batches.append((cursor.conversation_id, records))
+        return batches
+
+    def ack(self, conversation_id: str, through_offset: int) -> bool:
+        """The relay stored this conversation up to the line at ``through_offset``."""
+        cursor = self.cursors.get(conversation_id)
+        if cursor is None or through_offset <= cursor.resume:
+            return False
+        cursor.resume = through_offset
+        cursor.pending = {s for s in cursor.pending if s > through_offset}
+        self.acked[conversation_id] = through_offset
+        return True
+
+    def rewind(self) -> None:
+        for cursor in self.cursors.values():
+            cursor.rewind()
+
+    def behind(self) -> int:
+        """Lines sent but not yet acknowledged (for status and tests)."""
+        return sum(len(c.pending) for c in self.cursors.values())
