@@ -128,6 +128,7 @@ class AgentOptions:
     claude_home: Path = field(default_factory=lambda: Path.home() / ".claude")
     device_name: str = field(default_factory=lambda: platform.node() or "mac")
     revive: bool = True
+    env: dict[str, str] | None = None  # the sessions' base environment (default: the agent's)
 
 
 def _now_iso() -> str:
@@ -308,7 +309,8 @@ class Agent:
             record.conversation_id = record.id  # --session-id names the first conversation
             record.conversation_ids.append(record.id)
             rt.follower.follow(record.id, self._transcript_file(record))
-        env = session_env(os.environ, hook_env(record.id, record.secret, self.hook_server.port))
+        base = self.options.env if self.options.env is not None else dict(os.environ)
+        env = session_env(base, hook_env(record.id, record.secret, self.hook_server.port))
         with contextlib.suppress(MuxError):
             await self.mux.kill(rt.name)  # a dead pane left from an earlier life
         try:

@@ -55,6 +55,7 @@ class NewSession(BaseModel):
     ) = None
     model: str | None = Field(default=None, max_length=200)
     session_id: str | None = Field(default=None, min_length=1, max_length=200)
+    allow_all: bool = False  # answer every permission request with "allow" (no dialogs)
 
 
 class SessionPatch(BaseModel):

@@ -1,0 +1,237 @@
+"""End-to-end fixtures: the real Claude Code binary, the project's fake Anthropic API, a real
+relay and a real agent running sessions in a throw-away tmux server with a throw-away HOME."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import shutil
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from agent.daemon import Agent, AgentOptions
+from relay import config as configmod
+from tests.conftest import Account, RelayServer, free_port
+
+HERE = Path(__file__).parent
+REPO = HERE.parent.parent
+API_KEY = "sk-ant-api03-mockmockmockmockmockmockmockmockmockmockmock-AAAAAAAA"
+
+
+def claude_binary() -> str:
+    """The real Claude Code, as `scripts/test` installs it (or CB_TEST_CLAUDE)."""
+    explicit = os.environ.get("CB_TEST_CLAUDE")
+    candidates = [explicit] if explicit else []
+    candidates.append(str(REPO / ".cache" / "claude-code" / "node_modules" / ".bin" / "claude"))
+    for candidate in candidates:
+        if candidate and Path(candidate).exists():
+            return candidate
+    pytest.fail(
+        "the real Claude Code binary is missing: run scripts/test (it installs "
+        "@anthropic-ai/claude-code into .cache/claude-code) or set CB_TEST_CLAUDE"
+    )
+
+
+@pytest.fixture(scope="session")
+def claude_bin() -> str:
+    return claude_binary()
+
+
+@pytest.fixture(scope="session")
+def mock_api(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    port = free_port()
+    log = tmp_path_factory.mktemp("mockapi") / "requests.log"
+    proc = subprocess.Popen(
+        [sys.executable, str(HERE / "mockapi.py"), "--port", str(port), "--log", str(log),
+         "--scenarios", str(HERE / "scenarios.json")],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.monotonic() + 15
+    while time.monotonic() < deadline:
+        with contextlib.suppress(httpx.HTTPError):
+            if httpx.get(url + "/v1/models", timeout=1).status_code == 200:
+                break
+        time.sleep(0.05)
+    yield url
+    proc.kill()
+    proc.wait()
+
+
+def seed_home(home: Path, trusted: list[str]) -> None:
+    """A HOME where Claude Code starts with no onboarding, login or API-key question."""
+    (home / ".claude").mkdir(parents=True, exist_ok=True)
+    projects = {
+        p: {"hasTrustDialogAccepted": True, "hasCompletedProjectOnboarding": True} for p in trusted
+    }
+    (home / ".claude.json").write_text(
+        json.dumps(
+            {
+                "hasCompletedOnboarding": True,
+                "lastOnboardingVersion": "2.1.328",
+                "theme": "dark",
+                "customApiKeyResponses": {"approved": [API_KEY[-20:]], "rejected": []},
+                "autoUpdates": False,
+                "bypassPermissionsModeAccepted": True,
+                "projects": projects,
+            }
+        )
+    )
+    (home / ".claude" / "settings.json").write_text('{"autoUpdates": false}')
+
+
+@dataclass
+class Bridge:
+    """One Mac: an agent in its own thread and loop, its tmux server, HOME and folders."""
+
+    relay: RelayServer
+    account: Account
+    root: Path
+    claude: str
+    api_url: str
+    socket: str = field(default_factory=lambda: f"cbe2e-{uuid.uuid4().hex[:8]}")
+    agent: Agent | None = None
+    loop: asyncio.AbstractEventLoop | None = None
+    thread: threading.Thread | None = None
+
+    @property
+    def home(self) -> Path:
+        return self.root / "home"
+
+    @property
+    def data(self) -> Path:
+        return self.root / "agent"
+
+    def folder(self, name: str = "work", trusted: bool = True) -> str:
+        path = self.root / name
+        path.mkdir(parents=True, exist_ok=True)
+        real = os.path.realpath(path)
+        if trusted:
+            config = json.loads((self.home / ".claude.json").read_text())
+            config["projects"][real] = {
+                "hasTrustDialogAccepted": True,
+                "hasCompletedProjectOnboarding": True,
+            }
+            (self.home / ".claude.json").write_text(json.dumps(config))
+        return real
+
+    def env(self) -> dict[str, str]:
+        return {
+            "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+            "HOME": str(self.home),
+            "ANTHROPIC_BASE_URL": self.api_url,
+            "ANTHROPIC_API_KEY": API_KEY,
+            "DISABLE_AUTOUPDATER": "1",
+            "DISABLE_TELEMETRY": "1",
+            "DISABLE_ERROR_REPORTING": "1",
+            "DISABLE_BUG_COMMAND": "1",
+            "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
+            "TERM": "xterm-256color",
+            "LANG": "C.UTF-8",
+        }
+
+    def start_agent(self, **overrides: Any) -> Agent:
+        options = AgentOptions(
+            data_dir=self.data,
+            relay_url=self.relay.url,
+            token=self.account.device_token,
+            claude=self.claude,
+            mux_program=shutil.which("tmux") or "tmux",
+            mux_socket=self.socket,
+            claude_home=self.home / ".claude",
+            device_name="e2e mac",
+            env=self.env(),
+            **overrides,
+        )
+        config = configmod.load(environ={})
+        ready = threading.Event()
+        errors: list[BaseException] = []
+
+        def run() -> None:
+            loop = asyncio.new_event_loop()
+            self.loop = loop
+            agent = Agent(options, config)
+            self.agent = agent
+            try:
+                loop.run_until_complete(agent.start())
+            except BaseException as exc:  # surfaced to the test
+                errors.append(exc)
+                ready.set()
+                return
+            ready.set()
+            loop.run_forever()
+            loop.run_until_complete(agent.stop())
+            loop.close()
+
+        self.thread = threading.Thread(target=run, daemon=True)
+        self.thread.start()
+        ready.wait(60)
+        if errors:
+            raise errors[0]
+        assert self.agent is not None
+        return self.agent
+
+    def stop_agent(self) -> None:
+        """Stop the agent as a crash or an update would: the tmux server stays."""
+        if self.loop is not None and self.thread is not None:
+            self.loop.call_soon_threadsafe(self.loop.stop)
+            self.thread.join(30)
+        self.agent = None
+        self.loop = None
+        self.thread = None
+
+    def kill_tmux(self) -> None:
+        subprocess.run(["tmux", "-L", self.socket, "kill-server"], capture_output=True, check=False)
+
+    def screen(self, session_id: str) -> str:
+        out = subprocess.run(
+            ["tmux", "-L", self.socket, "capture-pane", "-p", "-t", f"cb-{session_id}"],
+            capture_output=True, text=True, check=False,
+        )  # fmt: skip
+        return out.stdout
+
+    def phone(self) -> httpx.Client:
+        return httpx.Client(
+            base_url=self.relay.url,
+            headers={"Authorization": f"Bearer {self.account.phone_token}"},
+            timeout=30,
+        )
+
+
+@pytest.fixture
+def bridge(relay: RelayServer, claude_bin: str, mock_api: str, tmp_path: Path) -> Iterator[Bridge]:
+    b = Bridge(relay, relay.account(), tmp_path, claude_bin, mock_api)
+    seed_home(b.home, [])
+    try:
+        yield b
+    finally:
+        b.stop_agent()
+        b.kill_tmux()
+
+
+def wait_for(check: Callable[[], Any], timeout: float = 30, what: str = "condition") -> Any:
+    """Poll until ``check`` returns something truthy; fail with what was last seen."""
+    deadline = time.monotonic() + timeout
+    last: Any = None
+    while time.monotonic() < deadline:
+        try:
+            last = check()
+        except (httpx.HTTPError, KeyError, IndexError, TypeError) as exc:
+            last = exc
+        else:
+            if last:
+                return last
+        time.sleep(0.1)
+    raise AssertionError(f"timed out waiting for {what}; last seen: {last!r}")

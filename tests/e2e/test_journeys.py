@@ -1,0 +1,267 @@
+"""Journeys with the real Claude Code 2.1.328: phone (HTTP API) → relay → agent → tmux → claude."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.e2e.conftest import Bridge, wait_for
+
+pytestmark = pytest.mark.e2e
+
+
+def start_session(phone: httpx.Client, bridge: Bridge, cwd: str, **body: Any) -> str:
+    response = phone.post(
+        "/api/sessions", json={"device_id": bridge.account.device_id, "cwd": cwd, **body}
+    )
+    assert response.status_code == 201, response.text
+    return str(response.json()["id"])
+
+
+def snapshot(phone: httpx.Client, session_id: str) -> dict[str, Any]:
+    response = phone.get(f"/api/sessions/{session_id}")
+    assert response.status_code == 200, response.text
+    return dict(response.json())
+
+
+def events(phone: httpx.Client, session_id: str) -> list[dict[str, Any]]:
+    page = phone.get(f"/api/sessions/{session_id}/events", params={"after": 0}).json()
+    return list(page["events"])
+
+
+def wait_state(
+    phone: httpx.Client, session_id: str, state: str, timeout: float = 30
+) -> dict[str, Any]:
+    return wait_for(
+        lambda: (s := snapshot(phone, session_id))["state"] == state and s,
+        timeout,
+        f"state {state}",
+    )
+
+
+def wait_card(
+    phone: httpx.Client, session_id: str, kind: str, timeout: float = 30
+) -> dict[str, Any]:
+    snap = wait_for(
+        lambda: (s := snapshot(phone, session_id))["card"] and s["card"]["kind"] == kind and s,
+        timeout,
+        f"a {kind} card",
+    )
+    return dict(snap["card"])
+
+
+def wait_event(phone: httpx.Client, session_id: str, predicate: Any, what: str) -> dict[str, Any]:
+    return wait_for(
+        lambda: next((e for e in events(phone, session_id) if predicate(e)), None), 30, what
+    )
+
+
+def test_new_session_on_an_untrusted_folder(bridge: Bridge) -> None:
+    bridge.start_agent()
+    cwd = bridge.folder("fresh", trusted=False)
+    with bridge.phone() as phone:
+        session_id = start_session(
+            phone, bridge, cwd, prompt="hello there", permission_mode="manual"
+        )
+        assert snapshot(phone, session_id)["state"] == "starting"
+        wait_event(phone, session_id, lambda e: e["kind"] == "assistant", "the answer")
+        wait_state(phone, session_id, "idle")
+        listed = events(phone, session_id)
+    kinds = [(e["kind"], e.get("marker")) for e in listed]
+    assert kinds[0] == ("marker", "auto_passed")  # the trust dialog, passed with a line
+    assert ("user", None) in kinds and ("assistant", None) in kinds
+    assert [e["seq"] for e in listed] == list(range(1, len(listed) + 1))
+    assert any(e["kind"] == "user" and e["text"] == "hello there" for e in listed)
+
+
+def test_bash_permission_card_answered_yes_then_no(bridge: Bridge) -> None:
+    bridge.start_agent()
+    cwd = bridge.folder()
+    with bridge.phone() as phone:
+        session_id = start_session(
+            phone, bridge, cwd, prompt="RUN_BASH one", permission_mode="manual"
+        )
+        card = wait_card(phone, session_id, "permission")
+        assert card["title"] == "Bash command" and card["tool"] == "Bash"
+        assert "touch bash_made.txt" in card["text"]
+        assert [o["key"] for o in card["options"]] == ["1", "2", "3", "4"]
+        assert snapshot(phone, session_id)["state"] == "waiting"
+        answer = phone.post(f"/api/sessions/{session_id}/cards/{card['id']}", json={"key": "1"})
+        assert answer.status_code == 200, answer.text
+        result = wait_event(phone, session_id, lambda e: e["kind"] == "tool_result", "the result")
+        assert result["text"] == "hi" and not result["is_error"]
+        again = phone.post(f"/api/sessions/{session_id}/cards/{card['id']}", json={"key": "1"})
+        assert again.status_code == 409 and again.json()["error"]["code"] == "card_closed"
+        wait_state(phone, session_id, "idle")
+
+        phone.post(f"/api/sessions/{session_id}/messages", json={"text": "RUN_BASH two"})
+        second = wait_card(phone, session_id, "permission")
+        assert second["id"] != card["id"]
+        phone.post(f"/api/sessions/{session_id}/cards/{second['id']}", json={"key": "4"})
+        stuck = wait_card(phone, session_id, "stuck")
+        assert "Interrupted" in stuck["title"] + stuck["text"]
+    assert (bridge.root / "work" / "bash_made.txt").exists()
+
+
+def test_held_message_is_typed_after_the_turn_and_send_now_interrupts(bridge: Bridge) -> None:
+    bridge.start_agent()
+    cwd = bridge.folder()
+    with bridge.phone() as phone:
+        session_id = start_session(phone, bridge, cwd, prompt="BRIEF_SLOW please")
+        wait_state(phone, session_id, "busy")
+        held = phone.post(f"/api/sessions/{session_id}/messages", json={"text": "after the turn"})
+        assert held.json()["state"] == "held"
+        assert [
+            h["state"] for h in snapshot(phone, session_id)["held"] if h["text"] == "after the turn"
+        ] == ["held"]
+        wait_event(
+            phone,
+            session_id,
+            lambda e: e["kind"] == "user" and e["text"] == "after the turn",
+            "the held message",
+        )
+        wait_state(phone, session_id, "idle")
+        phone.post(f"/api/sessions/{session_id}/messages", json={"text": "BRIEF_SLOW again"})
+        wait_state(phone, session_id, "busy")
+        now = phone.post(
+            f"/api/sessions/{session_id}/messages", json={"text": "right now", "now": True}
+        )
+        assert now.json()["state"] == "typed"
+        wait_event(
+            phone, session_id, lambda e: e.get("marker") == "interrupted", "the interruption"
+        )
+        wait_event(
+            phone,
+            session_id,
+            lambda e: e["kind"] == "user" and e["text"] == "right now",
+            "send now",
+        )
+        typed = [e["text"] for e in events(phone, session_id) if e["kind"] == "user"]
+    assert typed.count("after the turn") == 1 and typed.count("right now") == 1
+
+
+def test_allow_all_session_draws_no_permission_dialog(bridge: Bridge) -> None:
+    bridge.start_agent()
+    cwd = bridge.folder()
+    with bridge.phone() as phone:
+        session_id = start_session(
+            phone, bridge, cwd, prompt="RUN_BASH via hook", permission_mode="manual", allow_all=True
+        )
+        wait_event(
+            phone, session_id, lambda e: e.get("marker") == "hook_allowed", "the hook's allow"
+        )
+        wait_event(phone, session_id, lambda e: e["kind"] == "tool_result", "the result")
+        wait_state(phone, session_id, "idle")
+
+
+def test_question_card_single_select(bridge: Bridge) -> None:
+    bridge.start_agent()
+    cwd = bridge.folder()
+    with bridge.phone() as phone:
+        session_id = start_session(
+            phone, bridge, cwd, prompt="ASK_ME something", permission_mode="manual"
+        )
+        card = wait_card(phone, session_id, "question")
+        assert "colour" in card["text"].lower()
+        blue = next(o["key"] for o in card["options"] if o["label"].startswith("Blue"))
+        phone.post(f"/api/sessions/{session_id}/cards/{card['id']}", json={"key": blue})
+        result = wait_event(phone, session_id, lambda e: e["kind"] == "tool_result", "the answer")
+        assert '"Blue"' in result["text"]
+
+
+def test_plan_card_approved_leaves_plan_mode(bridge: Bridge) -> None:
+    bridge.start_agent()
+    cwd = bridge.folder()
+    with bridge.phone() as phone:
+        session_id = start_session(
+            phone, bridge, cwd, prompt="MAKE_PLAN for me", permission_mode="plan"
+        )
+        card = wait_card(phone, session_id, "plan")
+        phone.post(f"/api/sessions/{session_id}/cards/{card['id']}", json={"key": "1"})
+        result = wait_event(
+            phone,
+            session_id,
+            lambda e: e["kind"] == "tool_result" and "approved" in e["text"],
+            "approval",
+        )
+        assert not result["is_error"]
+        wait_for(
+            lambda: snapshot(phone, session_id)["permission_mode"] != "plan", 20, "plan mode left"
+        )
+
+
+def test_clear_keeps_the_session_and_starts_a_new_conversation(bridge: Bridge) -> None:
+    bridge.start_agent()
+    cwd = bridge.folder()
+    with bridge.phone() as phone:
+        session_id = start_session(phone, bridge, cwd, prompt="hello one")
+        wait_event(phone, session_id, lambda e: e["kind"] == "assistant", "the first answer")
+        wait_state(phone, session_id, "idle")
+        first = snapshot(phone, session_id)["conversation_id"]
+        phone.post(f"/api/sessions/{session_id}/messages", json={"text": "/clear"})
+        wait_event(phone, session_id, lambda e: e.get("marker") == "cleared", "the /clear marker")
+        second = wait_for(
+            lambda: (c := snapshot(phone, session_id)["conversation_id"]) != first and c,
+            20,
+            "new conversation",
+        )
+        phone.post(f"/api/sessions/{session_id}/messages", json={"text": "hello after clear"})
+        wait_event(
+            phone,
+            session_id,
+            lambda e: e["kind"] == "user" and e["text"] == "hello after clear",
+            "the next prompt",
+        )
+        assert second != first
+        assert snapshot(phone, session_id)["id"] == session_id
+
+
+def test_agent_restart_reattaches_without_losing_or_doubling(bridge: Bridge) -> None:
+    bridge.start_agent()
+    cwd = bridge.folder()
+    with bridge.phone() as phone:
+        session_id = start_session(phone, bridge, cwd, prompt="hello one")
+        wait_event(phone, session_id, lambda e: e["kind"] == "assistant", "the answer")
+        wait_state(phone, session_id, "idle")
+        bridge.stop_agent()  # the tmux server and claude keep running
+        bridge.start_agent()
+        wait_state(phone, session_id, "idle")
+        phone.post(f"/api/sessions/{session_id}/messages", json={"text": "hello two"})
+        wait_event(
+            phone,
+            session_id,
+            lambda e: e["kind"] == "user" and e["text"] == "hello two",
+            "hello two",
+        )
+        wait_for(
+            lambda: sum(e["kind"] == "assistant" for e in events(phone, session_id)) == 2,
+            30,
+            "second answer",
+        )
+        listed = events(phone, session_id)
+    assert [e["seq"] for e in listed] == list(range(1, len(listed) + 1))
+    assert [e["text"] for e in listed if e["kind"] == "user"] == ["hello one", "hello two"]
+
+
+def test_reboot_revives_the_session_in_the_same_conversation(bridge: Bridge) -> None:
+    bridge.start_agent()
+    cwd = bridge.folder()
+    with bridge.phone() as phone:
+        session_id = start_session(phone, bridge, cwd, prompt="hello first life")
+        wait_event(phone, session_id, lambda e: e["kind"] == "assistant", "the answer")
+        wait_state(phone, session_id, "idle")
+        conversation = snapshot(phone, session_id)["conversation_id"]
+        bridge.stop_agent()
+        bridge.kill_tmux()  # the Mac rebooted: every terminal is gone
+        bridge.start_agent()
+        wait_event(phone, session_id, lambda e: e.get("marker") == "revived", "the revive line")
+        wait_state(phone, session_id, "idle", timeout=40)
+        phone.post(f"/api/sessions/{session_id}/messages", json={"text": "hello second life"})
+        wait_for(
+            lambda: sum(e["kind"] == "assistant" for e in events(phone, session_id)) == 2,
+            30,
+            "second answer",
+        )
+        assert snapshot(phone, session_id)["conversation_id"] == conversation
