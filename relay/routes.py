@@ -182,7 +182,7 @@ async def create_session(body: NewSession, principal: Phone, state: State) -> di
     session = await state.store.create_session(
         principal.account_id, device.id, session_id, body.cwd
     )
-    args = body.model_dump(exclude={"device_id", "session_id"}, exclude_none=True)
+    args = body.model_dump(exclude={"device_id", "session_id"}, exclude_defaults=True)
     result = await link.command(
         "create_session", session_id, args, float(state.config.command_timeout)
     )
