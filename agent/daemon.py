@@ -129,6 +129,7 @@ class AgentOptions:
     device_name: str = field(default_factory=lambda: platform.node() or "mac")
     revive: bool = True
     env: dict[str, str] | None = None  # the sessions' base environment (default: the agent's)
+    watch: bool = True  # wake on file changes; False = the plain 700 ms polling
 
 
 def _now_iso() -> str:
@@ -190,6 +191,8 @@ class Agent:
             asyncio.create_task(self._screen_loop(), name="screens"),
             asyncio.create_task(self._save_loop(), name="registry"),
         ]
+        if self.options.watch:
+            self._tasks.append(asyncio.create_task(self._watch_loop(), name="watch"))
         if self.options.revive:
             await self._revive()
 
@@ -388,6 +391,20 @@ class Agent:
     def follower_rewind(self) -> None:
         for rt in self.runtimes.values():
             rt.follower.rewind()
+
+    async def _watch_loop(self) -> None:
+        """Wake the transcript reader as soon as Claude Code writes (the 700 ms poll stays as a
+        safety net: file events can be missed, e.g. on network file systems)."""
+        from watchfiles import awatch
+
+        root = self.options.claude_home / "projects"
+        root.mkdir(parents=True, exist_ok=True)
+        try:
+            async for _ in awatch(root, debounce=5, step=5, stop_event=self._stopping):
+                self._wake_transcripts.set()
+        except (OSError, RuntimeError) as exc:
+            _log.warning("file watching is off (%s); transcripts are read every %s s", exc,
+                         self.config.transcript_read_interval)  # fmt: skip
 
     async def _transcript_loop(self) -> None:
         interval = float(self.config.transcript_read_interval)
