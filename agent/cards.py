@@ -74,6 +74,7 @@ class DetectedCard:
     confirm_with_enter: bool = False  # a 'dialog' whose footer says 'Enter to save/confirm'
     amendable: bool = False  # permission footer shows 'Tab to amend'
     submit_row: int | None = None  # multi-select: position of the unnumbered 'Submit' row
+    footer_keys: bool = False  # options are key names read from the footer ('Enter to …')
 
     def __post_init__(self) -> None:
         if not self.fingerprint:
@@ -118,6 +119,8 @@ def read_screen(screen: Screen) -> ScreenFacts:
     # a dialog replaces the prompt box, so one is looked for only below the box (if any)
     start = prompt.bottom + 1 if prompt else 0
     card = _numbered_card(screen, lines, start) or _keyed_card(lines, start, screen.width)
+    if card is None and prompt is None:
+        card = _footer_card(lines)
     if card is not None:
         return ScreenFacts(card=card, busy=False, prompt_visible=prompt is not None)
     if prompt is None and _looks_exited(lines):
@@ -222,6 +225,10 @@ def keys_for(
         raise ValueError("this card takes one answer")
     key = wanted[0]
 
+    if card.footer_keys:
+        if text is not None:
+            raise ValueError("this dialog takes no text")
+        return [[key]]
     if card.kind == "keyed":
         if text is not None:
             raise ValueError("a keyed dialog takes no text")
@@ -952,6 +959,48 @@ def _unwrap_command(rows: list[str], width: int) -> str:
 
 _SELECTED_PLAIN_RE = re.compile(r"^( *)❯ (?!\d+\.(?: |$))(\S.*)$")
 _META_RE = re.compile(r"\b(?:ago|just now)\b.*·|^\d+ (?:second|minute|hour|day|week|month)s? ago")
+
+
+# A dialog this reader has no rule for still says, in its footer, which keys do what:
+# "Enter to stay in auto mode · shift+Tab to leave for accept edits mode and stop · Esc to cancel".
+_FOOTER_KEYS = {
+    "enter": "Enter",
+    "esc": "Escape",
+    "escape": "Escape",
+    "tab": "Tab",
+    "shift+tab": "BTab",
+}
+_FOOTER_SEGMENT_RE = re.compile(r"^(enter|esc|escape|tab|shift\+tab) to (.+)$", re.IGNORECASE)
+
+
+def _footer_card(lines: list[str]) -> DetectedCard | None:
+    """A 'dialog' card from the last row when it lists keys and what they do (no prompt box)."""
+    rows = [i for i, r in enumerate(lines) if r.strip()]
+    if not rows:
+        return None
+    last = rows[-1]
+    options: list[CardOption] = []
+    for segment in lines[last].strip().split(" · "):
+        match = _FOOTER_SEGMENT_RE.match(segment.strip())
+        if match is None:
+            continue
+        key = _FOOTER_KEYS[match.group(1).lower()]
+        if key not in (o.key for o in options):
+            options.append(CardOption(key=key, label=f"{match.group(1)}: {match.group(2)}"))
+    if len(options) < 2:
+        return None
+    top = max((i for i in range(last) if _is_rule(lines[i])), default=-1) + 1
+    body = [r.strip() for r in lines[top:last] if r.strip()]
+    if not body:
+        return None
+    return DetectedCard(
+        kind="dialog",
+        title=body[0],
+        text="\n".join(body[1:]),
+        options=tuple(options),
+        selected=None,
+        footer_keys=True,
+    )
 
 
 def _keyed_card(lines: list[str], start: int, width: int) -> DetectedCard | None:

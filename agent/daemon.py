@@ -65,6 +65,8 @@ SCREEN_HEIGHT = 40
 FIRST_FRAME_QUIET = 1.0  # keys in the first ~0.5 s after the first frame are dropped
 CARD_CONFIRM_TIMEOUT = 4.0  # how long an answered card may stay on screen before keys are retried
 CARD_RETRY_AFTER = 0.8
+DIALOG_SETTLE = 0.4  # a key sent within ~10 ms of a dialog appearing is dropped: wait a little
+KEY_GAP = 0.06  # between key groups, so each is drawn before the next (multi-step answers)
 REGISTRY_SAVE_EVERY = 5.0
 TICK = 0.1
 AUTO_PASS_TRUST = "🔐 Folder trust was accepted so the session could start"
@@ -101,6 +103,7 @@ class Runtime:
     card: DetectedCard | None = None
     card_id: str | None = None
     card_count: int = 0
+    card_seen_at: float = 0.0
     sent: dict[str, Any] = field(default_factory=dict)  # last values sent to the relay
     keys: asyncio.Lock = field(default_factory=asyncio.Lock)  # one typist at a time
     wake_screen: asyncio.Event = field(default_factory=asyncio.Event)
@@ -576,6 +579,7 @@ class Agent:
         if rt.card is None or card.fingerprint != rt.card.fingerprint:
             rt.card_count += 1
             rt.card_id = f"{card.fingerprint[:10]}-{rt.card_count}"
+            rt.card_seen_at = time.monotonic()
         rt.card = card
 
     async def _auto_pass(self, rt: Runtime, now: float) -> None:
@@ -753,7 +757,10 @@ class Agent:
         if args.get("always") and card.kind == "permission":
             record.allow_all = True  # "always allow" for this session (finer rules come later)
         async with rt.keys:
-            await self.mux.send_keys(rt.name, groups)
+            settle = rt.card_seen_at + DIALOG_SETTLE - time.monotonic()
+            if settle > 0:
+                await asyncio.sleep(settle)
+            await self._press(rt, groups)
             closed = await self._confirm_closed(rt, card, groups)
         if not closed:
             raise CommandFailed(
@@ -761,6 +768,12 @@ class Agent:
             )
         await self._deliver_held(rt, reason="card")
         return {"closed": True}
+
+    async def _press(self, rt: Runtime, groups: list[list[str]]) -> None:
+        for index, group in enumerate(groups):
+            if index:
+                await asyncio.sleep(KEY_GAP)
+            await self.mux.send_keys(rt.name, [group])
 
     async def _confirm_closed(
         self, rt: Runtime, card: DetectedCard, groups: list[list[str]]
@@ -781,7 +794,7 @@ class Agent:
                 return True
             same_view = facts.card == card  # nothing moved: the keys never landed
             if same_view and not retried and time.monotonic() - started > CARD_RETRY_AFTER:
-                await self.mux.send_keys(rt.name, groups)
+                await self._press(rt, groups)
                 retried = True
         return False
 

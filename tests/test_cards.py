@@ -918,3 +918,19 @@ def test_prompt_visible() -> None:
         "m_subagent/03_ctrl_o_transcript_view_80x24",
     ):
         assert not facts(name).prompt_visible, name
+
+
+def test_an_unknown_dialog_becomes_a_card_from_its_footer_keys() -> None:
+    """Captured from the real 2.1.328 in auto mode behind the test API: no rule knows this
+    dialog, but its footer says which keys do what, so the phone still gets a card."""
+    from agent.cards import classify_text
+
+    for suffix in ("screen_ansi", "screen_plain"):
+        text = (SCREENS / f"auto_mode_check_unreachable_120x40.{suffix}.txt").read_text()
+        card = classify_text(text, 120, 40).card
+        assert card is not None and card.kind == "dialog" and card.footer_keys
+        assert card.title == "Auto mode can't check actions in this session"
+        assert [o.key for o in card.options] == ["Enter", "BTab", "Escape"]
+        assert keys_for(card, "BTab") == [["BTab"]]
+        with pytest.raises(ValueError):
+            keys_for(card, "1")

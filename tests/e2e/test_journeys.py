@@ -265,3 +265,156 @@ def test_reboot_revives_the_session_in_the_same_conversation(bridge: Bridge) -> 
             "second answer",
         )
         assert snapshot(phone, session_id)["conversation_id"] == conversation
+
+
+def test_write_and_edit_cards_and_accept_edits(bridge: Bridge) -> None:
+    bridge.start_agent()
+    cwd = bridge.folder()
+    with bridge.phone() as phone:
+        session_id = start_session(
+            phone, bridge, cwd, prompt="WRITE_FILE please", permission_mode="manual"
+        )
+        card = wait_card(phone, session_id, "permission")
+        assert card["title"] == "Create file" and card["tool"] == "Write"
+        assert "hello.txt" in card["text"] + str(card["tool_input"])
+        phone.post(f"/api/sessions/{session_id}/cards/{card['id']}", json={"key": "1"})
+        wait_event(
+            phone,
+            session_id,
+            lambda e: e["kind"] == "tool_result" and "created" in e["text"],
+            "the write",
+        )
+        wait_state(phone, session_id, "idle")
+        phone.post(f"/api/sessions/{session_id}/messages", json={"text": "EDIT_FILE please"})
+        edit = wait_card(phone, session_id, "permission")
+        assert edit["title"] == "Edit file"
+        switch = next(o["key"] for o in edit["options"] if "accept edits" in o["label"].lower())
+        phone.post(f"/api/sessions/{session_id}/cards/{edit['id']}", json={"key": switch})
+        wait_for(
+            lambda: snapshot(phone, session_id)["permission_mode"] == "acceptEdits",
+            20,
+            "accept edits on",
+        )
+        tool_use = wait_event(
+            phone, session_id, lambda e: e["kind"] == "tool_use" and e["tool"] == "Edit", "the edit"
+        )
+        assert (
+            "old_string" in tool_use["input"] and "new_string" in tool_use["input"]
+        )  # the page draws a diff
+
+
+def test_question_with_a_multi_select_second_question(bridge: Bridge) -> None:
+    bridge.start_agent()
+    cwd = bridge.folder()
+    with bridge.phone() as phone:
+        session_id = start_session(
+            phone, bridge, cwd, prompt="ASK_TWO things", permission_mode="manual"
+        )
+        first = wait_card(phone, session_id, "question")
+        red = next(o["key"] for o in first["options"] if o["label"].startswith("Red"))
+        phone.post(f"/api/sessions/{session_id}/cards/{first['id']}", json={"key": red})
+        second = wait_for(
+            lambda: (
+                (c := snapshot(phone, session_id)["card"])
+                and c["id"] != first["id"]
+                and c["multi_select"]
+                and c
+            ),
+            20,
+            "the multi-select question",
+        )
+        keys = [
+            o["key"] for o in second["options"] if o["label"].split(" —")[0] in ("Cheese", "Basil")
+        ]
+        assert len(keys) == 2
+        answer = phone.post(f"/api/sessions/{session_id}/cards/{second['id']}", json={"keys": keys})
+        assert answer.status_code == 200, answer.text
+        result = wait_event(
+            phone,
+            session_id,
+            lambda e: e["kind"] == "tool_result" and "answered" in e["text"],
+            "the answers",
+        )
+        assert '"Red"' in result["text"] and "Cheese, Basil" in result["text"]
+
+
+def test_plan_card_rejected_stays_in_plan_mode(bridge: Bridge) -> None:
+    bridge.start_agent()
+    cwd = bridge.folder()
+    with bridge.phone() as phone:
+        session_id = start_session(
+            phone, bridge, cwd, prompt="MAKE_PLAN for me", permission_mode="plan"
+        )
+        card = wait_card(phone, session_id, "plan")
+        phone.post(f"/api/sessions/{session_id}/cards/{card['id']}", json={"key": "2"})
+        wait_event(phone, session_id, lambda e: e.get("marker") == "rejected", "the rejection")
+        wait_for(
+            lambda: (
+                not snapshot(phone, session_id)["card"]
+                or snapshot(phone, session_id)["card"]["kind"] != "plan"
+            ),
+            20,
+            "plan card gone",
+        )
+        assert snapshot(phone, session_id)["permission_mode"] == "plan"
+
+
+def test_compact_keeps_the_conversation_with_a_marker(bridge: Bridge) -> None:
+    bridge.start_agent()
+    cwd = bridge.folder()
+    with bridge.phone() as phone:
+        session_id = start_session(phone, bridge, cwd, prompt="hello one")
+        wait_event(phone, session_id, lambda e: e["kind"] == "assistant", "the answer")
+        wait_state(phone, session_id, "idle")
+        conversation = snapshot(phone, session_id)["conversation_id"]
+        phone.post(f"/api/sessions/{session_id}/messages", json={"text": "/compact"})
+        wait_event(
+            phone, session_id, lambda e: e.get("marker") == "compacted", "the compaction marker"
+        )
+        assert snapshot(phone, session_id)["conversation_id"] == conversation
+
+
+def test_background_subagent_is_linked_and_its_turn_shown(bridge: Bridge) -> None:
+    bridge.start_agent()
+    cwd = bridge.folder()
+    with bridge.phone() as phone:
+        session_id = start_session(
+            phone, bridge, cwd, prompt="SUBAGENT please", permission_mode="manual"
+        )
+        sub = wait_event(phone, session_id, lambda e: e.get("agent_id"), "a subagent's event")
+        assert sub["conversation_id"].startswith("agent-")
+        notice = wait_event(
+            phone,
+            session_id,
+            lambda e: e.get("marker") == "task_notification",
+            "the subagent's turn",
+        )
+        assert notice["seq"] > sub["seq"] or notice["seq"] > 0
+        assert snapshot(phone, session_id)["conversation_id"] == session_id
+
+
+def test_a_message_to_an_ended_session_reopens_the_same_conversation(bridge: Bridge) -> None:
+    bridge.start_agent()
+    cwd = bridge.folder()
+    with bridge.phone() as phone:
+        session_id = start_session(phone, bridge, cwd, prompt="hello one")
+        wait_event(phone, session_id, lambda e: e["kind"] == "assistant", "the answer")
+        wait_state(phone, session_id, "idle")
+        conversation = snapshot(phone, session_id)["conversation_id"]
+        assert phone.post(f"/api/sessions/{session_id}/end").status_code == 200
+        ended = wait_state(phone, session_id, "ended")
+        assert ended["mark"] == "ended"
+        sent = phone.post(f"/api/sessions/{session_id}/messages", json={"text": "hello again"})
+        assert sent.status_code == 200 and sent.json()["reopened"] is True
+        wait_event(
+            phone,
+            session_id,
+            lambda e: e["kind"] == "user" and e["text"] == "hello again",
+            "the message",
+        )
+        wait_for(
+            lambda: sum(e["kind"] == "assistant" for e in events(phone, session_id)) == 2,
+            30,
+            "second answer",
+        )
+        assert snapshot(phone, session_id)["conversation_id"] == conversation
