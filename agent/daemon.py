@@ -66,6 +66,7 @@ FIRST_FRAME_QUIET = 1.0  # keys in the first ~0.5 s after the first frame are dr
 CARD_CONFIRM_TIMEOUT = 4.0  # how long an answered card may stay on screen before keys are retried
 CARD_RETRY_AFTER = 0.8
 DIALOG_SETTLE = 0.4  # a key sent within ~10 ms of a dialog appearing is dropped: wait a little
+TYPE_CONFIRM = 1.5  # how long a paste or an Enter may take to show on screen
 KEY_GAP = 0.06  # between key groups, so each is drawn before the next (multi-step answers)
 REGISTRY_SAVE_EVERY = 5.0
 TICK = 0.1
@@ -640,18 +641,56 @@ class Agent:
             record.held = heldrules.mark(record.held, ids, "typing")
             self._save()  # before typing: a crash now never leads to typing it twice
             try:
+                await self._quiet_after_first_frame(rt)
                 if dismiss or interrupt:
                     await self.mux.send_keys(rt.name, [["Escape"]])
                     await asyncio.sleep(0.3)
-                await self.mux.paste(rt.name, heldrules.block_text(messages))
+                typed = await self._paste_and_submit(rt, heldrules.block_text(messages))
             except PaneGone:
-                record.held = heldrules.mark(record.held, ids, "failed")
-            else:
-                record.held = heldrules.mark(record.held, ids, "typed")
+                typed = False
+            record.held = heldrules.mark(record.held, ids, "typed" if typed else "failed")
             record.held = heldrules.prune(record.held)
             self._save()
         rt.wake_screen.set()
         await self._send_update(rt)
+
+    async def _quiet_after_first_frame(self, rt: Runtime) -> None:
+        """Claude Code drops keys sent in the first ~0.5 s after its first frame."""
+        if rt.first_frame_at is None:
+            return
+        wait = rt.first_frame_at + FIRST_FRAME_QUIET - time.time()
+        if wait > 0:
+            await asyncio.sleep(wait)
+
+    async def _draft(self, rt: Runtime) -> str:
+        capture = await self.mux.capture(rt.name)
+        return read_screen(render(capture.text, capture.width, capture.height)).draft
+
+    async def _wait_draft(self, rt: Runtime, present: bool, timeout: float) -> bool:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if bool(await self._draft(rt)) == present:
+                return True
+            await asyncio.sleep(0.1)
+        return False
+
+    async def _paste_and_submit(self, rt: Runtime, text: str) -> bool:
+        """Paste the text, check it landed in the prompt box, press Enter, check it left.
+
+        A paste into a screen that is not ready is dropped by Claude Code without a trace, and
+        "typed" must mean typed: so every step is confirmed on the screen, and retried once.
+        """
+        for _ in range(2):
+            await self.mux.paste(rt.name, text, enter=False)
+            if await self._wait_draft(rt, present=True, timeout=TYPE_CONFIRM):
+                break
+        else:
+            return False
+        for _ in range(2):
+            await self.mux.send_keys(rt.name, [["Enter"]])
+            if await self._wait_draft(rt, present=False, timeout=TYPE_CONFIRM):
+                return True
+        return False
 
     # -- commands from the phone -------------------------------------------------------------
 

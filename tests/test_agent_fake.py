@@ -1,0 +1,140 @@
+"""The agent with real tmux and the fake Claude Code (tests/fakeclaude), which replays the
+captured screens, transcripts, hooks and status file: fast checks of the agent's own logic,
+including the dropped-key behaviour of the real program."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.conftest import RelayServer
+from tests.e2e.conftest import Bridge, seed_home, wait_for
+from tests.e2e.test_journeys import (
+    events,
+    snapshot,
+    start_session,
+    wait_card,
+    wait_event,
+    wait_state,
+)
+
+FAKE = str(Path(__file__).parent / "fakeclaude" / "claude")
+
+
+@pytest.fixture
+def fake(relay: RelayServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Bridge]:
+    b = Bridge(relay, relay.account(), tmp_path, FAKE, api_url="http://127.0.0.1:9")
+    seed_home(b.home, [])
+    original = b.env
+
+    def env() -> dict[str, str]:
+        return {**original(), "FAKECLAUDE_SLOW_SECONDS": "8", "FAKECLAUDE_DIALOG_DEAF": "0.05"}
+
+    monkeypatch.setattr(b, "env", env)
+    try:
+        yield b
+    finally:
+        b.stop_agent()
+        b.kill_tmux()
+
+
+def test_trust_is_passed_and_the_first_prompt_waits_for_the_prompt_box(fake: Bridge) -> None:
+    fake.start_agent()
+    cwd = fake.folder("fresh", trusted=False)
+    with fake.phone() as phone:
+        session_id = start_session(phone, fake, cwd, prompt="hello there", permission_mode="manual")
+        wait_event(phone, session_id, lambda e: e["kind"] == "assistant", "the answer")
+        listed = events(phone, session_id)
+    assert listed[0].get("marker") == "auto_passed"
+    assert [e["text"] for e in listed if e["kind"] == "user"] == ["hello there"]
+
+
+def test_permission_yes_then_no_leaves_a_stuck_card(fake: Bridge) -> None:
+    fake.start_agent()
+    cwd = fake.folder()
+    with fake.phone() as phone:
+        session_id = start_session(
+            phone, fake, cwd, prompt="RUN_BASH one", permission_mode="manual"
+        )
+        card = wait_card(phone, session_id, "permission")
+        assert card["tool"] == "Bash" and "touch bash_made.txt" in card["text"]
+        phone.post(f"/api/sessions/{session_id}/cards/{card['id']}", json={"key": "1"})
+        wait_event(phone, session_id, lambda e: e["kind"] == "tool_result", "the result")
+        wait_state(phone, session_id, "idle")
+        phone.post(f"/api/sessions/{session_id}/messages", json={"text": "RUN_BASH two"})
+        second = wait_card(phone, session_id, "permission")
+        phone.post(f"/api/sessions/{session_id}/cards/{second['id']}", json={"key": "4"})
+        wait_card(phone, session_id, "stuck")
+        # No Stop hook came: the state is still 'waiting' on the stuck card, not a stale 'busy'.
+        assert snapshot(phone, session_id)["state"] == "waiting"
+
+
+def test_held_messages_wait_for_the_turn_and_send_now_interrupts(fake: Bridge) -> None:
+    fake.start_agent()
+    cwd = fake.folder()
+    with fake.phone() as phone:
+        session_id = start_session(phone, fake, cwd, prompt="SLOW please", permission_mode="manual")
+        wait_state(phone, session_id, "busy")
+        preview = wait_for(lambda: snapshot(phone, session_id)["preview"], 10, "a preview")
+        assert "slow" in preview.lower()
+        held = phone.post(f"/api/sessions/{session_id}/messages", json={"text": "after the turn"})
+        assert held.json()["state"] == "held"
+        wait_event(
+            phone,
+            session_id,
+            lambda e: e["kind"] == "user" and e["text"] == "after the turn",
+            "held message",
+        )
+        wait_state(phone, session_id, "idle")
+        phone.post(f"/api/sessions/{session_id}/messages", json={"text": "SLOW again"})
+        wait_state(phone, session_id, "busy")
+        phone.post(f"/api/sessions/{session_id}/messages", json={"text": "now please", "now": True})
+        wait_event(
+            phone, session_id, lambda e: e.get("marker") == "interrupted", "the interruption"
+        )
+        wait_event(
+            phone,
+            session_id,
+            lambda e: e["kind"] == "user" and e["text"] == "now please",
+            "send now",
+        )
+
+
+def test_multi_select_question_answered_with_two_choices(fake: Bridge) -> None:
+    fake.start_agent()
+    cwd = fake.folder()
+    with fake.phone() as phone:
+        session_id = start_session(
+            phone, fake, cwd, prompt="ASK_TWO things", permission_mode="manual"
+        )
+        first = wait_card(phone, session_id, "question")
+        phone.post(f"/api/sessions/{session_id}/cards/{first['id']}", json={"key": "1"})
+        second = wait_for(
+            lambda: (c := snapshot(phone, session_id)["card"]) and c["multi_select"] and c,
+            20,
+            "multi",
+        )
+        phone.post(f"/api/sessions/{session_id}/cards/{second['id']}", json={"keys": ["1", "3"]})
+        result = wait_event(phone, session_id, lambda e: e["kind"] == "tool_result", "the answers")
+        assert "Cheese, Basil" in result["text"]
+
+
+def test_agent_restart_keeps_the_session_and_its_held_messages(fake: Bridge) -> None:
+    fake.start_agent()
+    cwd = fake.folder()
+    with fake.phone() as phone:
+        session_id = start_session(phone, fake, cwd, prompt="SLOW please", permission_mode="manual")
+        wait_state(phone, session_id, "busy")
+        phone.post(f"/api/sessions/{session_id}/messages", json={"text": "held across restart"})
+        fake.stop_agent()
+        fake.start_agent()
+        wait_event(
+            phone,
+            session_id,
+            lambda e: e["kind"] == "user" and e["text"] == "held across restart",
+            "held",
+        )
+        listed = events(phone, session_id)
+    assert [e["seq"] for e in listed] == list(range(1, len(listed) + 1))
