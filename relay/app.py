@@ -16,7 +16,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from relay import link, routes
+from relay import link, push, routes
 from relay.config import Config
 from relay.errors import PayloadTooLarge, RelayError
 from relay.hub import Hub
@@ -121,10 +121,12 @@ def create_app(config: Config) -> FastAPI:
         store.add_listener(hub.publish_events_threadsafe)
         store.ensure_account()
         app.state.relay = RelayState(config=config, store=store, hub=hub)
+        app.state.push = push.install(app.state.relay)  # Web Push: keys, subscriptions, watcher
         _log.info("relay store at %s", store.path)
         try:
             yield
         finally:
+            await app.state.push.close()
             for device_link in list(app.state.relay.live.links.values()):
                 device_link.fail_pending()
             store.close()
@@ -169,6 +171,7 @@ def create_app(config: Config) -> FastAPI:
         return await http_exception_handler(request, exc)
 
     app.include_router(routes.router)
+    app.include_router(push.router)  # /api/push/*: Web Push (relay/push.py)
     app.include_router(link.router)
     web_dir = Path(str(config.web_dir)).expanduser() if config.web_dir else WEB_DIR
     if web_dir.is_dir():

@@ -156,6 +156,21 @@ SETTINGS: tuple[Setting, ...] = (
     Setting(
         "writer_batch_max", 512, "Most write jobs committed together in one transaction.", "relay"
     ),
+    # Relay: Web Push notifications (relay/push.py)
+    Setting(
+        "push_subject",
+        "",
+        "Contact sent to push services in the VAPID claim (mailto: or https: URL); "
+        "empty = public_url when it is https, else mailto:claude-bridge@localhost.",
+        "relay",
+    ),
+    Setting(
+        "push_ttl",
+        3600,
+        "Seconds a push service keeps a notification for a phone that is not reachable.",
+        "relay",
+    ),
+    Setting("push_timeout", 10.0, "Seconds the relay waits for a push service to answer.", "relay"),
 )
 
 _BY_NAME: dict[str, Setting] = {s.name: s for s in SETTINGS}

@@ -330,6 +330,15 @@ async def answer_card(
     return await _command(state, session, "answer_card", args)
 
 
+@router.post("/sessions/{session_id}/held/{message_id}/cancel")
+async def cancel_held(
+    session_id: str, message_id: str, principal: Phone, state: State
+) -> dict[str, Any]:
+    """Take back a message that is still held (one already typed cannot be)."""
+    session = await _session(state, principal, session_id)
+    return await _command(state, session, "cancel_held", {"message_id": message_id})
+
+
 @router.post("/sessions/{session_id}/interrupt")
 async def interrupt(session_id: str, principal: Phone, state: State) -> dict[str, Any]:
     session = await _session(state, principal, session_id)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
@@ -14,6 +15,9 @@ from relay.hub import Hub
 from relay.live import DeviceLink, Live
 from relay.protocol import SessionInfo
 from relay.store import Device, Session, Store
+
+# Told of every session_update from a Mac: (account id, session, live side before, after).
+SessionWatcher = Callable[[str, Session, SessionInfo | None, SessionInfo], None]
 
 
 def iso(ts: float | None) -> str | None:
@@ -30,6 +34,7 @@ class RelayState:
     live: Live = field(default_factory=Live)
     pair_limiter: RateLimiter = field(init=False)
     started_at: float = field(default_factory=time.time)
+    watchers: list[SessionWatcher] = field(default_factory=list)  # e.g. Web Push (relay/push.py)
 
     def __post_init__(self) -> None:
         self.pair_limiter = RateLimiter(int(self.config.pair_attempts_per_minute))
@@ -101,7 +106,10 @@ class RelayState:
             session = await self.store.get_session(link.account_id, info.session_id)
         except NotFound:
             return  # an update for a session the relay has not stored yet: lines will create it
+        before = self.live.sessions.get(info.session_id)
         merged = self.live.update(info)
+        for watch in self.watchers:
+            watch(link.account_id, session, before, merged)
         if info.model_fields_set <= {"session_id", "preview"}:
             # A preview alone: send just the text, not the whole session.
             self.hub.publish_account(

@@ -1,78 +1,227 @@
-"use strict";
-// A first control page: Macs and sessions, live from /api/stream. Text from the relay is only
-// ever set with textContent, never parsed as HTML.
-(function () {
-  const $ = (id) => document.getElementById(id);
-  const devices = new Map();
-  const sessions = new Map();
+// The control page: one account stream (/api/stream) for every Mac and session, one session stream
+// for the session on screen, a cache on the phone for when either cannot be reached, and a band
+// that says honestly what is wrong. Screens: #/ overview, #/s/<id> session (#/s/<id>/read
+// read-only), #/new, #/settings.
 
-  function item(parts) {
-    const li = document.createElement("li");
-    for (const [cls, text] of parts) {
-      const span = document.createElement("span");
-      span.className = cls;
-      span.textContent = text;
-      li.appendChild(span);
+import { get, onReachability } from "./js/api.js";
+import * as cache from "./js/cache.js";
+import { $, h } from "./js/dom.js";
+import { renderNewSession, renderSettings } from "./js/forms.js";
+import { t } from "./js/i18n.js";
+import { LiveStream } from "./js/live.js";
+import { renderOverview } from "./js/overview.js";
+import { SessionView } from "./js/session.js";
+
+class App {
+  constructor() {
+    this.devices = new Map();
+    this.sessions = new Map();
+    this.previews = new Map();
+    this.relayOk = true;
+    this.accountState = "connecting";
+    this.view = null; // the SessionView on screen
+    this.screen = null;
+    this.paired = null; // null = not known yet
+    this.main = $("#view");
+    this.band = $("#band");
+    this.live = $("#live");
+    $("#back").addEventListener("click", () => { location.hash = "#/"; });
+    $("#settings-link").setAttribute("aria-label", t("settings"));
+    window.addEventListener("hashchange", () => this.route());
+    onReachability((ok) => { if (ok !== this.relayOk) { this.relayOk = ok; this.updateBand(); } });
+    setInterval(() => { if (this.screen === "overview") this.drawOverview(); this.updateBand(); }, 30000);
+  }
+
+  async boot() {
+    const saved = await cache.getItem("overview");
+    if (saved && this.accountState !== "open") this.applySnapshot(saved, false);
+    this.route();
+    await this.checkLogin();
+  }
+
+  async checkLogin() {
+    try {
+      await get("/api/me");
+      this.paired = true;
+      this.openAccountStream();
+    } catch (error) {
+      if (error.status === 401) { this.loggedOut(false); return; }
+      // unreachable: show the cache, try again shortly
+      this.paired = this.paired ?? true;
+      this.updateBand();
+      setTimeout(() => this.checkLogin(), 3000);
     }
-    return li;
+    if (this.screen === "login") this.route();
   }
 
-  function ago(iso) {
-    if (!iso) return "never";
-    const seconds = Math.max(0, (Date.now() - Date.parse(iso)) / 1000);
-    if (seconds < 60) return "just now";
-    if (seconds < 3600) return Math.round(seconds / 60) + " min ago";
-    if (seconds < 86400) return Math.round(seconds / 3600) + " h ago";
-    return Math.round(seconds / 86400) + " d ago";
-  }
-
-  function render() {
-    const deviceList = $("devices");
-    deviceList.replaceChildren(
-      ...[...devices.values()].map((d) =>
-        item([["name", d.name || d.id], ["state " + (d.online ? "online" : "offline"),
-          d.online ? "online" : "offline · last seen " + ago(d.last_seen)]])));
-    const ordered = [...sessions.values()].sort((a, b) =>
-      (b.needs_you - a.needs_you) || (a.position - b.position));
-    $("sessions").replaceChildren(
-      ...ordered.map((s) =>
-        item([["state " + s.state, s.state + (s.mark ? " · " + s.mark : "")],
-          ["name", s.title || s.cwd || s.id], ["meta", s.cwd + " · " + ago(s.updated_at)]])));
-    const waiting = ordered.filter((s) => s.needs_you).length;
-    $("needs-you").hidden = waiting === 0;
-    $("needs-you").textContent = waiting + " session(s) need you";
-  }
-
-  function band(text, ok) {
-    const el = $("connection");
-    el.textContent = text;
-    el.className = "band " + (ok ? "ok" : "warn");
-  }
-
-  async function start() {
-    const me = await fetch("/api/me", { credentials: "same-origin" }).catch(() => null);
-    if (!me) { band("Relay unreachable", false); setTimeout(start, 3000); return; }
-    if (me.status === 401) { $("login").hidden = false; band("Not paired", false); return; }
-    $("overview").hidden = false;
-    const stream = new EventSource("/api/stream");
-    stream.addEventListener("open", () => band("Connected", true));
-    stream.addEventListener("error", () => band("Reconnecting…", false));
-    stream.addEventListener("snapshot", (e) => {
-      const data = JSON.parse(e.data);
-      devices.clear(); sessions.clear();
-      data.devices.forEach((d) => devices.set(d.id, d));
-      data.sessions.forEach((s) => sessions.set(s.id, s));
-      render();
+  openAccountStream() {
+    if (this.stream) return;
+    this.stream = new LiveStream(() => "/api/stream", {
+      snapshot: (data) => this.applySnapshot(data, true),
+      session: (s) => {
+        this.sessions.set(s.id, { ...(this.sessions.get(s.id) || {}), ...s });
+        if (this.view && this.view.id === s.id) this.view.onSession(s);
+        this.changed();
+      },
+      device: (d) => {
+        this.devices.set(d.id, { ...(this.devices.get(d.id) || { name: d.id }), ...d });
+        if (this.view) this.view.onDevice(this.devices.get(d.id));
+        this.changed();
+      },
+      preview: (p) => {
+        this.previews.set(p.session_id, p.text);
+        if (this.view && this.view.id === p.session_id) this.view.onPreview(p.text);
+      },
+      resync: () => this.stream.restart(),
+      revoked: () => { this.stream.close(); this.loggedOut(); },
+    }, {
+      onState: (state) => {
+        this.accountState = state;
+        if (state === "open") this.relayOk = true;
+        if (state === "error") this.probe();
+        this.updateBand();
+      },
+      check: async () => {
+        try { await get("/api/me"); return true; } catch (error) {
+          if (error.status === 401) { this.loggedOut(); return false; }
+          return true;
+        }
+      },
     });
-    stream.addEventListener("session", (e) => {
-      const s = JSON.parse(e.data); sessions.set(s.id, s); render();
-    });
-    stream.addEventListener("device", (e) => {
-      const d = JSON.parse(e.data);
-      devices.set(d.id, Object.assign(devices.get(d.id) || {}, d)); render();
-    });
-    stream.addEventListener("revoked", () => { stream.close(); location.reload(); });
   }
 
-  start();
-})();
+  /** A stream failed: is the relay there at all? */
+  async probe() {
+    try {
+      const response = await fetch("/api/health", { cache: "no-store" });
+      this.relayOk = response.ok;
+    } catch (_) {
+      this.relayOk = false;
+    }
+    this.updateBand();
+  }
+
+  applySnapshot(data, live) {
+    this.devices = new Map((data.devices || []).map((d) => [d.id, d]));
+    this.sessions = new Map((data.sessions || []).map((s) => [s.id, s]));
+    if (live) cache.setItem("overview", data);
+    if (this.view && this.sessions.has(this.view.id) && live) this.view.onSession(this.sessions.get(this.view.id));
+    this.changed();
+  }
+
+  changed() {
+    clearTimeout(this.saveTimer);
+    this.saveTimer = setTimeout(() => {
+      if (this.accountState === "open") {
+        cache.setItem("overview", { devices: [...this.devices.values()], sessions: [...this.sessions.values()] });
+      }
+    }, 500);
+    if (this.screen === "overview") this.drawOverview();
+    if (this.screen === "new" && !this.main.querySelector("#ns-mac option")) {
+      this.show("new", renderNewSession(this), t("ns_title"));
+    }
+    this.updateBand();
+  }
+
+  loggedOut(wipe = true) {
+    this.paired = false;
+    if (this.stream) { this.stream.close(); this.stream = null; }
+    if (this.view) { this.view.destroy(); this.view = null; }
+    if (wipe) cache.wipe();
+    this.devices.clear();
+    this.sessions.clear();
+    this.route();
+  }
+
+  // -- screens ---------------------------------------------------------------------------------
+
+  route() {
+    const hash = location.hash.replace(/^#\/?/, "");
+    const parts = hash.split("/").map(decodeURIComponent);
+    if (this.view) { this.view.destroy(); this.view = null; }
+    $("#back").hidden = !hash;
+    document.body.dataset.screen = "";
+    if (this.paired === false) { this.show("login", this.loginScreen(), t("app")); return; }
+    if (parts[0] === "s" && parts[1]) {
+      this.view = new SessionView(this, parts[1], { readOnly: parts[2] === "read" });
+      this.show("session", this.view.el, this.view.title());
+      $("#top-actions").replaceChildren(this.view.badge, this.view.moreButton);
+      this.view.renderMeta();
+    } else if (parts[0] === "new") {
+      this.show("new", renderNewSession(this), t("ns_title"));
+    } else if (parts[0] === "settings") {
+      this.show("settings", renderSettings(this), t("settings"));
+    } else {
+      this.screen = "overview";
+      this.drawOverview();
+    }
+    this.updateBand();
+  }
+
+  show(screen, el, title) {
+    this.screen = screen;
+    document.body.dataset.screen = screen;
+    this.setTitle(title);
+    this.main.replaceChildren(el);
+    if (screen !== "session") $("#top-actions").replaceChildren();
+    window.scrollTo(0, 0);
+  }
+
+  setTitle(title) {
+    $("#title").textContent = title;
+    document.title = title === t("app") ? t("app") : title + " · " + t("app");
+  }
+
+  drawOverview() {
+    const keep = window.scrollY;
+    const newButton = h("a.fab", { href: "#/new" }, "+ " + t("new_session"));
+    const el = h("div", null, renderOverview(this), newButton);
+    document.body.dataset.screen = "overview";
+    $("#top-actions").replaceChildren();
+    this.setTitle(t("app"));
+    this.main.replaceChildren(el);
+    window.scrollTo(0, keep);
+  }
+
+  loginScreen() {
+    return h("div.page.narrow", null, h("p", null, t("not_paired")),
+      h("a.button.primary", { href: "pair.html" }, t("enter_code")));
+  }
+
+  relabel() {
+    $("#settings-link").setAttribute("aria-label", t("settings"));
+    $("#back").setAttribute("aria-label", t("back"));
+    this.route();
+  }
+
+  // -- the connection band ------------------------------------------------------------------------
+
+  updateBand() {
+    let text = "";
+    let kind = "";
+    const sessionState = this.view ? this.view.streamState : "open";
+    if (this.paired === false) {
+      text = "";
+    } else if (!this.relayOk) {
+      text = t("band_unreachable"); kind = "unreachable";
+    } else if (this.accountState !== "open" || sessionState !== "open") {
+      text = t("band_reconnecting"); kind = "reconnecting";
+    } else if (this.view && this.view.macOffline()) {
+      text = t("band_mac_offline", this.view.lastSeenText()); kind = "mac-offline";
+    }
+    this.band.hidden = !text;
+    this.band.textContent = text;
+    this.band.dataset.kind = kind;
+    const live = !text && this.paired && this.accountState === "open";
+    this.live.textContent = live ? t("live") : this.paired === false ? "" : t("connecting");
+    this.live.className = "live" + (live ? " on" : "");
+  }
+}
+
+if ("serviceWorker" in navigator) {
+  navigator.serviceWorker.register("/sw.js").catch(() => { /* works without it */ });
+}
+
+const app = new App();
+window.__cb = app;
+app.boot();

@@ -1,43 +1,52 @@
-"use strict";
-// Trades the one-time code (from the link's #fragment, never sent in a URL to the server)
-// for the login cookie, then opens the control page.
-(function () {
-  const form = document.getElementById("pair-form");
-  const codeInput = document.getElementById("code");
-  const nameInput = document.getElementById("name");
-  const status = document.getElementById("status");
+// Pairing: trade the one-time code for the login cookie (HttpOnly, set by the relay), then open the
+// control page. The code comes from the link's #fragment, which browsers never send to a server.
 
-  async function pair(code, name) {
-    status.textContent = "Pairing…";
-    try {
-      const response = await fetch("/api/pair", {
-        method: "POST",
-        headers: { "Content-Type": "application/json" },
-        body: JSON.stringify({ code: code, name: name || null }),
-        credentials: "same-origin",
-      });
-      const body = await response.json().catch(() => ({}));
-      if (!response.ok) {
-        const message = body.error ? body.error.message : "pairing failed (" + response.status + ")";
-        status.textContent = message;
-        return;
-      }
-      history.replaceState(null, "", "/pair.html");
-      status.textContent = "Paired. Opening the control page…";
-      location.assign("/");
-    } catch (error) {
-      status.textContent = "The relay cannot be reached: " + error.message;
-    }
+import { post } from "./js/api.js";
+import { t } from "./js/i18n.js";
+
+const $ = (id) => document.getElementById(id);
+const status = $("status");
+
+$("pair-title").textContent = t("pair_title");
+status.textContent = t("pair_intro");
+$("code-label").textContent = t("pair_code");
+$("name-label").textContent = t("pair_name");
+$("pair-button").textContent = t("pair_button");
+document.title = t("pair_title") + " · " + t("app");
+
+function guessName() {
+  const ua = navigator.userAgent;
+  if (/iPhone/.test(ua)) return "iPhone";
+  if (/iPad/.test(ua)) return "iPad";
+  if (/Android/.test(ua)) return "Android";
+  if (/Macintosh/.test(ua)) return "Mac browser";
+  return "browser";
+}
+$("name").placeholder = guessName();
+
+async function pair(code, name) {
+  status.textContent = t("pairing");
+  status.className = "";
+  $("pair-button").disabled = true;
+  try {
+    await post("/api/pair", { code, name: name || guessName() });
+    history.replaceState(null, "", "/pair.html"); // the code is spent; keep it out of history
+    status.textContent = t("paired_ok");
+    location.replace("/");
+  } catch (error) {
+    status.textContent = error.code === "unreachable" ? t("err_unreachable") : error.message;
+    status.className = "error";
+    $("pair-button").disabled = false;
   }
+}
 
-  form.addEventListener("submit", (event) => {
-    event.preventDefault();
-    pair(codeInput.value.trim(), nameInput.value.trim());
-  });
+$("pair-form").addEventListener("submit", (event) => {
+  event.preventDefault();
+  pair($("code").value.trim(), $("name").value.trim());
+});
 
-  const fromLink = decodeURIComponent(location.hash.replace(/^#/, "")).trim();
-  if (fromLink) {
-    codeInput.value = fromLink;
-    pair(fromLink, "");
-  }
-})();
+const fromLink = decodeURIComponent(location.hash.replace(/^#/, "")).trim();
+if (fromLink) {
+  $("code").value = fromLink;
+  pair(fromLink, "");
+}

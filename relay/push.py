@@ -1,0 +1,558 @@
+"""Web Push: a notification on the phone when a session starts needing you (and, if asked, when a
+turn ends), even with the page closed.
+
+The standards, each a few lines here rather than a library (only ``cryptography`` is needed):
+
+* RFC 8292 (VAPID): the relay signs every push request with its own P-256 key, made once and kept
+  in the data folder (``vapid.pem``, readable by the relay's user only). The browser learns the
+  public half from ``GET /api/push/key`` when it subscribes.
+* RFC 8291 (message encryption, ``aes128gcm`` of RFC 8188): the payload is encrypted for the
+  subscription's keys, so the push service only ever carries ciphertext.
+
+Subscriptions are kept per account in ``push.json`` in the data folder, each tied to the phone that
+made it: when that phone is revoked or logs out, it gets no more notifications.
+
+Routes (login required, like every route): ``GET /api/push/key``, ``POST /api/push/subscribe``,
+``DELETE /api/push/subscribe``, ``POST /api/push/test``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import hashlib
+import hmac
+import ipaddress
+import json
+import logging
+import os
+import struct
+import threading
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Annotated, Any, Literal
+from urllib.parse import urlsplit
+
+import httpx
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.hazmat.primitives.asymmetric.utils import decode_dss_signature
+from cryptography.hazmat.primitives.ciphers.aead import AESGCM
+from fastapi import APIRouter, Depends, Request
+from pydantic import BaseModel, Field
+
+from relay.config import Config
+from relay.errors import BadRequest, Conflict
+from relay.protocol import SessionInfo
+from relay.routes import Phone
+from relay.state import RelayState
+from relay.store import Session
+
+_log = logging.getLogger("relay.push")
+
+KEY_FILE = "vapid.pem"
+SUBSCRIPTIONS_FILE = "push.json"
+RECORD_SIZE = 4096
+MAX_PAYLOAD = 3000  # bytes of JSON; one aes128gcm record holds at most 3,993
+MAX_SUBSCRIPTIONS = 20  # per account
+JWT_LIFETIME = 12 * 3600  # seconds; RFC 8292 allows up to 24 h
+
+# (url, headers, body) → HTTP status of the push service's answer
+Poster = Callable[[str, dict[str, str], bytes], Awaitable[int]]
+
+
+def b64u(data: bytes) -> str:
+    return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
+
+
+def unb64u(text: str) -> bytes:
+    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+
+
+# ---------------------------------------------------------------------------------------------
+# RFC 8291: encrypt a payload for one subscription
+# ---------------------------------------------------------------------------------------------
+
+
+def _hmac(key: bytes, data: bytes) -> bytes:
+    return hmac.new(key, data, hashlib.sha256).digest()
+
+
+def public_bytes(key: ec.EllipticCurvePublicKey) -> bytes:
+    return key.public_bytes(
+        serialization.Encoding.X962, serialization.PublicFormat.UncompressedPoint
+    )
+
+
+def encrypt(
+    payload: bytes,
+    p256dh: bytes,
+    auth: bytes,
+    *,
+    salt: bytes | None = None,
+    server_key: ec.EllipticCurvePrivateKey | None = None,
+) -> bytes:
+    """The ``aes128gcm`` body (RFC 8188 header + one record) of ``payload`` for a subscription.
+
+    ``salt`` and ``server_key`` are fresh for every message; tests pass fixed ones to check the
+    RFC 8291 example.
+    """
+    if len(payload) > RECORD_SIZE - 103:
+        raise ValueError("a push payload is limited to 3,993 bytes")
+    salt = salt if salt is not None else os.urandom(16)
+    server_key = server_key if server_key is not None else ec.generate_private_key(ec.SECP256R1())
+    ua_public = ec.EllipticCurvePublicKey.from_encoded_point(ec.SECP256R1(), p256dh)
+    as_public = public_bytes(server_key.public_key())
+    shared = server_key.exchange(ec.ECDH(), ua_public)
+    # HKDF(auth, shared, "WebPush: info" || 0 || ua_public || as_public, 32)
+    prk_key = _hmac(auth, shared)
+    ikm = _hmac(prk_key, b"WebPush: info\x00" + p256dh + as_public + b"\x01")
+    prk = _hmac(salt, ikm)
+    cek = _hmac(prk, b"Content-Encoding: aes128gcm\x00\x01")[:16]
+    nonce = _hmac(prk, b"Content-Encoding: nonce\x00\x01")[:12]
+    record = AESGCM(cek).encrypt(nonce, payload + b"\x02", None)  # 0x02: the last record
+    header = salt + struct.pack("!IB", RECORD_SIZE, len(as_public)) + as_public
+    return header + record
+
+
+# ---------------------------------------------------------------------------------------------
+# RFC 8292: the relay's VAPID key and the Authorization header
+# ---------------------------------------------------------------------------------------------
+
+
+class Vapid:
+    """The relay's VAPID key pair, made once and kept in the data folder."""
+
+    def __init__(self, key: ec.EllipticCurvePrivateKey) -> None:
+        self.key = key
+        self.public_key = b64u(public_bytes(key.public_key()))
+
+    @classmethod
+    def load_or_create(cls, path: Path) -> Vapid:
+        if path.exists():
+            loaded = serialization.load_pem_private_key(path.read_bytes(), password=None)
+            if not isinstance(loaded, ec.EllipticCurvePrivateKey):
+                raise ValueError(
+                    f"{path} does not hold a P-256 key; move it away to make a new one"
+                )
+            return cls(loaded)
+        key = ec.generate_private_key(ec.SECP256R1())
+        pem = key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
+        )
+        path.parent.mkdir(parents=True, exist_ok=True)
+        temp = path.with_suffix(".tmp")
+        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "wb") as f:
+            f.write(pem)
+        os.replace(temp, path)
+        return cls(key)
+
+    def token(self, audience: str, subject: str, now: float | None = None) -> str:
+        """A signed JWT (ES256) for one push service origin."""
+        now = time.time() if now is None else now
+        header = b64u(json.dumps({"typ": "JWT", "alg": "ES256"}).encode())
+        claims = {"aud": audience, "exp": int(now) + JWT_LIFETIME, "sub": subject}
+        body = b64u(json.dumps(claims, separators=(",", ":")).encode())
+        signing_input = f"{header}.{body}".encode()
+        der = self.key.sign(signing_input, ec.ECDSA(hashes.SHA256()))
+        r, s = decode_dss_signature(der)
+        signature = r.to_bytes(32, "big") + s.to_bytes(32, "big")
+        return f"{header}.{body}.{b64u(signature)}"
+
+    def authorization(self, endpoint: str, subject: str, now: float | None = None) -> str:
+        parts = urlsplit(endpoint)
+        audience = f"{parts.scheme}://{parts.netloc}"
+        return f"vapid t={self.token(audience, subject, now)}, k={self.public_key}"
+
+
+# ---------------------------------------------------------------------------------------------
+# Subscriptions
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Subscription:
+    endpoint: str
+    p256dh: str  # base64url, 65 bytes uncompressed P-256 point
+    auth: str  # base64url, 16 bytes
+    account_id: str
+    phone_id: str
+    turn_end: bool = False
+    lang: str = "en"
+    created_at: float = 0.0
+
+
+class SubscriptionBook:
+    """Every account's push subscriptions, in one small JSON file written atomically."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._lock = threading.Lock()
+        self._items: dict[str, Subscription] = {}
+        if path.exists():
+            try:
+                raw = json.loads(path.read_text())
+                for item in raw.get("subscriptions", []):
+                    sub = Subscription(**item)
+                    self._items[sub.endpoint] = sub
+            except (ValueError, TypeError) as exc:
+                _log.warning("ignoring unreadable %s: %s", path, exc)
+
+    def _save(self) -> None:
+        data = {"subscriptions": [asdict(s) for s in self._items.values()]}
+        temp = self.path.with_suffix(".tmp")
+        temp.write_text(json.dumps(data, indent=1))
+        os.replace(temp, self.path)
+
+    def add(self, sub: Subscription) -> None:
+        with self._lock:
+            mine = [s for s in self._items.values() if s.account_id == sub.account_id]
+            if sub.endpoint not in self._items and len(mine) >= MAX_SUBSCRIPTIONS:
+                raise Conflict(
+                    f"this account already has {MAX_SUBSCRIPTIONS} push subscriptions; "
+                    "turn notifications off on a phone you no longer use",
+                    code="too_many_subscriptions",
+                )
+            self._items[sub.endpoint] = sub
+            self._save()
+
+    def remove(self, endpoint: str, account_id: str | None = None) -> bool:
+        with self._lock:
+            sub = self._items.get(endpoint)
+            if sub is None or (account_id is not None and sub.account_id != account_id):
+                return False
+            del self._items[endpoint]
+            self._save()
+            return True
+
+    def for_account(self, account_id: str) -> list[Subscription]:
+        with self._lock:
+            return [s for s in self._items.values() if s.account_id == account_id]
+
+    def get(self, endpoint: str) -> Subscription | None:
+        with self._lock:
+            return self._items.get(endpoint)
+
+
+# ---------------------------------------------------------------------------------------------
+# What to say, and when (pure)
+# ---------------------------------------------------------------------------------------------
+
+_TEXT = {
+    "en": {
+        "permission": "Permission",
+        "question": "Question",
+        "plan": "Plan",
+        "dialog": "Terminal",
+        "keyed": "Terminal",
+        "stuck": "Waiting for instructions",
+        "needs_you": "{name} needs you",
+        "turn_end": "{name} finished its turn",
+        "turn_end_body": "Claude is waiting for your next message.",
+        "test": "Notifications work",
+        "test_body": "You will be told when a session needs you.",
+    },
+    "ko": {
+        "permission": "권한 요청",
+        "question": "질문",
+        "plan": "플랜 승인",
+        "dialog": "터미널 확인",
+        "keyed": "터미널 확인",
+        "stuck": "지시 대기",
+        "needs_you": "{name} · 응답 대기",
+        "turn_end": "{name} · 턴이 끝났어요",
+        "turn_end_body": "Claude 가 다음 지시를 기다려요.",
+        "test": "알림이 켜졌어요",
+        "test_body": "세션이 응답을 기다리면 알려 드려요.",
+    },
+}
+
+
+@dataclass(frozen=True)
+class Notice:
+    kind: Literal["card", "turn_end"]
+    session_id: str
+    name: str
+    card_kind: str = ""
+    card_text: str = ""
+
+
+def notice_for(session: Session, before: SessionInfo | None, after: SessionInfo) -> Notice | None:
+    """Whether this change of a session's live side is worth a notification."""
+    name = session.title or Path(session.cwd).name or session.id[:8]
+    card = after.card
+    if card is not None and (before is None or before.card is None or before.card.id != card.id):
+        text = card.title or card.text or (card.tool or "")
+        return Notice("card", session.id, name, card.kind, text)
+    was_busy = before is not None and before.state == "busy"
+    if was_busy and after.state == "idle" and card is None:
+        return Notice("turn_end", session.id, name)
+    return None
+
+
+def payload_for(notice: Notice, lang: str) -> dict[str, Any]:
+    text = _TEXT.get(lang, _TEXT["en"])
+    if notice.kind == "card":
+        label = text.get(notice.card_kind, notice.card_kind)
+        body = f"{label}: {notice.card_text}" if notice.card_text else label
+        title = text["needs_you"].format(name=notice.name)
+    else:
+        title, body = text["turn_end"].format(name=notice.name), text["turn_end_body"]
+    return {
+        "session_id": notice.session_id,
+        "title": title[:120],
+        "body": body[:300],
+        "kind": notice.kind,
+    }
+
+
+# ---------------------------------------------------------------------------------------------
+# Sending
+# ---------------------------------------------------------------------------------------------
+
+
+def check_endpoint(endpoint: str) -> None:
+    """Push services are https; plain http is accepted only on this machine (local testing)."""
+    parts = urlsplit(endpoint)
+    host = parts.hostname or ""
+    if parts.scheme == "https" and host:
+        return
+    if parts.scheme == "http" and host:
+        try:
+            loopback = host == "localhost" or ipaddress.ip_address(host).is_loopback
+        except ValueError:
+            loopback = False
+        if loopback:
+            return
+    raise BadRequest(f"a push endpoint must be an https:// address, not {endpoint[:80]!r}")
+
+
+class PushSender:
+    """Encrypts, signs and posts notifications; ``post`` is the single I/O seam (tests swap it)."""
+
+    def __init__(
+        self,
+        vapid: Vapid,
+        book: SubscriptionBook,
+        subject: str,
+        ttl: int,
+        timeout: float,
+        post: Poster | None = None,
+    ) -> None:
+        self.vapid = vapid
+        self.book = book
+        self.subject = subject
+        self.ttl = ttl
+        self.timeout = timeout
+        self._client: httpx.AsyncClient | None = None
+        self.post: Poster = post or self._httpx_post
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    async def _httpx_post(self, url: str, headers: dict[str, str], body: bytes) -> int:
+        if self._client is None:
+            self._client = httpx.AsyncClient(timeout=self.timeout, follow_redirects=False)
+        response = await self._client.post(url, headers=headers, content=body)
+        return response.status_code
+
+    def request(
+        self, sub: Subscription, payload: dict[str, Any], urgency: str = "normal"
+    ) -> tuple[dict[str, str], bytes]:
+        data = json.dumps(payload, ensure_ascii=False, separators=(",", ":")).encode()
+        if len(data) > MAX_PAYLOAD:
+            raise ValueError("push payload too large")
+        body = encrypt(data, unb64u(sub.p256dh), unb64u(sub.auth))
+        headers = {
+            "Authorization": self.vapid.authorization(sub.endpoint, self.subject),
+            "Content-Encoding": "aes128gcm",
+            "Content-Type": "application/octet-stream",
+            "TTL": str(self.ttl),
+            "Urgency": urgency,
+            "Topic": b64u(hashlib.sha256(str(payload.get("session_id")).encode()).digest()[:24]),
+        }
+        return headers, body
+
+    async def send(
+        self, sub: Subscription, payload: dict[str, Any], urgency: str = "normal"
+    ) -> int:
+        """Send one notification; forget the subscription when the service says it is gone."""
+        headers, body = self.request(sub, payload, urgency)
+        try:
+            status = await self.post(sub.endpoint, headers, body)
+        except (httpx.HTTPError, OSError) as exc:
+            _log.warning("push to %s failed: %s", urlsplit(sub.endpoint).netloc, exc)
+            return 0
+        if status in (404, 410):
+            self.book.remove(sub.endpoint)
+            _log.info("push subscription gone (%d); removed", status)
+        elif status >= 400:
+            _log.warning("push service %s answered %d", urlsplit(sub.endpoint).netloc, status)
+        return status
+
+    def spawn(self, coro: Awaitable[None]) -> None:
+        task = asyncio.ensure_future(coro)
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def close(self) -> None:
+        for task in list(self._tasks):
+            task.cancel()
+        if self._client is not None:
+            await self._client.aclose()
+
+
+class Push:
+    """Web Push for one relay: keys, subscriptions, the sender and the session watcher."""
+
+    def __init__(self, state: RelayState, post: Poster | None = None) -> None:
+        config: Config = state.config
+        data = config.data_path
+        self.state = state
+        self.vapid = Vapid.load_or_create(data / KEY_FILE)
+        self.book = SubscriptionBook(data / SUBSCRIPTIONS_FILE)
+        subject = str(config.push_subject)
+        if not subject:
+            base = config.base_url
+            subject = base if base.startswith("https://") else "mailto:claude-bridge@localhost"
+        self.sender = PushSender(
+            self.vapid,
+            self.book,
+            subject,
+            int(config.push_ttl),
+            float(config.push_timeout),
+            post,
+        )
+
+    def watch(
+        self, account_id: str, session: Session, before: SessionInfo | None, after: SessionInfo
+    ) -> None:
+        """Called by the relay for every session_update from a Mac (see RelayState.watchers)."""
+        notice = notice_for(session, before, after)
+        if notice is None:
+            return
+        subs = self.book.for_account(account_id)
+        if notice.kind == "turn_end":
+            subs = [s for s in subs if s.turn_end]
+        if subs:
+            self.sender.spawn(self.notify(account_id, subs, notice))
+
+    async def live_subscriptions(
+        self, account_id: str, subs: list[Subscription]
+    ) -> list[Subscription]:
+        """Only subscriptions of phones still paired: a revoked phone hears nothing more."""
+        phones = {p.id: p for p in await self.state.store.list_phones(account_id)}
+        live = []
+        for sub in subs:
+            phone = phones.get(sub.phone_id)
+            if phone is None or phone.revoked:
+                self.book.remove(sub.endpoint)
+            else:
+                live.append(sub)
+        return live
+
+    async def notify(self, account_id: str, subs: list[Subscription], notice: Notice) -> None:
+        urgency = "high" if notice.kind == "card" else "normal"
+        for sub in await self.live_subscriptions(account_id, subs):
+            await self.sender.send(sub, payload_for(notice, sub.lang), urgency)
+
+    async def close(self) -> None:
+        await self.sender.close()
+
+
+def install(state: RelayState, post: Poster | None = None) -> Push:
+    push = Push(state, post)
+    state.watchers.append(push.watch)
+    return push
+
+
+# ---------------------------------------------------------------------------------------------
+# Routes
+# ---------------------------------------------------------------------------------------------
+
+router = APIRouter(prefix="/api/push")
+
+
+def _push(request: Request) -> Push:
+    push: Push = request.app.state.push
+    return push
+
+
+PushDep = Annotated[Push, Depends(_push)]
+
+
+class SubscriptionKeys(BaseModel):
+    p256dh: str = Field(min_length=80, max_length=100)
+    auth: str = Field(min_length=16, max_length=32)
+
+
+class SubscribeBody(BaseModel):
+    endpoint: str = Field(min_length=10, max_length=2048)
+    keys: SubscriptionKeys
+    turn_end: bool = False  # also notify when a turn ends
+    lang: Literal["en", "ko"] = "en"
+
+
+class UnsubscribeBody(BaseModel):
+    endpoint: str = Field(min_length=10, max_length=2048)
+
+
+def _check_keys(keys: SubscriptionKeys) -> None:
+    try:
+        point = unb64u(keys.p256dh)
+        ec.EllipticCurvePublicKey.from_encoded_point(ec.SECP256R1(), point)
+        auth = unb64u(keys.auth)
+    except ValueError:
+        raise BadRequest("keys.p256dh must be a P-256 public key in base64url") from None
+    if len(point) != 65 or len(auth) != 16:
+        raise BadRequest("keys.p256dh must be 65 bytes and keys.auth 16 bytes (base64url)")
+
+
+@router.get("/key")
+async def key(principal: Phone, push: PushDep) -> dict[str, str]:
+    return {"key": push.vapid.public_key}
+
+
+@router.post("/subscribe")
+async def subscribe(body: SubscribeBody, principal: Phone, push: PushDep) -> dict[str, Any]:
+    check_endpoint(body.endpoint)
+    _check_keys(body.keys)
+    existing = push.book.get(body.endpoint)
+    if existing is not None and existing.account_id != principal.account_id:
+        push.book.remove(body.endpoint)  # the browser now belongs to another login
+    push.book.add(
+        Subscription(
+            endpoint=body.endpoint,
+            p256dh=body.keys.p256dh,
+            auth=body.keys.auth,
+            account_id=principal.account_id,
+            phone_id=principal.subject_id,
+            turn_end=body.turn_end,
+            lang=body.lang,
+            created_at=time.time(),
+        )
+    )
+    return {"ok": True, "turn_end": body.turn_end}
+
+
+@router.delete("/subscribe")
+async def unsubscribe(body: UnsubscribeBody, principal: Phone, push: PushDep) -> dict[str, Any]:
+    removed = push.book.remove(body.endpoint, principal.account_id)
+    return {"ok": True, "removed": removed}
+
+
+@router.post("/test")
+async def test_notification(
+    body: UnsubscribeBody, principal: Phone, push: PushDep
+) -> dict[str, Any]:
+    """Send a test notification to one of this account's subscriptions."""
+    sub = push.book.get(body.endpoint)
+    if sub is None or sub.account_id != principal.account_id:
+        raise BadRequest("this browser is not subscribed; turn notifications on first")
+    text = _TEXT.get(sub.lang, _TEXT["en"])
+    payload = {"session_id": "", "title": text["test"], "body": text["test_body"], "kind": "test"}
+    status = await push.sender.send(sub, payload)
+    return {"ok": 200 <= status < 300, "status": status}

@@ -1,0 +1,255 @@
+// A session's conversation drawn from its numbered events. Events are kept by seq: one seen twice
+// is drawn once, an older page goes on top, a gap filled later goes in its place. A tool's result
+// is drawn inside its tool use. Text goes in as text nodes or through the safe Markdown renderer.
+
+import { h } from "./dom.js";
+import { t } from "./i18n.js";
+import { markdown } from "./md.js";
+
+const RESULT_LINES = 12;
+const RESULT_CHARS = 1200;
+const DIFF_LINES = 80;
+
+export class Conversation {
+  constructor(root) {
+    this.root = root;
+    this.events = new Map(); // seq → event
+    this.nodes = new Map(); // seq → top-level element
+    this.tools = new Map(); // tool_use_id → result slot
+    this.min = Infinity;
+    this.max = 0;
+    this.epoch = null;
+  }
+
+  get size() { return this.events.size; }
+
+  has(seq) { return this.events.has(seq); }
+
+  clear() {
+    this.events.clear(); this.nodes.clear(); this.tools.clear();
+    this.min = Infinity; this.max = 0;
+    this.root.replaceChildren();
+  }
+
+  /** Add events (any order, duplicates ignored); returns the ones that were new. */
+  add(list) {
+    const fresh = [];
+    for (const ev of list) {
+      if (!ev || typeof ev.seq !== "number" || this.events.has(ev.seq)) continue;
+      if (this.epoch && ev.epoch && ev.epoch !== this.epoch) continue;
+      this.events.set(ev.seq, ev);
+      fresh.push(ev);
+    }
+    if (!fresh.length) return fresh;
+    fresh.sort((a, b) => a.seq - b.seq);
+    const tail = [];
+    const head = [];
+    for (const ev of fresh) {
+      if (ev.seq > this.max) tail.push(ev);
+      else if (ev.seq < this.min) head.push(ev);
+      else this.insert(ev);
+    }
+    if (head.length) {
+      const frag = document.createDocumentFragment();
+      for (const ev of head) this.draw(ev, frag);
+      this.root.prepend(frag);
+    }
+    if (tail.length) {
+      const frag = document.createDocumentFragment();
+      for (const ev of tail) this.draw(ev, frag);
+      this.root.append(frag);
+    }
+    for (const ev of fresh) {
+      if (ev.seq > this.max) this.max = ev.seq;
+      if (ev.seq < this.min) this.min = ev.seq;
+    }
+    return fresh;
+  }
+
+  insert(ev) {
+    let next = null;
+    for (let s = ev.seq + 1; s <= this.max; s++) {
+      const node = this.nodes.get(s);
+      if (node && node.parentNode === this.root) { next = node; break; }
+    }
+    const frag = document.createDocumentFragment();
+    this.draw(ev, frag);
+    this.root.insertBefore(frag, next);
+  }
+
+  draw(ev, parent) {
+    if (ev.kind === "tool_result" && ev.tool_use_id && this.tools.has(ev.tool_use_id)) {
+      const slot = this.tools.get(ev.tool_use_id);
+      const el = toolResult(ev);
+      el.dataset.seq = ev.seq;
+      slot.append(el);
+      this.nodes.set(ev.seq, el);
+      return;
+    }
+    const el = render(ev, this);
+    el.dataset.seq = ev.seq;
+    if (ev.agent_id) {
+      el.classList.add("sub");
+      el.prepend(h("span.tag", null, t("subagent")));
+    }
+    parent.append(el);
+    this.nodes.set(ev.seq, el);
+  }
+
+  /** Drop events beyond ``keep`` from the top (long live sessions stay light). */
+  trim(keep) {
+    if (this.events.size <= keep) return;
+    const seqs = [...this.events.keys()].sort((a, b) => a - b);
+    for (const seq of seqs.slice(0, seqs.length - keep)) {
+      const node = this.nodes.get(seq);
+      if (node) node.remove();
+      this.nodes.delete(seq);
+      this.events.delete(seq);
+    }
+    this.min = Math.min(...this.events.keys());
+  }
+}
+
+function render(ev, convo) {
+  switch (ev.kind) {
+    case "user":
+      return h("div.ev.user", null, h("div.bubble", null, h("p.plain", null, ev.text)));
+    case "assistant":
+      return h("div.ev.assistant", null, markdown(ev.text));
+    case "thinking":
+      return h("details.ev.thinking", null, h("summary", null, t("thinking")), h("p.plain", null, ev.text));
+    case "tool_use":
+      return toolUse(ev, convo);
+    case "tool_result":
+      return h("div.ev.tool.orphan", null, toolResult(ev));
+    case "marker":
+    default:
+      return marker(ev);
+  }
+}
+
+function marker(ev) {
+  const text = String(ev.text || ev.marker || "");
+  const [first, ...rest] = text.split("\n");
+  const el = h("div.ev.marker", { class: ev.marker ? "m-" + ev.marker : "" }, h("span", null, first));
+  if (rest.length) el.append(h("details", null, h("summary", null, "…"), h("pre", null, rest.join("\n"))));
+  return el;
+}
+
+function toolUse(ev, convo) {
+  const input = ev.input || {};
+  const tool = ev.tool || "tool";
+  const head = h("div.tool-head", null, h("span.tool-name", null, tool));
+  const body = h("div.tool-body");
+  const file = input.file_path || input.notebook_path || input.path;
+  if (tool === "Bash") {
+    if (input.description) head.append(h("span.tool-sum", null, input.description));
+    body.append(h("pre.cmd", null, h("code", null, input.command || ev.summary || "")));
+  } else if (tool === "Write" && typeof input.content === "string") {
+    head.append(h("span.tool-sum.path", null, file || ev.summary || ""), h("span.tag", null, t("new_file")));
+    body.append(diffView(lineDiff("", input.content)));
+  } else if ((tool === "Edit" || tool === "MultiEdit") && (input.old_string !== undefined || input.edits)) {
+    head.append(h("span.tool-sum.path", null, file || ev.summary || ""));
+    const edits = Array.isArray(input.edits) ? input.edits : [input];
+    for (const edit of edits) {
+      body.append(diffView(lineDiff(String(edit.old_string || ""), String(edit.new_string || ""))));
+    }
+  } else if (tool === "NotebookEdit" && typeof input.new_source === "string") {
+    head.append(h("span.tool-sum.path", null, file || ""));
+    body.append(diffView(lineDiff("", input.new_source)));
+  } else if (tool === "ExitPlanMode" && input.plan) {
+    body.append(markdown(input.plan));
+  } else if (tool === "AskUserQuestion" && Array.isArray(input.questions)) {
+    for (const q of input.questions) {
+      body.append(h("p.q", null, q.question || ""),
+        h("ul.opts", null, (q.options || []).map((o) => h("li", null, o.label || "",
+          o.description ? h("span.muted", null, " — " + o.description) : null))));
+    }
+  } else if (tool === "TodoWrite" && Array.isArray(input.todos)) {
+    body.append(h("ul.todos", null, input.todos.map((todo) =>
+      h("li", { class: "todo-" + (todo.status || "pending") }, todo.content || todo.activeForm || ""))));
+  } else {
+    if (ev.summary) head.append(h("span.tool-sum", null, ev.summary));
+    const keys = Object.keys(input);
+    if (keys.length) {
+      body.append(h("details.input", null, h("summary", null, t("input")),
+        h("pre", null, JSON.stringify(input, null, 2))));
+    }
+  }
+  const slot = h("div.tool-results");
+  if (ev.tool_use_id) convo.tools.set(ev.tool_use_id, slot);
+  return h("div.ev.tool", null, head, body.childNodes.length ? body : null, slot);
+}
+
+function toolResult(ev) {
+  const text = String(ev.text || "");
+  const el = h("div.result", { class: ev.is_error ? "err" : "" });
+  const lines = text.split("\n");
+  const long = lines.length > RESULT_LINES || text.length > RESULT_CHARS;
+  const pre = h("pre", null, long ? clip(text, lines) : text);
+  el.append(pre);
+  if (long) {
+    let open = false;
+    const button = h("button.link", { type: "button", "aria-expanded": "false" }, t("show_all", { n: text.length }));
+    button.addEventListener("click", () => {
+      open = !open;
+      pre.textContent = open ? text : clip(text, lines);
+      button.textContent = open ? t("show_less") : t("show_all", { n: text.length });
+      button.setAttribute("aria-expanded", String(open));
+    });
+    el.append(button);
+  }
+  if (ev.truncated && ev.full_length) {
+    el.append(h("p.note", null, t("cut_at", { n: text.length, full: ev.full_length })));
+  }
+  if (!text) el.classList.add("empty");
+  return el;
+}
+
+function clip(text, lines) {
+  let out = lines.slice(0, RESULT_LINES).join("\n");
+  if (out.length > RESULT_CHARS) out = out.slice(0, RESULT_CHARS);
+  return out + " …";
+}
+
+/** Line diff (longest common subsequence); big inputs fall back to "all removed, all added". */
+export function lineDiff(before, after) {
+  const a = before ? before.replace(/\n$/, "").split("\n") : [];
+  const b = after ? after.replace(/\n$/, "").split("\n") : [];
+  if (!a.length) return b.map((l) => ["+", l]);
+  if (a.length * b.length > 250000) return [...a.map((l) => ["-", l]), ...b.map((l) => ["+", l])];
+  const n = a.length;
+  const m = b.length;
+  const table = Array.from({ length: n + 1 }, () => new Uint32Array(m + 1));
+  for (let i = n - 1; i >= 0; i--) {
+    for (let j = m - 1; j >= 0; j--) {
+      table[i][j] = a[i] === b[j] ? table[i + 1][j + 1] + 1 : Math.max(table[i + 1][j], table[i][j + 1]);
+    }
+  }
+  const out = [];
+  let i = 0;
+  let j = 0;
+  while (i < n && j < m) {
+    if (a[i] === b[j]) { out.push([" ", a[i]]); i++; j++; }
+    else if (table[i + 1][j] >= table[i][j + 1]) out.push(["-", a[i++]]);
+    else out.push(["+", b[j++]]);
+  }
+  while (i < n) out.push(["-", a[i++]]);
+  while (j < m) out.push(["+", b[j++]]);
+  return out;
+}
+
+function diffView(ops) {
+  const cls = { "+": "add", "-": "del", " ": "ctx" };
+  const rows = (list) => list.map(([sign, text]) => h("div.dl." + cls[sign], null, h("span.sign", { "aria-hidden": "true" }, sign), text));
+  const el = h("div.diff", { role: "group" });
+  if (ops.length <= DIFF_LINES) {
+    el.append(...rows(ops));
+    return el;
+  }
+  el.append(...rows(ops.slice(0, DIFF_LINES)));
+  const button = h("button.link", { type: "button" }, t("show_all_lines", { n: ops.length }));
+  button.addEventListener("click", () => { button.replaceWith(...rows(ops.slice(DIFF_LINES))); });
+  el.append(button);
+  return el;
+}

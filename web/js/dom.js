@@ -1,0 +1,61 @@
+// Building DOM nodes without HTML: every piece of text goes in as a text node, so nothing from a
+// transcript can ever become markup.
+
+/** h("button.primary", {type: "button", onclick}, "Send") → <button class="primary">Send</button> */
+export function h(tag, attrs, ...children) {
+  const [name, ...classes] = tag.split(".");
+  const el = document.createElement(name || "div");
+  if (classes.length) el.className = classes.join(" ");
+  if (attrs) {
+    for (const [key, value] of Object.entries(attrs)) {
+      if (value === undefined || value === null || value === false) continue;
+      if (key.startsWith("on") && typeof value === "function") {
+        el.addEventListener(key.slice(2), value);
+      } else if (key === "class") {
+        el.className += (el.className ? " " : "") + value;
+      } else if (key === "dataset") {
+        Object.assign(el.dataset, value);
+      } else if (key === "text") {
+        el.textContent = value;
+      } else if (value === true) {
+        el.setAttribute(key, "");
+      } else if (key in el && typeof value !== "string") {
+        el[key] = value;
+      } else {
+        el.setAttribute(key, String(value));
+      }
+    }
+  }
+  append(el, children);
+  return el;
+}
+
+export function append(el, children) {
+  for (const child of children.flat(Infinity)) {
+    if (child === null || child === undefined || child === false) continue;
+    el.append(child instanceof Node ? child : document.createTextNode(String(child)));
+  }
+  return el;
+}
+
+export const $ = (selector, root = document) => root.querySelector(selector);
+
+/** A short, honest "how long ago" for an ISO time, in the page's language. */
+export function ago(iso, t) {
+  if (!iso) return t("never");
+  const seconds = Math.max(0, (Date.now() - Date.parse(iso)) / 1000);
+  if (seconds < 45) return t("just_now");
+  if (seconds < 3600) return t("min_ago", { n: Math.round(seconds / 60) });
+  if (seconds < 86400) return t("h_ago", { n: Math.round(seconds / 3600) });
+  return t("d_ago", { n: Math.round(seconds / 86400) });
+}
+
+export function folderName(path) {
+  if (!path) return "";
+  const parts = String(path).replace(/\/+$/, "").split("/");
+  return parts[parts.length - 1] || path;
+}
+
+export function shortPath(path) {
+  return String(path || "").replace(/^\/(Users|home)\/[^/]+/, "~");
+}

@@ -1,0 +1,188 @@
+// English and Korean. The Korean labels follow the seed document (SPEC §3–§5 names). The language
+// comes from the browser unless the person chose one; the choice is remembered on this phone.
+
+const en = {
+  app: "claude-bridge",
+  // states (SPEC §3) and session marks
+  st_starting: "Starting", st_idle: "Idle", st_busy: "Working", st_coding: "Coding",
+  st_waiting: "Needs you", st_ended: "Stopped",
+  mk_ended: "Ended", mk_resting: "Resting", mk_moving: "Moving", mk_offline: "Mac offline",
+  // cards (SPEC §4)
+  ck_permission: "Permission", ck_question: "Question", ck_plan: "Plan",
+  ck_dialog: "Terminal", ck_keyed: "Terminal", ck_stuck: "Waiting for instructions",
+  // connection
+  band_reconnecting: "Reconnecting…",
+  band_unreachable: "Relay unreachable — showing what this phone saved",
+  band_mac_offline: "Mac offline — {name}, last seen {ago}. Showing the saved conversation.",
+  live: "Live", connecting: "Connecting…",
+  // overview
+  needs_you_n: "{n} session needs you", needs_you_n_pl: "{n} sessions need you",
+  nothing_needs_you: "Nothing needs you", macs: "Macs", online: "online",
+  offline_seen: "offline · last seen {ago}", no_sessions: "No sessions on this Mac yet.",
+  no_macs: "No Mac is paired yet. On a Mac, run `claude-bridge pair --kind device` and start its agent.",
+  ungrouped: "", new_session: "New session", settings: "Settings", back: "Back",
+  never: "never", just_now: "just now", min_ago: "{n} min ago", h_ago: "{n} h ago", d_ago: "{n} d ago",
+  // session view
+  earlier: "Show earlier messages", loading: "Loading…", start_of_history: "Start of the conversation",
+  history_unavailable: "Older messages are on the Mac, which is offline. They will load when it is back.",
+  history_gap: "Some messages could not be loaded while the Mac was offline.",
+  thinking: "Thinking", show_all_lines: "Show all {n} lines", show_all: "Show all ({n} characters)", show_less: "Show less",
+  cut_at: "cut by the relay at {n} of {full} characters", writing: "Claude is writing…",
+  subagent: "subagent", new_file: "new file", input: "Input", result: "Result", error: "Error",
+  you: "You", claude: "Claude",
+  msg_placeholder: "Message Claude…", msg_placeholder_ended: "Send a message to reopen this session…",
+  send: "Send", send_now: "Send now", interrupt: "Interrupt", sending: "Sending…",
+  send_now_hint: "Send now interrupts the running turn and types at once.",
+  held_title: "Held messages", held_hint: "Typed when the turn reaches a safe point.",
+  hs_held: "Held", hs_typing: "Typing…", hs_typed: "Typed", hs_cancelled: "Cancelled", hs_failed: "Failed",
+  hs_sending: "Sending…",
+  read_only: "Read-only", read_only_note: "Read-only view: nothing can be sent from here.",
+  leave_read_only: "Open normally", open_read_only: "Open read-only",
+  reopened: "Reopening the session on its Mac…",
+  actions: "Session actions", rename: "Rename", group: "Group", lock: "Lock", unlock: "Unlock",
+  move_up: "Move up", move_down: "Move down", rest: "Rest", end: "End", reopen: "Reopen",
+  locked: "Locked", cancel: "Cancel", save: "Save", close: "Close",
+  rename_label: "New title", group_label: "Group name (empty = no group)",
+  confirm_end: "End this session? Claude Code stops; the session stays listed and can be reopened.",
+  confirm_rest: "Let this session rest? The terminal stops; sending a message reopens it.",
+  // cards
+  card_pending: "Sending your answer…", card_waiting: "Answered — waiting for the Mac to confirm…",
+  card_closed: "This card already closed on the Mac.", card_always: "Always allow this kind of tool in this session",
+  card_submit: "Submit", card_type: "Type something", card_send: "Send",
+  card_read_only: "Open the session normally to answer.",
+  tool: "Tool", command: "Command", file: "File",
+  // new session
+  ns_title: "New session", ns_mac: "Mac", ns_folder: "Folder", ns_mode: "Permission mode",
+  ns_prompt: "First message (optional)", ns_model: "Model (optional)", ns_start: "Start",
+  ns_offline: "(offline)", ns_no_mac: "No Mac is online.",
+  pm_default: "Ask before tools (default)", pm_acceptEdits: "Accept file edits", pm_plan: "Plan first",
+  pm_auto: "Auto (no dialogs)", pm_manual: "Manual", pm_bypassPermissions: "Bypass permissions",
+  pm_dontAsk: "Don't ask",
+  // settings
+  language: "Language", notifications: "Notifications", notif_on: "Notify me when a session needs me",
+  notif_turn_end: "Also when a turn ends", notif_test: "Send a test notification",
+  notif_unsupported: "This browser cannot receive notifications here (install the page to the home screen, over HTTPS).",
+  notif_denied: "Notifications are blocked for this page in the browser's settings.",
+  notif_enabled: "Notifications are on.", notif_disabled: "Notifications are off.",
+  phones: "Paired phones", this_phone: "this phone", revoke: "Revoke", revoked: "revoked",
+  paired: "paired {ago}", seen: "seen {ago}", logout: "Log out", confirm_logout: "Log out of this phone?",
+  confirm_revoke: "Revoke {name}? It will have to pair again.",
+  agent_version: "agent {v}", claude_version: "Claude Code {v}",
+  // pairing
+  pair_title: "Pair this phone", pair_intro: "Enter the code that `claude-bridge pair` printed, or open its link.",
+  pair_code: "Pairing code", pair_name: "Name for this phone", pair_button: "Pair", pairing: "Pairing…",
+  paired_ok: "Paired. Opening the control page…",
+  not_paired: "This browser is not paired. Run `claude-bridge pair` on the relay's machine and open the link it prints.",
+  enter_code: "Enter a code",
+  err_unreachable: "The relay cannot be reached. Check the connection and try again.",
+  err_generic: "Something went wrong: {message}",
+};
+
+const ko = {
+  app: "claude-bridge",
+  st_starting: "뜨는 중", st_idle: "대기", st_busy: "작업 중", st_coding: "코딩 중",
+  st_waiting: "응답 대기", st_ended: "멈춤",
+  mk_ended: "끝남", mk_resting: "휴면", mk_moving: "옮기는 중", mk_offline: "기기 끊김",
+  ck_permission: "권한 요청", ck_question: "질문", ck_plan: "플랜 승인",
+  ck_dialog: "터미널 확인", ck_keyed: "터미널 확인", ck_stuck: "지시 대기",
+  band_reconnecting: "다시 연결하는 중…",
+  band_unreachable: "릴레이에 연결할 수 없어요 — 폰에 저장된 내용을 보여 줘요",
+  band_mac_offline: "맥 연결 끊김 — {name}, 마지막 연결 {ago}. 저장된 대화를 보여 줘요.",
+  live: "연결됨", connecting: "연결하는 중…",
+  needs_you_n: "응답을 기다리는 세션 {n}개", needs_you_n_pl: "응답을 기다리는 세션 {n}개",
+  nothing_needs_you: "기다리는 세션이 없어요", macs: "맥", online: "연결됨",
+  offline_seen: "끊김 · 마지막 연결 {ago}", no_sessions: "이 맥에는 아직 세션이 없어요.",
+  no_macs: "연결된 맥이 없어요. 맥에서 `claude-bridge pair --kind device` 를 실행하고 에이전트를 켜세요.",
+  ungrouped: "", new_session: "새 세션", settings: "설정", back: "뒤로",
+  never: "없음", just_now: "방금", min_ago: "{n}분 전", h_ago: "{n}시간 전", d_ago: "{n}일 전",
+  earlier: "이전 대화 보기", loading: "불러오는 중…", start_of_history: "대화의 처음이에요",
+  history_unavailable: "이전 대화는 맥에 있는데 맥이 끊겨 있어요. 맥이 돌아오면 불러와요.",
+  history_gap: "맥이 끊겨 있는 동안 일부 대화를 불러오지 못했어요.",
+  thinking: "생각", show_all_lines: "{n}줄 모두 보기", show_all: "모두 보기 ({n}자)", show_less: "접기",
+  cut_at: "릴레이가 {full}자 중 {n}자까지 남겼어요", writing: "Claude 가 쓰는 중…",
+  subagent: "하위 에이전트", new_file: "새 파일", input: "입력", result: "결과", error: "오류",
+  you: "나", claude: "Claude",
+  msg_placeholder: "Claude 에게 보낼 글…", msg_placeholder_ended: "글을 보내면 세션을 다시 열어요…",
+  send: "보내기", send_now: "지금 보내기", interrupt: "중단", sending: "보내는 중…",
+  send_now_hint: "지금 보내기는 도는 턴을 끊고 바로 넣어요.",
+  held_title: "붙잡은 글", held_hint: "턴이 안전한 지점에 오면 넣어요.",
+  hs_held: "붙잡음", hs_typing: "넣는 중…", hs_typed: "넣음", hs_cancelled: "취소됨", hs_failed: "실패",
+  hs_sending: "보내는 중…",
+  read_only: "읽기 전용", read_only_note: "읽기 전용 보기예요. 여기서는 보낼 수 없어요.",
+  leave_read_only: "보통으로 열기", open_read_only: "읽기 전용으로 열기",
+  reopened: "맥에서 세션을 다시 여는 중…",
+  actions: "세션 조작", rename: "이름 바꾸기", group: "그룹", lock: "잠그기", unlock: "잠금 풀기",
+  move_up: "위로", move_down: "아래로", rest: "쉬게 하기", end: "끝내기", reopen: "다시 열기",
+  locked: "잠김", cancel: "취소", save: "저장", close: "닫기",
+  rename_label: "새 제목", group_label: "그룹 이름 (비우면 그룹 없음)",
+  confirm_end: "이 세션을 끝낼까요? Claude Code 는 멈추고, 세션은 목록에 남아 다시 열 수 있어요.",
+  confirm_rest: "이 세션을 쉬게 할까요? 터미널을 멈추고, 글을 보내면 다시 열어요.",
+  card_pending: "답을 보내는 중…", card_waiting: "답했어요 — 맥이 확인하기를 기다리는 중…",
+  card_closed: "이 카드는 맥에서 이미 닫혔어요.", card_always: "이 세션에서는 이 종류의 도구를 항상 허용",
+  card_submit: "제출", card_type: "직접 입력", card_send: "보내기",
+  card_read_only: "답하려면 세션을 보통으로 여세요.",
+  tool: "도구", command: "명령", file: "파일",
+  ns_title: "새 세션", ns_mac: "맥", ns_folder: "폴더", ns_mode: "권한 모드",
+  ns_prompt: "첫 메시지 (선택)", ns_model: "모델 (선택)", ns_start: "시작",
+  ns_offline: "(끊김)", ns_no_mac: "연결된 맥이 없어요.",
+  pm_default: "도구마다 묻기 (기본)", pm_acceptEdits: "파일 수정 허용", pm_plan: "플랜 먼저",
+  pm_auto: "자동 (확인 창 없음)", pm_manual: "수동", pm_bypassPermissions: "권한 건너뛰기",
+  pm_dontAsk: "묻지 않기",
+  language: "언어", notifications: "알림", notif_on: "세션이 응답을 기다리면 알림",
+  notif_turn_end: "턴이 끝날 때도 알림", notif_test: "테스트 알림 보내기",
+  notif_unsupported: "이 브라우저에서는 알림을 받을 수 없어요 (HTTPS 에서 홈 화면에 설치하세요).",
+  notif_denied: "브라우저 설정에서 이 페이지의 알림이 막혀 있어요.",
+  notif_enabled: "알림이 켜져 있어요.", notif_disabled: "알림이 꺼져 있어요.",
+  phones: "연결된 폰", this_phone: "이 폰", revoke: "연결 끊기", revoked: "끊김",
+  paired: "{ago} 연결", seen: "{ago} 접속", logout: "로그아웃", confirm_logout: "이 폰에서 로그아웃할까요?",
+  confirm_revoke: "{name} 의 연결을 끊을까요? 다시 연결하려면 새 코드가 필요해요.",
+  agent_version: "에이전트 {v}", claude_version: "Claude Code {v}",
+  pair_title: "이 폰 연결하기", pair_intro: "`claude-bridge pair` 가 보여 준 코드를 넣거나 링크를 여세요.",
+  pair_code: "연결 코드", pair_name: "이 폰의 이름", pair_button: "연결", pairing: "연결하는 중…",
+  paired_ok: "연결됐어요. 조작 페이지를 여는 중…",
+  not_paired: "이 브라우저는 연결되지 않았어요. 릴레이가 도는 컴퓨터에서 `claude-bridge pair` 를 실행하고 링크를 여세요.",
+  enter_code: "코드 입력",
+  err_unreachable: "릴레이에 연결할 수 없어요. 연결을 확인하고 다시 해 보세요.",
+  err_generic: "문제가 생겼어요: {message}",
+};
+
+export const LANGS = { en: "English", ko: "한국어" };
+const TABLES = { en, ko };
+const KEY = "cb-lang";
+
+function initial() {
+  try {
+    const saved = localStorage.getItem(KEY);
+    if (saved && TABLES[saved]) return saved;
+  } catch (_) { /* storage blocked */ }
+  const langs = navigator.languages && navigator.languages.length ? navigator.languages : [navigator.language || "en"];
+  return langs.some((l) => String(l).toLowerCase().startsWith("ko")) && !String(langs[0]).toLowerCase().startsWith("en") ? "ko" : "en";
+}
+
+let lang = initial();
+document.documentElement.lang = lang;
+
+export function getLang() { return lang; }
+
+export function setLang(next) {
+  if (!TABLES[next]) return;
+  lang = next;
+  document.documentElement.lang = next;
+  try { localStorage.setItem(KEY, next); } catch (_) { /* storage blocked */ }
+}
+
+/** The label for ``key`` in the page's language, with {name} placeholders filled. */
+export function t(key, vars) {
+  let text = TABLES[lang][key];
+  if (text === undefined) text = en[key];
+  if (text === undefined) return key;
+  if (vars) text = text.replace(/\{(\w+)\}/g, (m, name) => (name in vars ? String(vars[name]) : m));
+  return text;
+}
+
+export function stateLabel(session) {
+  if (!session) return "";
+  if (session.state === "busy" && session.activity === "coding") return t("st_coding");
+  if (session.state === "waiting" && session.card) return t("ck_" + session.card.kind);
+  return t("st_" + session.state);
+}

@@ -1,0 +1,81 @@
+// One EventSource with honest state. The browser reconnects by itself after a network error
+// (sending Last-Event-ID); when the relay answered with an error instead, the stream is closed for
+// good and we reopen it ourselves after a pause, asking ``check`` first what went wrong.
+
+export class LiveStream {
+  /**
+   * @param {() => string} url  the address to (re)open, built at each attempt
+   * @param {Record<string, (data: any, ev: MessageEvent) => void>} handlers  SSE event → handler
+   * @param {{onState?: (s: string) => void, check?: () => Promise<boolean>}} options
+   *   onState: "connecting" | "open" | "error"; check: resolves false to stop reopening
+   */
+  constructor(url, handlers, { onState, check } = {}) {
+    this.url = url;
+    this.handlers = handlers;
+    this.onState = onState || (() => {});
+    this.check = check;
+    this.state = "connecting";
+    this.delay = 1000;
+    this.timer = null;
+    this.closed = false;
+    this.source = null;
+    this.connect();
+  }
+
+  setState(state) {
+    if (this.state === state) return;
+    this.state = state;
+    this.onState(state);
+  }
+
+  connect() {
+    if (this.closed) return;
+    const source = new EventSource(this.url(), { withCredentials: true });
+    this.source = source;
+    source.onopen = () => { this.delay = 1000; this.setState("open"); };
+    source.onerror = () => {
+      if (this.closed || source !== this.source) return;
+      this.setState("error");
+      if (source.readyState === EventSource.CLOSED) this.reopenLater();
+    };
+    for (const [name, handler] of Object.entries(this.handlers)) {
+      source.addEventListener(name, (ev) => {
+        if (source !== this.source) return;
+        let data = null;
+        try { data = ev.data ? JSON.parse(ev.data) : null; } catch (_) { return; }
+        handler(data, ev);
+      });
+    }
+  }
+
+  reopenLater() {
+    clearTimeout(this.timer);
+    this.timer = setTimeout(async () => {
+      if (this.closed) return;
+      if (this.check && !(await this.check().catch(() => true))) return;
+      this.connect();
+    }, this.delay);
+    this.delay = Math.min(this.delay * 2, 15000);
+  }
+
+  /** Close now and open again at once (e.g. after a resync). */
+  restart() {
+    if (this.source) this.source.close();
+    clearTimeout(this.timer);
+    this.delay = 1000;
+    this.setState("connecting");
+    this.connect();
+  }
+
+  /** End the stream; a handler may call this (e.g. on resync or revoked). */
+  end() {
+    if (this.source) this.source.close();
+    this.source = null;
+  }
+
+  close() {
+    this.closed = true;
+    clearTimeout(this.timer);
+    this.end();
+  }
+}

@@ -1,0 +1,71 @@
+// The overview: "needs you" on top, then every Mac (online or when it was last seen) with its
+// sessions grouped by group, in list order.
+
+import { ago, folderName, h, shortPath } from "./dom.js";
+import { stateLabel, t } from "./i18n.js";
+
+const byOrder = (a, b) => a.position - b.position || String(a.created_at).localeCompare(String(b.created_at));
+
+export function sessionState(session, devices) {
+  const device = devices.get(session.device_id);
+  const offline = device ? !device.online : session.mark === "offline";
+  return {
+    state: offline ? "ended" : session.state,
+    mark: offline ? "offline" : session.mark,
+    needsYou: !offline && Boolean(session.needs_you),
+  };
+}
+
+function row(session, devices) {
+  const { state, mark, needsYou } = sessionState(session, devices);
+  const label = state === session.state ? stateLabel(session) : t("st_" + state);
+  const title = session.title || folderName(session.cwd) || session.id.slice(0, 8);
+  return h("li", null, h("a.session-row", { href: "#/s/" + encodeURIComponent(session.id), class: needsYou ? "needs-row" : "", dataset: { id: session.id, state } },
+    h("span.badges", null,
+      h("span.badge", { class: "st-" + state + (session.activity ? " act-" + session.activity : "") }, label),
+      mark ? h("span.badge.mark", { class: "mk-" + mark }, t("mk_" + mark)) : null,
+      session.locked ? h("span.lock", { title: t("locked"), "aria-label": t("locked") }, "🔒") : null),
+    h("span.row-title", null, title),
+    h("span.row-meta", null, shortPath(session.cwd) + " · " + ago(session.updated_at, t))));
+}
+
+export function renderOverview(app) {
+  const devices = app.devices;
+  const sessions = [...app.sessions.values()].sort(byOrder);
+  const waiting = sessions.filter((s) => sessionState(s, devices).needsYou);
+  const root = h("div.overview");
+
+  const count = waiting.length;
+  const top = h("section.needs", { class: count ? "on" : "", "aria-label": t("st_waiting") },
+    h("h2.needs-count", { id: "needs-count", dataset: { count } },
+      count ? t(count === 1 ? "needs_you_n" : "needs_you_n_pl", { n: count }) : t("nothing_needs_you")));
+  if (count) top.append(h("ul.rows", null, waiting.map((s) => row(s, devices))));
+  root.append(top);
+
+  const macs = [...devices.values()].sort((a, b) => (b.online - a.online) || String(a.name).localeCompare(String(b.name)));
+  const unknown = [...new Set(sessions.map((s) => s.device_id))].filter((id) => !devices.has(id));
+  for (const id of unknown) macs.push({ id, name: id, online: false, last_seen: null });
+  if (!macs.length) root.append(h("p.empty", null, t("no_macs")));
+  for (const device of macs) {
+    const mine = sessions.filter((s) => s.device_id === device.id);
+    const groups = new Map();
+    for (const s of mine) {
+      const key = s.group || "";
+      if (!groups.has(key)) groups.set(key, []);
+      groups.get(key).push(s);
+    }
+    const section = h("section.mac", { "aria-label": device.name || device.id, dataset: { device: device.id } },
+      h("header.mac-head", null,
+        h("h2", null, device.name || device.id),
+        h("span.conn", { class: device.online ? "on" : "off" },
+          device.online ? t("online") : t("offline_seen", { ago: ago(device.last_seen, t) }))));
+    if (!mine.length) section.append(h("p.muted.pad", null, t("no_sessions")));
+    const ordered = [...groups.entries()].sort(([a], [b]) => (b === "") - (a === "") || a.localeCompare(b));
+    for (const [group, list] of ordered) {
+      if (group) section.append(h("h3.group", null, group));
+      section.append(h("ul.rows", null, list.map((s) => row(s, devices))));
+    }
+    root.append(section);
+  }
+  return root;
+}

@@ -1,0 +1,528 @@
+// One session: its conversation (cached on the phone, caught up by seq, live over SSE), its card,
+// held messages, the in-progress preview and the composer.
+
+import { get, post, patch } from "./api.js";
+import * as cache from "./cache.js";
+import { renderCard } from "./cards.js";
+import { Conversation } from "./conversation.js";
+import { ago, folderName, h, shortPath } from "./dom.js";
+import { stateLabel, t } from "./i18n.js";
+import { LiveStream } from "./live.js";
+import { actionSheet, confirmBox, promptBox, showError, toast } from "./ui.js";
+
+const PAGE = 500; // first page and catch-up (the relay's catchup_page)
+const OLDER_PAGE = 200;
+const MAX_CATCH_UP = 1500; // further behind than this, the cache is dropped and the newest page read
+const KEEP_DRAWN = 4000;
+
+export class SessionView {
+  constructor(app, id, { readOnly = false } = {}) {
+    this.app = app;
+    this.id = id;
+    this.readOnly = readOnly;
+    this.snap = app.sessions.get(id) || null;
+    this.held = [];
+    this.sending = []; // messages posted but not yet answered: {id, text}
+    this.preview = "";
+    this.stream = null;
+    this.streamState = "connecting";
+    this.destroyed = false;
+    this.loading = null;
+    this.olderDone = false;
+    this.queue = [];
+    this.toSave = [];
+    this.build();
+    this.convo = new Conversation(this.list);
+    this.start();
+  }
+
+  // -- layout ------------------------------------------------------------------------------
+
+  build() {
+    this.badge = h("span.badge");
+    this.markBadge = h("span.badge.mark", { hidden: true });
+    this.meta = h("p.session-meta");
+    this.moreButton = h("button.icon", { type: "button", "aria-label": t("actions"), title: t("actions") }, "⋯");
+    this.moreButton.addEventListener("click", () => this.actions());
+    this.earlier = h("button.earlier", { type: "button" }, t("earlier"));
+    this.earlier.addEventListener("click", () => this.loadOlder());
+    this.topNote = h("p.note.center", { hidden: true });
+    this.list = h("div.convo", { role: "log", "aria-live": "off", "aria-label": t("claude") });
+    this.previewBox = h("div.ev.assistant.preview", { hidden: true, "aria-live": "polite" });
+    this.cardSlot = h("div.card-slot");
+    this.heldBox = h("section.held", { hidden: true, "aria-label": t("held_title") });
+    this.composer = this.buildComposer();
+    this.readOnlyNote = h("div.read-only-note", null, h("span", null, t("read_only_note")),
+      h("a.button", { href: "#/s/" + encodeURIComponent(this.id) }, t("leave_read_only")));
+    this.el = h("section.session", { "aria-label": t("claude") },
+      h("div.session-head", null, h("div.badges", null, this.markBadge), this.meta),
+      h("div.older", null, this.earlier, this.topNote),
+      this.list, this.previewBox,
+      h("div.dock", null, this.cardSlot, this.heldBox, this.readOnly ? this.readOnlyNote : this.composer));
+    this.sentinel = new IntersectionObserver((entries) => {
+      if (entries.some((e) => e.isIntersecting) && this.convo.size && !this.loading) this.loadOlder();
+    }, { rootMargin: "400px 0px 0px 0px" });
+  }
+
+  buildComposer() {
+    this.input = h("textarea", { rows: 1, "aria-label": t("msg_placeholder"), placeholder: t("msg_placeholder"), maxlength: 100000 });
+    this.input.addEventListener("input", () => this.grow());
+    this.input.addEventListener("keydown", (e) => {
+      if (e.key === "Enter" && (e.metaKey || e.ctrlKey)) { e.preventDefault(); this.send(false); }
+    });
+    this.sendButton = h("button.primary.send", { type: "button" }, t("send"));
+    this.sendButton.addEventListener("click", () => this.send(false));
+    this.nowButton = h("button.send-now", { type: "button", title: t("send_now_hint") }, t("send_now"));
+    this.nowButton.addEventListener("click", () => this.send(true));
+    this.stopButton = h("button.interrupt", { type: "button" }, t("interrupt"));
+    this.stopButton.addEventListener("click", () => this.interrupt());
+    return h("div.composer", null, this.input,
+      h("div.composer-buttons", null, this.stopButton, this.nowButton, this.sendButton));
+  }
+
+  grow() {
+    this.input.style.height = "auto";
+    this.input.style.height = Math.min(this.input.scrollHeight, 220) + "px";
+  }
+
+  title() {
+    const s = this.snap;
+    return s ? s.title || folderName(s.cwd) || s.id.slice(0, 8) : "…";
+  }
+
+  // -- loading -------------------------------------------------------------------------------
+
+  async start() {
+    const started = performance.now();
+    const [cachedSnap, cachedEvents] = await Promise.all([cache.loadSnapshot(this.id), cache.loadEvents(this.id)]);
+    if (this.destroyed) return;
+    if (!this.snap && cachedSnap) this.snap = cachedSnap;
+    if (cachedSnap && cachedSnap.held) this.held = cachedSnap.held;
+    if (cachedEvents.length) {
+      this.convo.epoch = (cachedSnap && cachedSnap.epoch) || cachedEvents[cachedEvents.length - 1].epoch;
+      this.convo.add(cachedEvents);
+      this.scrollToBottom();
+      this.drawn("cache", started);
+    }
+    this.renderMeta();
+    await this.load();
+  }
+
+  /** Read the snapshot, reconcile the cache with it, read the newest page if needed, go live. */
+  async load() {
+    const started = performance.now();
+    let snap = null;
+    try {
+      snap = await get(`/api/sessions/${encodeURIComponent(this.id)}`);
+    } catch (error) {
+      if (error.status === 401) { this.app.loggedOut(); return; }
+      if (error.status === 404) { this.gone(error); return; }
+      // unreachable: keep the cache on screen; the stream below keeps trying
+    }
+    if (this.destroyed) return;
+    if (snap) {
+      const stale = this.convo.size && (snap.epoch !== this.convo.epoch || snap.last_seq < this.convo.max ||
+        snap.last_seq - this.convo.max > MAX_CATCH_UP);
+      if (stale) {
+        this.convo.clear();
+        this.olderDone = false;
+        await cache.clearSession(this.id);
+      }
+      this.convo.epoch = snap.epoch;
+      this.setSnapshot(snap);
+      if (!this.convo.size && snap.last_seq > 0) await this.firstPage(snap);
+      if (this.destroyed) return;
+      this.drawn("network", started);
+    }
+    this.openStream();
+  }
+
+  async firstPage(snap) {
+    const base = `/api/sessions/${encodeURIComponent(this.id)}/events`;
+    let page;
+    try {
+      page = await get(`${base}?before=${snap.last_seq + 1}&limit=${PAGE}&epoch=${snap.epoch}`);
+    } catch (error) {
+      if (error.code !== "history_unavailable") { showError(error); return; }
+      // the older part is on an offline Mac: read what the relay holds
+      const after = Math.max(snap.last_seq - PAGE, (error.details.oldest_seq || snap.oldest_seq || 1) - 1);
+      page = await get(`${base}?after=${after}&limit=${PAGE}&epoch=${snap.epoch}`).catch(() => null);
+      this.note(t("history_unavailable"));
+      this.olderDone = true;
+      if (!page) return;
+    }
+    this.ingest(page.events, { scroll: true });
+    if (this.convo.min <= 1) this.olderDone = true;
+  }
+
+  async loadOlder() {
+    if (this.loading || this.olderDone || !this.convo.size) return;
+    if (this.convo.min <= 1) { this.olderDone = true; this.renderOlder(); return; }
+    this.earlier.disabled = true;
+    this.earlier.textContent = t("loading");
+    const before = this.convo.min;
+    this.loading = get(`/api/sessions/${encodeURIComponent(this.id)}/events?before=${before}&limit=${OLDER_PAGE}` +
+      (this.convo.epoch ? `&epoch=${this.convo.epoch}` : ""));
+    try {
+      const page = await this.loading;
+      const height = document.documentElement.scrollHeight;
+      const top = window.scrollY;
+      this.ingest(page.events, { scroll: false });
+      window.scrollTo(0, top + document.documentElement.scrollHeight - height);
+      if (!page.has_more || this.convo.min <= 1) this.olderDone = true;
+      this.topNote.hidden = true;
+    } catch (error) {
+      if (error.code === "history_unavailable") this.note(t("history_unavailable"));
+      else if (error.code === "epoch_mismatch") this.resync();
+      else showError(error);
+    } finally {
+      this.loading = null;
+      this.earlier.disabled = false;
+      this.renderOlder();
+    }
+  }
+
+  renderOlder() {
+    const more = this.convo.size && !this.olderDone && this.convo.min > 1;
+    this.earlier.hidden = !more;
+    this.earlier.textContent = t("earlier");
+    if (!more && this.convo.size && this.convo.min <= 1 && this.topNote.hidden) {
+      this.topNote.textContent = t("start_of_history");
+      this.topNote.hidden = false;
+    }
+    if (more) this.sentinel.observe(this.earlier); else this.sentinel.disconnect();
+  }
+
+  note(text) {
+    this.topNote.textContent = text;
+    this.topNote.hidden = false;
+  }
+
+  /** Timings of the first drawing, for the tests (window.__cbRender). */
+  drawn(source, started) {
+    const entry = { source, events: this.convo.size, ms: performance.now() - started, at: performance.now() };
+    window.__cbRender = window.__cbRender || [];
+    window.__cbRender.push(entry);
+    requestAnimationFrame(() => setTimeout(() => { entry.painted = performance.now() - started; }, 0));
+    this.renderOlder();
+  }
+
+  // -- live ----------------------------------------------------------------------------------
+
+  streamUrl() {
+    const epoch = this.convo.epoch ? `&epoch=${encodeURIComponent(this.convo.epoch)}` : "";
+    return `/api/sessions/${encodeURIComponent(this.id)}/stream?after=${this.convo.max || 0}${epoch}`;
+  }
+
+  openStream() {
+    if (this.destroyed) return;
+    if (this.stream) { this.stream.restart(); return; }
+    this.stream = new LiveStream(() => this.streamUrl(), {
+      hello: (data) => {
+        if (this.convo.epoch && data.epoch !== this.convo.epoch && this.convo.size) { this.resync(); return; }
+        this.convo.epoch = data.epoch;
+      },
+      event: (ev) => this.enqueue(ev),
+      history_unavailable: () => this.note(t("history_gap")),
+      resync: () => this.resync(),
+      revoked: () => { this.stream.close(); this.app.loggedOut(); },
+    }, {
+      onState: (state) => {
+        this.streamState = state;
+        this.app.updateBand();
+        if (state === "open") this.refreshSnapshot();
+      },
+      check: () => this.checkStream(),
+    });
+  }
+
+  /** The stream was refused: find out why before opening it again. */
+  async checkStream() {
+    try {
+      const epoch = this.convo.epoch ? `&epoch=${this.convo.epoch}` : "";
+      await get(`/api/sessions/${encodeURIComponent(this.id)}/events?after=${this.convo.max || 0}&limit=1${epoch}`);
+      return true;
+    } catch (error) {
+      if (error.code === "epoch_mismatch" || error.code === "after_beyond_last") { this.resync(); return false; }
+      if (error.status === 401) { this.app.loggedOut(); return false; }
+      if (error.status === 404) { this.gone(error); return false; }
+      return true;
+    }
+  }
+
+  /** The session's history restarted (or this page fell behind): start over from the relay. */
+  async resync() {
+    if (this.stream) this.stream.end();
+    this.queue = [];
+    this.convo.clear();
+    this.convo.epoch = null;
+    this.olderDone = false;
+    this.topNote.hidden = true;
+    await cache.clearSession(this.id);
+    await this.load();
+  }
+
+  enqueue(ev) {
+    this.queue.push(ev);
+    if (!this.flushTimer) this.flushTimer = setTimeout(() => this.flush(), 30);
+  }
+
+  flush() {
+    this.flushTimer = null;
+    const batch = this.queue;
+    this.queue = [];
+    this.ingest(batch, { scroll: this.nearBottom() });
+  }
+
+  ingest(events, { scroll }) {
+    const wasEmpty = !this.convo.size;
+    const fresh = this.convo.add(events);
+    if (!fresh.length) return;
+    if (fresh.some((ev) => ev.kind === "assistant")) this.showPreview("");
+    this.convo.trim(KEEP_DRAWN);
+    this.toSave.push(...fresh);
+    clearTimeout(this.saveTimer);
+    this.saveTimer = setTimeout(() => this.save(), 300);
+    if (scroll || wasEmpty) this.scrollToBottom();
+    this.renderOlder();
+  }
+
+  async save() {
+    const events = this.toSave;
+    this.toSave = [];
+    await cache.saveEvents(events);
+    await cache.trimEvents(this.id);
+  }
+
+  nearBottom() {
+    return window.innerHeight + window.scrollY >= document.documentElement.scrollHeight - 160;
+  }
+
+  scrollToBottom() {
+    requestAnimationFrame(() => window.scrollTo(0, document.documentElement.scrollHeight));
+  }
+
+  gone(error) {
+    this.list.replaceChildren(h("p.empty", null, error.message));
+    if (this.stream) this.stream.close();
+  }
+
+  // -- what the account stream says --------------------------------------------------------------
+
+  onSession(session) {
+    this.snap = { ...(this.snap || {}), ...session };
+    this.renderMeta();
+    this.refreshSnapshot();
+  }
+
+  onDevice(device) {
+    if (this.snap && device.id === this.snap.device_id) {
+      this.renderMeta();
+      this.refreshSnapshot();
+    }
+  }
+
+  onPreview(text) {
+    this.showPreview(text || "");
+  }
+
+  refreshSnapshot() {
+    clearTimeout(this.snapTimer);
+    this.snapTimer = setTimeout(async () => {
+      try {
+        const snap = await get(`/api/sessions/${encodeURIComponent(this.id)}`);
+        if (this.destroyed) return;
+        if (this.convo.epoch && snap.epoch !== this.convo.epoch && this.convo.size) { this.resync(); return; }
+        this.setSnapshot(snap);
+      } catch (_) { /* the band says what is wrong */ }
+    }, 80);
+  }
+
+  setSnapshot(snap) {
+    this.snap = snap;
+    this.held = snap.held || [];
+    if (snap.state !== "busy") this.showPreview("");
+    else if (snap.preview) this.showPreview(snap.preview);
+    cache.saveSnapshot(snap);
+    this.renderMeta();
+  }
+
+  macOffline() {
+    if (!this.snap) return false;
+    const device = this.app.devices.get(this.snap.device_id);
+    if (device) return !device.online;
+    return this.snap.mark === "offline";
+  }
+
+  device() {
+    return this.snap ? this.app.devices.get(this.snap.device_id) : null;
+  }
+
+  // -- drawing the live side ---------------------------------------------------------------------
+
+  renderMeta() {
+    const s = this.snap;
+    this.app.setTitle(this.title());
+    if (!s) return;
+    const offline = this.macOffline();
+    const state = offline ? "ended" : s.state;
+    this.badge.className = "badge st-" + state + (s.activity ? " act-" + s.activity : "");
+    this.badge.textContent = offline ? t("st_ended") : stateLabel(s);
+    const mark = offline ? "offline" : s.mark;
+    this.markBadge.hidden = !mark;
+    this.markBadge.textContent = mark ? t("mk_" + mark) : "";
+    this.markBadge.className = "badge mark mk-" + (mark || "");
+    const device = this.device();
+    const parts = [shortPath(s.cwd)];
+    if (device) parts.push(device.name || device.id);
+    if (s.permission_mode) parts.push(s.permission_mode);
+    if (s.locked) parts.push("🔒 " + t("locked"));
+    this.meta.textContent = parts.filter(Boolean).join(" · ");
+    this.renderCard();
+    this.renderHeld();
+    this.renderComposer();
+    this.app.updateBand();
+  }
+
+  renderCard() {
+    const card = this.snap && !this.macOffline() ? this.snap.card : null;
+    const current = this.cardSlot.firstElementChild;
+    if (!card) { if (current) current.remove(); return; }
+    if (current && current.dataset.cardId === card.id) return; // keep its pending state
+    const el = renderCard(card, { readOnly: this.readOnly, answer: (body) => this.answer(card, body) });
+    this.cardSlot.replaceChildren(el);
+  }
+
+  async answer(card, body) {
+    try {
+      return await post(`/api/sessions/${encodeURIComponent(this.id)}/cards/${encodeURIComponent(card.id)}`, body);
+    } catch (error) {
+      if (error.code === "card_closed") this.refreshSnapshot();
+      throw error;
+    }
+  }
+
+  renderHeld() {
+    const items = [...this.sending.map((m) => ({ ...m, state: "sending" })), ...this.held];
+    this.heldBox.hidden = !items.length;
+    if (!items.length) { this.heldBox.replaceChildren(); return; }
+    this.heldBox.replaceChildren(
+      h("h2.held-title", null, t("held_title"), h("span.muted", null, " · " + t("held_hint"))),
+      h("ul.held-list", null, items.map((m) => h("li.held-item", { class: "hs-" + m.state, dataset: { id: m.id, state: m.state } },
+        h("span.held-text", null, m.text), h("span.held-state", null, t("hs_" + m.state))))));
+  }
+
+  renderComposer() {
+    if (this.readOnly || !this.snap) return;
+    const s = this.snap;
+    const stopped = s.state === "ended" || ["ended", "resting"].includes(s.mark);
+    this.input.placeholder = stopped ? t("msg_placeholder_ended") : t("msg_placeholder");
+    const running = s.state === "busy" && !this.macOffline();
+    this.stopButton.hidden = !running;
+    this.nowButton.hidden = !(running || s.state === "waiting");
+  }
+
+  showPreview(text) {
+    this.preview = text;
+    const on = Boolean(text) && (!this.snap || this.snap.state === "busy");
+    this.previewBox.hidden = !on;
+    if (!on) { this.previewBox.replaceChildren(); return; }
+    const near = this.nearBottom();
+    this.previewBox.replaceChildren(h("p.writing", null, t("writing")), h("p.plain", null, text));
+    if (near) this.scrollToBottom();
+  }
+
+  // -- actions -------------------------------------------------------------------------------
+
+  async send(now) {
+    const text = this.input.value.trim();
+    if (!text) { this.input.focus(); return; }
+    const local = { id: "local-" + Date.now(), text };
+    this.sending.push(local);
+    this.input.value = "";
+    this.grow();
+    this.renderHeld();
+    try {
+      const result = await post(`/api/sessions/${encodeURIComponent(this.id)}/messages`, { text, now });
+      if (result && result.reopened) toast(t("reopened"));
+    } catch (error) {
+      if (!this.input.value) this.input.value = text;
+      this.grow();
+      showError(error);
+    } finally {
+      this.sending = this.sending.filter((m) => m !== local);
+      this.renderHeld();
+      this.refreshSnapshot();
+    }
+  }
+
+  async interrupt() {
+    try { await post(`/api/sessions/${encodeURIComponent(this.id)}/interrupt`); }
+    catch (error) { showError(error); }
+  }
+
+  async life(name, question) {
+    if (question && !(await confirmBox(question, t(name)))) return;
+    try {
+      await post(`/api/sessions/${encodeURIComponent(this.id)}/${name}`);
+      this.refreshSnapshot();
+    } catch (error) { showError(error); }
+  }
+
+  async change(fields) {
+    try {
+      const snap = await patch(`/api/sessions/${encodeURIComponent(this.id)}`, fields);
+      this.snap = { ...this.snap, ...snap };
+      this.app.sessions.set(this.id, { ...(this.app.sessions.get(this.id) || {}), ...snap });
+      this.renderMeta();
+    } catch (error) { showError(error); }
+  }
+
+  actions() {
+    const s = this.snap || {};
+    const stopped = s.state === "ended" || ["ended", "resting"].includes(s.mark);
+    const list = [
+      { label: t("rename"), run: async () => { const v = await promptBox(t("rename_label"), s.title || ""); if (v !== null && v.trim()) this.change({ title: v.trim() }); } },
+      { label: t("group"), run: async () => { const v = await promptBox(t("group_label"), s.group || ""); if (v !== null) this.change({ group: v.trim() }); } },
+      { label: s.locked ? t("unlock") : t("lock"), run: () => this.change({ locked: !s.locked }) },
+      { label: t("move_up"), run: () => this.move(-1) },
+      { label: t("move_down"), run: () => this.move(1) },
+      this.readOnly
+        ? { label: t("leave_read_only"), run: () => { location.hash = "#/s/" + encodeURIComponent(this.id); } }
+        : { label: t("open_read_only"), run: () => { location.hash = "#/s/" + encodeURIComponent(this.id) + "/read"; } },
+    ];
+    if (stopped) list.push({ label: t("reopen"), run: () => this.life("reopen") });
+    if (!s.locked && s.mark !== "resting" && s.state !== "ended") list.push({ label: t("rest"), run: () => this.life("rest", t("confirm_rest")) });
+    if (!s.locked && s.mark !== "ended") list.push({ label: t("end"), danger: true, run: () => this.life("end", t("confirm_end")) });
+    actionSheet(this.title(), list);
+  }
+
+  /** Reorder within its Mac and group: a position between the neighbours one step away. */
+  move(step) {
+    const s = this.snap;
+    const siblings = [...this.app.sessions.values()]
+      .filter((o) => o.device_id === s.device_id && (o.group || "") === (s.group || ""))
+      .sort((a, b) => a.position - b.position || String(a.created_at).localeCompare(String(b.created_at)));
+    const index = siblings.findIndex((o) => o.id === s.id);
+    const target = index + step;
+    if (index < 0 || target < 0 || target >= siblings.length) return;
+    const near = siblings[target];
+    const far = siblings[target + step];
+    const position = far ? (near.position + far.position) / 2 : near.position + step;
+    this.change({ position });
+  }
+
+  destroy() {
+    this.destroyed = true;
+    if (this.stream) this.stream.close();
+    this.sentinel.disconnect();
+    clearTimeout(this.snapTimer);
+    clearTimeout(this.flushTimer);
+    if (this.toSave.length) this.save();
+  }
+
+  lastSeenText() {
+    const device = this.device();
+    return { name: device ? device.name || device.id : "Mac", ago: ago(device && device.last_seen, t) };
+  }
+}

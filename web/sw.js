@@ -1,0 +1,67 @@
+// The service worker: keeps the app shell (never the API) so the page opens without the relay,
+// and shows Web Push notifications; a tap opens that session.
+
+const CACHE = "cb-shell-v1";
+const SHELL = [
+  "/", "/index.html", "/style.css", "/app.js", "/pair.html", "/pair.js", "/manifest.webmanifest",
+  "/js/api.js", "/js/cache.js", "/js/cards.js", "/js/conversation.js", "/js/dom.js", "/js/forms.js",
+  "/js/i18n.js", "/js/live.js", "/js/md.js", "/js/overview.js", "/js/session.js", "/js/ui.js",
+  "/icons/icon-192.png", "/icons/icon-512.png", "/icons/apple-touch-icon.png",
+];
+
+self.addEventListener("install", (event) => {
+  event.waitUntil(caches.open(CACHE).then((cache) => cache.addAll(SHELL)).then(() => self.skipWaiting()));
+});
+
+self.addEventListener("activate", (event) => {
+  event.waitUntil(caches.keys()
+    .then((keys) => Promise.all(keys.filter((k) => k !== CACHE).map((k) => caches.delete(k))))
+    .then(() => self.clients.claim()));
+});
+
+// Network first (a fresh page when the relay is there), the cached shell when it is not.
+self.addEventListener("fetch", (event) => {
+  const request = event.request;
+  const url = new URL(request.url);
+  if (request.method !== "GET" || url.origin !== self.location.origin || url.pathname.startsWith("/api/")) return;
+  event.respondWith(fetch(request).then((response) => {
+    if (response.ok && response.type === "basic") {
+      const copy = response.clone();
+      caches.open(CACHE).then((cache) => cache.put(request, copy));
+    }
+    return response;
+  }).catch(async () => {
+    const hit = await caches.match(request, { ignoreSearch: true });
+    if (hit) return hit;
+    if (request.mode === "navigate") return caches.match("/index.html");
+    return Response.error();
+  }));
+});
+
+self.addEventListener("push", (event) => {
+  let data = {};
+  try { data = event.data ? event.data.json() : {}; } catch (_) { data = { title: "claude-bridge", body: event.data.text() }; }
+  const title = data.title || "claude-bridge";
+  event.waitUntil(self.registration.showNotification(title, {
+    body: data.body || "",
+    tag: data.session_id || "claude-bridge",
+    renotify: Boolean(data.session_id),
+    icon: "/icons/icon-192.png",
+    badge: "/icons/icon-192.png",
+    data: { session_id: data.session_id || "" },
+  }));
+});
+
+self.addEventListener("notificationclick", (event) => {
+  event.notification.close();
+  const id = event.notification.data && event.notification.data.session_id;
+  const target = id ? "/#/s/" + encodeURIComponent(id) : "/";
+  event.waitUntil(self.clients.matchAll({ type: "window", includeUncontrolled: true }).then((clients) => {
+    for (const client of clients) {
+      if (new URL(client.url).origin === self.location.origin && "focus" in client) {
+        return client.navigate(target).then((c) => (c || client).focus());
+      }
+    }
+    return self.clients.openWindow(target);
+  }));
+});
