@@ -69,7 +69,9 @@ DIALOG_SETTLE = 0.4  # a key sent within ~10 ms of a dialog appearing is dropped
 TYPE_CONFIRM = 1.5  # how long a paste or an Enter may take to show on screen
 KEY_GAP = 0.06  # between key groups, so each is drawn before the next (multi-step answers)
 REGISTRY_SAVE_EVERY = 5.0
-TICK = 0.1
+TICK = 0.05
+BURST_SECONDS = 1.0  # after a hook, read the screen every BURST_INTERVAL for this long
+BURST_INTERVAL = 0.1
 AUTO_PASS_TRUST = "🔐 Folder trust was accepted so the session could start"
 REVIVED_TEXT = "🔁 The Mac restarted, so the session was reopened in the same conversation"
 NO_AUTO_ALLOW = frozenset({"AskUserQuestion", "ExitPlanMode"})  # "allow" does not answer these
@@ -109,6 +111,7 @@ class Runtime:
     keys: asyncio.Lock = field(default_factory=asyncio.Lock)  # one typist at a time
     wake_screen: asyncio.Event = field(default_factory=asyncio.Event)
     next_screen: float = 0.0
+    burst_until: float = 0.0  # read the screen often until then (a hook said something changed)
     trust_passed: bool = False
     held_not_before: float = 0.0  # after a revive, held messages wait a little
 
@@ -373,6 +376,9 @@ class Agent:
             return None
         self._wake_transcripts.set()
         rt.wake_screen.set()
+        # A hook comes just before the screen changes (PermissionRequest before the dialog is
+        # drawn): read again shortly after, so a card reaches the phone without waiting a period.
+        rt.burst_until = now + BURST_SECONDS
         if event in ("PostToolUse", "PostToolUseFailure", "Stop"):
             self._spawn(self._deliver_held(rt, reason=event))
         return None
@@ -567,6 +573,8 @@ class Agent:
         await self._auto_pass(rt, now)
         busy = computed.state == "busy"
         interval = self.config.preview_read_interval if busy else self.config.screen_read_interval
+        if now < rt.burst_until:
+            interval = BURST_INTERVAL
         rt.next_screen = now + float(interval)
         await self._send_update(rt)
         if previous != computed.state and computed.state == "idle":

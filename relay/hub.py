@@ -44,6 +44,7 @@ class Subscriber:
     queue: asyncio.Queue[Item] = field(default_factory=asyncio.Queue)
     buffered: int = 0
     closed: bool = False
+    key: tuple[str, str] = ("", "")  # ("session" | "account", id): where it is registered
 
     def offer(self, frames: Frames) -> None:
         if self.closed:
@@ -64,10 +65,15 @@ class Subscriber:
 
     async def next(self, timeout: float) -> Item | None:
         """The next item, or None when ``timeout`` passes first."""
-        try:
-            item = await asyncio.wait_for(self.queue.get(), timeout)
-        except TimeoutError:
-            return None
+        # The fast path matters with many subscribers: no task and no timer per item.
+        if not self.queue.empty():
+            item = self.queue.get_nowait()
+        else:
+            try:
+                async with asyncio.timeout(timeout):
+                    item = await self.queue.get()
+            except TimeoutError:
+                return None
         if isinstance(item, list):
             self.buffered -= len(item)
         return item
@@ -86,22 +92,23 @@ class Hub:
     # -- subscriptions -----------------------------------------------------------
 
     def subscribe_session(self, session_id: str, token_hash: str) -> Subscriber:
-        sub = Subscriber(self.queue_limit, token_hash)
+        sub = Subscriber(self.queue_limit, token_hash, key=("session", session_id))
         self._sessions[session_id].add(sub)
         return sub
 
     def subscribe_account(self, account_id: str, token_hash: str) -> Subscriber:
-        sub = Subscriber(self.queue_limit, token_hash)
+        sub = Subscriber(self.queue_limit, token_hash, key=("account", account_id))
         self._accounts[account_id].add(sub)
         return sub
 
     def unsubscribe(self, sub: Subscriber) -> None:
-        for table in (self._sessions, self._accounts):
-            for key, subs in list(table.items()):
-                if sub in subs:
-                    subs.discard(sub)
-                    if not subs:
-                        del table[key]
+        kind, ident = sub.key
+        table = self._sessions if kind == "session" else self._accounts
+        subs = table.get(ident)
+        if subs is not None:
+            subs.discard(sub)
+            if not subs:
+                del table[ident]
 
     def subscriber_count(self) -> int:
         return sum(len(s) for s in self._sessions.values()) + sum(

@@ -71,10 +71,13 @@ async def session_events(
                 )
             if not events:
                 break
-            for seq, data in events:
-                if seq > last:
-                    yield sse_frame(data, event="event", id=seq)
-                    last = seq
+            # One write per page, not per event: the catch-up is bound by sends, not by SQLite.
+            page_frames = [
+                sse_frame(data, event="event", id=seq) for seq, data in events if seq > last
+            ]
+            if page_frames:
+                last = max(last, events[-1][0])
+                yield b"".join(page_frames)
         # Then live.
         deadline = time.monotonic() + recheck
         while True:
