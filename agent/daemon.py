@@ -136,7 +136,8 @@ class AgentOptions:
     device_name: str = field(default_factory=lambda: platform.node() or "mac")
     revive: bool = True
     env: dict[str, str] | None = None  # the sessions' base environment (default: the agent's)
-    watch: bool = True  # wake on file changes; False = the plain 700 ms polling
+    watch: bool = True  # wake on file changes
+    polling_only: bool = False  # the seed's plain polling: no file events, hook wakes or bursts
 
 
 def _now_iso() -> str:
@@ -198,7 +199,7 @@ class Agent:
             asyncio.create_task(self._screen_loop(), name="screens"),
             asyncio.create_task(self._save_loop(), name="registry"),
         ]
-        if self.options.watch:
+        if self.options.watch and not self.options.polling_only:
             self._tasks.append(asyncio.create_task(self._watch_loop(), name="watch"))
         if self.options.revive:
             await self._revive()
@@ -373,6 +374,10 @@ class Agent:
             tool = payload.get("tool_name")
             if record.allow_all and tool not in NO_AUTO_ALLOW:
                 return permission_decision("allow")
+            return None
+        if self.options.polling_only:
+            if event in ("PostToolUse", "PostToolUseFailure", "Stop"):
+                self._spawn(self._deliver_held(rt, reason=event))
             return None
         self._wake_transcripts.set()
         rt.wake_screen.set()
