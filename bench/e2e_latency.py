@@ -123,7 +123,7 @@ def measure(
         claude=claude, mux_program=shutil.which("tmux") or "tmux", mux_socket=socket,
         claude_home=home / ".claude", env=env, polling_only=(mode == "plain polling"),
     )  # fmt: skip
-    agent, loop, thread = start_agent(options)
+    _agent, loop, thread = start_agent(options)
     headers = {"Authorization": f"Bearer {account.phone_token}"}
     line_ms: list[float] = []
     card_ms: list[float] = []
@@ -148,7 +148,7 @@ def measure(
                 seen_cards = len(cards)
                 phone.post(f"/api/sessions/{session_id}/messages", json={"text": "RUN_BASH please"})
                 drawn = _wait_drawn(socket, session_id, "Do you want to proceed?")
-                _wait(lambda: len(cards) > seen_cards, 20)
+                _wait(lambda n=seen_cards: len(cards) > n, 20)
                 card_ms.append((cards[seen_cards][0] - drawn) * 1000)
                 card_id = cards[seen_cards][1]
                 phone.post(f"/api/sessions/{session_id}/cards/{card_id}", json={"key": "1"})
@@ -158,7 +158,7 @@ def measure(
             time.sleep(1.5)
             stop.set()
             growth.stop()
-            for seq, (arrived, offset) in sorted(arrivals.items()):
+            for _seq, (arrived, offset) in sorted(arrivals.items()):
                 written = growth.written_at(offset)
                 if written is not None:
                     line_ms.append((arrived - written) * 1000)
