@@ -18,13 +18,13 @@ import sqlite3
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 from relay import seq as seqrules
 from relay.config import Config
-from relay.convert import BRIDGE_CONVERSATION, ConversionLimits, convert_line
+from relay.convert import BRIDGE_CONVERSATION, Conversion, ConversionLimits, convert_line
 from relay.errors import Conflict, NotFound, Unauthorized
 from relay.protocol import (
     DisplayEvent,
@@ -36,6 +36,7 @@ from relay.protocol import (
 from relay.writer import Writer
 
 SCHEMA_VERSION = 1
+T = TypeVar("T")
 CHECKPOINT_EVERY = 1.0  # seconds between WAL checkpoints
 
 SCHEMA = """
@@ -205,6 +206,24 @@ class Reconciled:
     restarted: bool  # a new epoch began for a session the relay had: viewers must resync
 
 
+class LineObserver(Protocol):
+    """Something that derives its own data from new transcript lines (usage, search…).
+
+    ``setup`` creates its tables; ``on_lines`` runs inside the ingest transaction with the lines
+    stored for the first time (never for a line sent again) and their conversions."""
+
+    def setup(self, conn: sqlite3.Connection) -> None: ...
+
+    def on_lines(
+        self,
+        conn: sqlite3.Connection,
+        account_id: str,
+        session_id: str,
+        conversation_id: str,
+        lines: list[tuple[LineRecord, Conversion]],
+    ) -> None: ...
+
+
 # Called after COMMIT, in commit order: (account_id, session_id, [(seq, json), ...]).
 EventListener = Callable[[str, str, list[tuple[int, str]]], None]
 
@@ -217,6 +236,7 @@ class Store:
         self._limits = ConversionLimits.from_config(config)
         self._local = threading.local()
         self._listeners: list[EventListener] = []
+        self._observers: list[LineObserver] = []
         self._writer = Writer(self._connect_writer, batch_max=int(config.writer_batch_max))
         self._stop = threading.Event()
         self._checkpointer = threading.Thread(
@@ -280,6 +300,18 @@ class Store:
 
     def add_listener(self, listener: EventListener) -> None:
         self._listeners.append(listener)
+
+    def add_observer(self, observer: LineObserver) -> None:
+        """Derive more from new lines, in the ingest transaction (see LineObserver)."""
+        self._writer.run_sync(lambda conn, _: observer.setup(conn))
+        self._observers.append(observer)
+
+    def write(self, job: Callable[[sqlite3.Connection], T]) -> Awaitable[T]:
+        """Run ``job`` in the writer's transaction (for modules that keep their own tables)."""
+        return self._writer.run(lambda conn, _: job(conn))
+
+    async def read(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
+        return await self._read(sql, params)
 
     # -- accounts, tokens, pairing (sync: used by the CLI and at start-up) ----
 
@@ -624,6 +656,7 @@ class Store:
         max_line = int(self.config.max_line_bytes)
         limits = self._limits
         listeners = self._listeners
+        observers = self._observers
 
         def job(conn: sqlite3.Connection, after_commit: list[Callable[[], None]]) -> IngestResult:
             row = conn.execute(
@@ -655,6 +688,7 @@ class Store:
             duplicates = 0
             rejected: list[str] = []
             pending: list[tuple[LineRecord, DisplayEvent]] = []
+            converted: list[tuple[LineRecord, Conversion]] = []
             new_uuids: list[str] = []
             title: str | None = None
             permission_mode: str | None = None
@@ -678,12 +712,17 @@ class Store:
                     continue
                 conversion = convert_line(line.text, limits)
                 facts = conversion.facts
+                converted.append((line, conversion))
                 if facts.title:
                     title = facts.title
                 if facts.permission_mode:
                     permission_mode = facts.permission_mode
                 pending.extend((line, event) for event in conversion.events)
             numbers, numbering = seqrules.number(numbering, len(pending), kept)
+            for observer in observers:
+                # Same transaction: what observers derive (usage, the search index…) is stored
+                # exactly when the lines are, never twice for a line sent again.
+                observer.on_lines(conn, account_id, session_id, conversation_id, converted)
             stored: list[tuple[int, str]] = []
             for seq, (line, event) in zip(numbers, pending, strict=True):
                 # The shape of NumberedEvent, built directly: this runs for every event.
