@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from agent import held as heldrules
+from agent import policy as policyrules
 from agent.archive import DiskArchive
 from agent.cards import DetectedCard, ScreenFacts, keys_for, read_screen
 from agent.hookserver import HookServer, permission_decision
@@ -43,7 +44,7 @@ from agent.state import (
     compute,
     screen_idle_since,
 )
-from agent.status import find_for_session
+from agent.status import ClaudeStatus, find_for_session, read_status
 from agent.transcript import TranscriptFollower, transcript_path
 from relay.config import Config
 from relay.convert import BRIDGE_CONVERSATION, bridge_line
@@ -74,7 +75,23 @@ BURST_SECONDS = 1.0  # after a hook, read the screen every BURST_INTERVAL for th
 BURST_INTERVAL = 0.1
 AUTO_PASS_TRUST = "🔐 Folder trust was accepted so the session could start"
 REVIVED_TEXT = "🔁 The Mac restarted, so the session was reopened in the same conversation"
-NO_AUTO_ALLOW = frozenset({"AskUserQuestion", "ExitPlanMode"})  # "allow" does not answer these
+
+
+def _policy(record: SessionRecord) -> policyrules.Policy:
+    return policyrules.from_record(record.policy, record.allow_all)
+
+
+def _set_policy(record: SessionRecord, policy: policyrules.Policy) -> None:
+    record.policy = policy.to_json()
+    record.allow_all = policy.allow_all
+
+
+def _is_no(card: DetectedCard, answer: str | list[str] | None) -> bool:
+    """The answer picks a "No…" option: it grants nothing, "always" or not."""
+    if not isinstance(answer, str):
+        return False
+    label = next((o.label for o in card.options if o.key == answer), "")
+    return label.strip().lower().startswith("no")
 
 
 def _is_trust(card: DetectedCard) -> bool:
@@ -107,6 +124,7 @@ class Runtime:
     card_id: str | None = None
     card_count: int = 0
     card_seen_at: float = 0.0
+    status_pid: int | None = None  # the claude process whose status file this session reads
     sent: dict[str, Any] = field(default_factory=dict)  # last values sent to the relay
     keys: asyncio.Lock = field(default_factory=asyncio.Lock)  # one typist at a time
     wake_screen: asyncio.Event = field(default_factory=asyncio.Event)
@@ -235,6 +253,9 @@ class Agent:
         except (OSError, ValueError):
             return 0
         with socket.socket() as probe:
+            # As the server binds (asyncio's reuse_address): the hook connections it closed
+            # leave the port in TIME_WAIT, which must not make it look taken.
+            probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
             try:
                 probe.bind(("127.0.0.1", port))
             except OSError:
@@ -371,9 +392,17 @@ class Agent:
                 rt.follower.follow(conversation, self._transcript_file(record))
                 self._dirty = True
         if event == "PermissionRequest":
+            # The session's policy (agent/policy.py): allow before the dialog is drawn, deny
+            # with a reason, or None = ask (the dialog becomes a card). Questions and plans
+            # always ask.
             tool = payload.get("tool_name")
-            if record.allow_all and tool not in NO_AUTO_ALLOW:
+            tool = tool if isinstance(tool, str) else None
+            verdict = _policy(record).verdict(tool)
+            if verdict.rule == "allow":
                 return permission_decision("allow")
+            if verdict.rule == "deny":
+                _log.info("session %s: policy denied %s", record.id, tool)
+                return permission_decision("deny", verdict.deny_message(tool or "this tool"))
             return None
         if self.options.polling_only:
             if event in ("PostToolUse", "PostToolUseFailure", "Stop"):
@@ -396,7 +425,7 @@ class Agent:
         for rt in self.runtimes.values():
             rt.sent.clear()  # send the whole live side again
             rt.wake_screen.set()
-        for record in self.registry.sessions.values():
+        for record in list(self.registry.sessions.values()):  # delete_history may run meanwhile
             if record.id not in self.runtimes:
                 await self._send_update(self._runtime(record), force=True)
 
@@ -547,7 +576,7 @@ class Agent:
             await self.mux.kill(rt.name)
             record.alive = False if record.ended_by_person or record.resting else record.alive
             self._dirty = True
-        status = find_for_session(self.options.claude_home, record.conversation_id or record.id)
+        status = self._claude_status(rt)
         if status is not None:
             rt.status, rt.status_at = status.status, status.status_at
         computed = compute(
@@ -584,6 +613,18 @@ class Agent:
         await self._send_update(rt)
         if previous != computed.state and computed.state == "idle":
             await self._deliver_held(rt, reason="idle")
+
+    def _claude_status(self, rt: Runtime) -> ClaudeStatus | None:
+        """Claude Code's status file: found once by conversation id, then read by its pid."""
+        home = self.options.claude_home
+        conversation = rt.record.conversation_id or rt.record.id
+        if rt.status_pid is not None:
+            status = read_status(home, rt.status_pid)
+            if status is not None and status.session_id == conversation:
+                return status
+        status = find_for_session(home, conversation)
+        rt.status_pid = status.pid if status is not None else None
+        return status
 
     def _track_card(self, rt: Runtime) -> None:
         card = rt.screen.card if rt.screen and rt.state == "waiting" else None
@@ -741,8 +782,14 @@ class Agent:
             created_at=time.time(),
             permission_mode=args.get("permission_mode"),
             model=args.get("model"),
-            allow_all=bool(args.get("allow_all", False)),
         )
+        try:
+            policy = policyrules.Policy.from_json(args.get("policy"))
+        except policyrules.PolicyError as exc:
+            raise CommandFailed("bad_args", f"policy: {exc}") from exc
+        if args.get("allow_all"):
+            policy = dataclasses.replace(policy, allow_all=True)
+        _set_policy(record, policy)
         prompt = args.get("prompt")
         if isinstance(prompt, str) and prompt.strip():
             record.held.append(heldrules.new_message(prompt))  # typed once the prompt is up
@@ -750,7 +797,7 @@ class Agent:
         self.archive.track(record.id)
         rt = await self._launch(record, resume=False)
         await self._send_update(rt, force=True)
-        return {"cwd": record.cwd}
+        return {"cwd": record.cwd, "policy": _policy(record).to_json()}
 
     async def _cmd_send(self, session_id: str, args: dict[str, Any]) -> dict[str, Any]:
         record = self._record(session_id)
@@ -806,8 +853,17 @@ class Agent:
                 raise CommandFailed("bad_answer", "answer a stuck card with a message")
             await self._cmd_send(session_id, {"text": text})
             return {"closed": True}
-        if args.get("always") and card.kind == "permission":
-            record.allow_all = True  # "always allow" for this session (finer rules come later)
+        changed: dict[str, Any] = {}
+        if args.get("always") and card.kind == "permission" and not _is_no(card, answer):
+            # "Always allow this category for this session": the card's tool's category (a tool
+            # with none is allowed by name). Saved before the keys, so it holds for the next
+            # request even if this answer is retried.
+            tool = card.tool or rt.hooks.permission_tool
+            policy = _policy(record).always_allow(tool)
+            if policy != _policy(record):
+                _set_policy(record, policy)
+                self._save()
+            changed["policy"] = policy.to_json()
         async with rt.keys:
             settle = rt.card_seen_at + DIALOG_SETTLE - time.monotonic()
             if settle > 0:
@@ -819,7 +875,7 @@ class Agent:
                 "card_still_open", "the terminal did not take the answer; try again"
             )
         await self._deliver_held(rt, reason="card")
-        return {"closed": True}
+        return {"closed": True, **changed}
 
     async def _press(self, rt: Runtime, groups: list[list[str]]) -> None:
         for index, group in enumerate(groups):
@@ -882,6 +938,40 @@ class Agent:
         record = self._record(session_id)
         await self._reopen(record)
         return {}
+
+    async def _cmd_set_policy(self, session_id: str, args: dict[str, Any]) -> dict[str, Any]:
+        """Replace the session's permission policy (agent/policy.py); it applies to the next
+        PermissionRequest and is kept in the registry, so it survives reopen and revive."""
+        record = self._record(session_id)
+        try:
+            policy = policyrules.Policy.from_json(args.get("policy"))
+        except policyrules.PolicyError as exc:
+            raise CommandFailed("bad_args", f"policy: {exc}") from exc
+        _set_policy(record, policy)
+        self._save()
+        return {"policy": policy.to_json()}
+
+    async def _cmd_delete_history(self, session_id: str, args: dict[str, Any]) -> dict[str, Any]:
+        """Retention deleted the session on the relay: drop its event archive and forget it.
+
+        Idempotent (the relay resends it until it gets ok): a session this Mac no longer knows
+        answers ok with ``deleted: false``. Claude Code's own transcripts are left alone.
+        """
+        try:
+            self.archive.path(session_id)
+        except ValueError as exc:
+            raise CommandFailed("bad_args", str(exc)) from exc
+        record = self.registry.sessions.pop(session_id, None)
+        rt = self.runtimes.pop(session_id, None)
+        if rt is not None:
+            rt.pane_alive = False
+        with contextlib.suppress(MuxError):
+            await self.mux.kill(session_name(session_id))  # a terminal still open for it
+        self.archive.delete(session_id)
+        if record is not None:
+            self._save()
+            _log.info("session %s deleted by the relay's retention", session_id)
+        return {"deleted": record is not None}
 
     async def _reopen(self, record: SessionRecord) -> None:
         rt = self._runtime(record)

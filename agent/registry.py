@@ -43,7 +43,8 @@ class SessionRecord:
     # How far each conversation file was stored by the relay: the offset of the last stored line.
     acked: dict[str, int] = field(default_factory=dict)
     held: list[HeldMessage] = field(default_factory=list)
-    allow_all: bool = False
+    allow_all: bool = False  # kept in step with policy["allow_all"] (older files had only it)
+    policy: dict[str, Any] = field(default_factory=dict)  # agent/policy.py's JSON form
     marker_seq: int = 0  # offsets of the bridge's own marker lines
     pending_markers: list[dict[str, Any]] = field(default_factory=list)  # not yet stored
 

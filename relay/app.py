@@ -8,7 +8,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager, suppress
 from pathlib import Path
 
-from fastapi import FastAPI, Request
+from fastapi import Depends, FastAPI, Request
 from fastapi.exception_handlers import http_exception_handler
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
@@ -16,7 +16,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from relay import link, push, routes
+from relay import link, permissions, push, retention, routes, search, usage
 from relay.config import Config
 from relay.errors import PayloadTooLarge, RelayError
 from relay.hub import Hub
@@ -119,13 +119,18 @@ def create_app(config: Config) -> FastAPI:
         hub = Hub(int(config.sse_queue_size))
         hub.bind(asyncio.get_running_loop())
         store.add_listener(hub.publish_events_threadsafe)
+        await usage.install(store, config)  # usage and cost per session (relay/usage.py)
         store.ensure_account()
         app.state.relay = RelayState(config=config, store=store, hub=hub)
         app.state.push = push.install(app.state.relay)  # Web Push: keys, subscriptions, watcher
+        app.state.search = search.install(app.state.relay)  # titles, summaries, search index
+        await permissions.install(app.state.relay)  # the relay's copy of session policies
+        app.state.retention = await retention.install(app.state.relay)  # expiry on a schedule
         _log.info("relay store at %s", store.path)
         try:
             yield
         finally:
+            await app.state.retention.close()
             await app.state.push.close()
             for device_link in list(app.state.relay.live.links.values()):
                 device_link.fail_pending()
@@ -138,6 +143,8 @@ def create_app(config: Config) -> FastAPI:
         docs_url=None,
         redoc_url=None,
         openapi_url=None,  # every route needs a login; the API is described in README.md
+        # A read-only view (X-CB-Read-Only) can change nothing, whichever router serves it.
+        dependencies=[Depends(routes.refuse_read_only)],
     )
 
     @app.exception_handler(RelayError)
@@ -172,6 +179,10 @@ def create_app(config: Config) -> FastAPI:
 
     app.include_router(routes.router)
     app.include_router(push.router)  # /api/push/*: Web Push (relay/push.py)
+    app.include_router(permissions.router)  # /api/sessions/{id}/policy (relay/permissions.py)
+    app.include_router(retention.router)  # /api/retention, pin/unpin (relay/retention.py)
+    app.include_router(search.router)  # /api/search, summaries, titles (relay/search.py)
+    app.include_router(usage.router)  # /api/sessions/{id}/cost, /api/costs (relay/usage.py)
     app.include_router(link.router)
     web_dir = Path(str(config.web_dir)).expanduser() if config.web_dir else WEB_DIR
     if web_dir.is_dir():

@@ -6,6 +6,9 @@ claude-bridge pair               make a one-time pairing code and link
 claude-bridge token create|list|revoke
 claude-bridge events FILE…       show how transcript lines become events (no relay needed)
 claude-bridge replay FILE…       push transcripts to a relay as a Mac would
+claude-bridge cost FILE…         tokens and USD of transcript files taken as one session (JSON)
+claude-bridge open --session ID|-N  resume, start (with that id) or read a session
+claude-bridge sessions           list sessions, newest created first
 """
 
 from __future__ import annotations
@@ -303,6 +306,27 @@ def cmd_events(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_cost(args: argparse.Namespace) -> int:
+    """All the files are one session (a transcript, its /clear successors, its subagents'
+    agent-<id>.jsonl): read in the order given, each named by its file name for subagents."""
+    from relay.cost import CostCounter, PriceError, load_prices
+
+    try:
+        counter = CostCounter(load_prices(str(_config(args).model_prices)))
+    except PriceError as exc:
+        _fail(str(exc), "fix CB_MODEL_PRICES (see the configuration table in README.md)")
+    for name in args.files:
+        path = Path(name)
+        try:
+            data = path.read_bytes()
+        except OSError as exc:
+            _fail(f"cannot read {path}: {exc.strerror}")
+        for raw in data.splitlines():
+            counter.add_text(raw, path.stem)
+    print(json.dumps(counter.report().to_json(), indent=2))
+    return 0
+
+
 def cmd_replay(args: argparse.Namespace) -> int:
     from relay.protocol import DeviceInfo
     from relay.replay import LinkRefused, MacLink, replay_file
@@ -438,6 +462,13 @@ def build_parser() -> argparse.ArgumentParser:
     events.add_argument("files", nargs="+", metavar="FILE.jsonl")
     events.set_defaults(func=cmd_events)
 
+    cost = sub.add_parser(
+        "cost",
+        help="print the tokens and USD of transcript files (together one session) as JSON",
+    )
+    cost.add_argument("files", nargs="+", metavar="FILE.jsonl")
+    cost.set_defaults(func=cmd_cost)
+
     replay = sub.add_parser(
         "replay", help="push transcripts to a relay over the link, as a Mac would"
     )
@@ -449,6 +480,10 @@ def build_parser() -> argparse.ArgumentParser:
     replay.add_argument("--quiet", action="store_true")
     replay.add_argument("files", nargs="+", metavar="FILE.jsonl")
     replay.set_defaults(func=cmd_replay)
+
+    from relay.sessions_cli import add_commands as add_session_commands  # open, sessions
+
+    add_session_commands(sub)
 
     from agent.cli import add_commands  # the Mac side's commands: agent, screen
 

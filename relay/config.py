@@ -171,6 +171,42 @@ SETTINGS: tuple[Setting, ...] = (
         "relay",
     ),
     Setting("push_timeout", 10.0, "Seconds the relay waits for a push service to answer.", "relay"),
+    # Relay: usage and cost (relay/cost.py, relay/prices.json)
+    Setting(
+        "model_prices",
+        "",
+        "Per-model price overrides in USD per million tokens, on top of the bundled catalogue: "
+        'a JSON object or a JSON file\'s path, e.g. {"my-model": {"input": 3, "output": 15, '
+        '"cache_read": 0.3, "cache_write": 3.75}}; all zeros = free. Empty = the catalogue only.',
+        "relay",
+    ),
+    # Relay: retention (relay/retention.py)
+    Setting(
+        "archive_after_days",
+        30.0,
+        "Days a session may sit idle before it is archived (read-only, still searchable); "
+        "0 = never archive.",
+        "relay",
+    ),
+    Setting(
+        "delete_after_days",
+        180.0,
+        "Days after archiving before a session and its events are deleted on the relay and "
+        "its Mac; 0 = never delete.",
+        "relay",
+    ),
+    Setting(
+        "retention_interval",
+        3600.0,
+        "Seconds between retention runs (the first runs when the relay starts).",
+        "relay",
+    ),
+    Setting(
+        "retention_retry_interval",
+        5.0,
+        "Seconds between checks for Macs back online that still have deleted sessions to drop.",
+        "relay",
+    ),
 )
 
 _BY_NAME: dict[str, Setting] = {s.name: s for s in SETTINGS}

@@ -7,10 +7,12 @@ the page, so a person can look it up. Each error says what happened and what to 
     ├── BadRequest            400  bad_request, bad_json, bad_after, bad_limit
     ├── Unauthorized          401  unauthorized, token_revoked, token_expired, bad_pair_code
     ├── Forbidden             403  bad_origin, wrong_token_kind
-    ├── NotFound              404  not_found, unknown_session, unknown_device, unknown_phone
+    ├── NotFound              404  not_found, unknown_session, unknown_device, unknown_phone,
+    │                              unknown_subagent
     ├── Conflict              409  device_offline, epoch_mismatch, after_beyond_last,
     │                              history_unavailable, session_locked, session_exists,
-    │                              card_closed, command_failed (or the Mac's own code)
+    │                              card_closed, read_only, session_archived, command_failed (or the Mac's own
+    │                              code)
     ├── PayloadTooLarge       413  body_too_large, text_too_large
     ├── TooManyRequests       429  pair_rate_limited
     └── GatewayTimeout        504  device_timeout

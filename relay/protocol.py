@@ -257,6 +257,8 @@ CommandName = Literal[
     "rest",
     "reopen",
     "cancel_held",
+    "set_policy",  # args {"policy": {...}}: a session's permission rules (agent/policy.py)
+    "delete_history",  # args {}: retention deleted the session; drop its archive and record
 ]
 
 

@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+import functools
 import json
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Depends, Query, Request
+from fastapi import APIRouter, Depends, Path, Query, Request
 from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel, Field
 from sse_starlette import EventSourceResponse
+from starlette.requests import HTTPConnection
 
 from relay import seq as seqrules
+from relay import subagents, usage
 from relay.auth import COOKIE_NAME, authenticate
 from relay.errors import BadRequest, Conflict, NotFound, PayloadTooLarge
 from relay.history import fetch_page
@@ -19,7 +22,29 @@ from relay.sse import account_updates, last_event_id, session_events
 from relay.state import RelayState, iso
 from relay.store import Principal, Session, new_session_id
 
-router = APIRouter(prefix="/api")
+READ_ONLY_HEADER = "X-CB-Read-Only"
+
+
+def refuse_read_only(request: HTTPConnection) -> None:
+    """A read-only view (the page's ``#/s/<id>/read``, ``claude-bridge open --read-only``) sends
+    ``X-CB-Read-Only: 1`` with every request; any change to a session is then refused (409)."""
+    if request.scope["type"] != "http" or request.scope["method"] in ("GET", "HEAD", "OPTIONS"):
+        return  # the agent link (a WebSocket) and reads are never affected
+    path = request.url.path
+    if path != "/api/sessions" and not path.startswith("/api/sessions/"):
+        return
+    if request.headers.get(READ_ONLY_HEADER, "").strip().lower() not in ("1", "true", "yes"):
+        return
+    assert isinstance(request, Request)
+    phone(request)  # a missing or bad login is still 401 / 403 first
+    raise Conflict(
+        "this is a read-only view: it cannot send to or change a session; "
+        "open the session without read-only to do that",
+        code="read_only",
+    )
+
+
+router = APIRouter(prefix="/api", dependencies=[Depends(refuse_read_only)])
 
 
 def relay_state(request: Request) -> RelayState:
@@ -56,6 +81,7 @@ class NewSession(BaseModel):
     model: str | None = Field(default=None, max_length=200)
     session_id: str | None = Field(default=None, min_length=1, max_length=200)
     allow_all: bool = False  # answer every permission request with "allow" (no dialogs)
+    policy: dict[str, Any] | None = None  # first permission rules (relay/permissions.py)
 
 
 class SessionPatch(BaseModel):
@@ -173,6 +199,10 @@ async def sessions(principal: Phone, state: State) -> dict[str, Any]:
 
 @router.post("/sessions", status_code=201)
 async def create_session(body: NewSession, principal: Phone, state: State) -> dict[str, Any]:
+    from relay import permissions  # it imports this module
+
+    if body.policy is not None:
+        permissions.check(body.policy)  # 400 before anything starts
     devices = {d.id: d for d in await state.store.list_devices(principal.account_id)}
     device = devices.get(body.device_id)
     if device is None:
@@ -190,6 +220,7 @@ async def create_session(body: NewSession, principal: Phone, state: State) -> di
         # The Mac refused (bad folder, claude missing…): nothing was started, keep no trace.
         await state.store.discard_empty_session(principal.account_id, session_id)
     _check(result)
+    await permissions.remember_from_result(state, session_id, result.data)
     session = await state.store.get_session(principal.account_id, session_id)
     state.publish_session(session)
     return {"id": session.id, "session": state.session_json(session, full=True)}
@@ -251,6 +282,45 @@ async def session_events_page(
     return Response(body, media_type="application/json")
 
 
+@router.get("/sessions/{session_id}/subagents")
+async def session_subagents(session_id: str, principal: Phone, state: State) -> dict[str, Any]:
+    """One summary line per subagent: type, task, outcome, cost (relay/subagents.py)."""
+    session = await _session(state, principal, session_id)
+    costs: dict[str, dict[str, Any]] = {}
+    if usage.tracker_for(state.store) is not None:  # per subagent, by agent id (relay/usage.py)
+        report = await usage.session_costs(state.store, principal.account_id, [session.id])
+        costs = report.get(session.id, {}).get("by_agent", {})
+    listed = await subagents.summaries(state.store, session.id, costs)
+    return {"session_id": session.id, "subagents": listed}
+
+
+@router.get("/sessions/{session_id}/subagents/{agent_id}/events")
+async def subagent_events_page(
+    session_id: str,
+    agent_id: Annotated[str, Path(max_length=200)],
+    principal: Phone,
+    state: State,
+    after: Annotated[int | None, Query()] = None,
+    before: Annotated[int | None, Query()] = None,
+    limit: Annotated[int | None, Query()] = None,
+    epoch: Annotated[str | None, Query(max_length=64)] = None,
+) -> Response:
+    """A page of one subagent's events, by the session's seqs, like the session's own events."""
+    session = await _session(state, principal, session_id)
+    body = await subagents.page(
+        state.store,
+        session,
+        agent_id,
+        after=after,
+        before=before,
+        limit=limit,
+        epoch=epoch,
+        page_max=int(state.config.catchup_page),
+        fetch=functools.partial(fetch_page, state),
+    )
+    return Response(body, media_type="application/json")
+
+
 @router.get("/sessions/{session_id}/stream")
 async def session_stream(
     session_id: str,
@@ -294,10 +364,14 @@ def _check(result: CommandResult) -> None:
 async def _command(
     state: RelayState, session: Session, name: CommandName, args: dict[str, Any]
 ) -> dict[str, Any]:
+    from relay import permissions, retention  # they import this module
+
+    await retention.refuse_if_archived(state, session)  # 409 session_archived: read-only
     devices = {d.id: d.name for d in await state.store.list_devices(session.account_id)}
     link = state.live.require_link(session.device_id, devices.get(session.device_id, ""))
     result = await link.command(name, session.id, args, float(state.config.command_timeout))
     _check(result)
+    await permissions.remember_from_result(state, session.id, result.data)  # "always allow"
     return {"ok": True, **result.data}
 
 

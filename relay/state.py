@@ -8,6 +8,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
+from relay import usage
 from relay.auth import RateLimiter
 from relay.config import Config
 from relay.errors import NotFound
@@ -80,6 +81,8 @@ class RelayState:
             "last_seq": session.last_seq,
             "oldest_seq": session.oldest_seq,
             "epoch": session.epoch,
+            # Usage and cost (relay/usage.py): {"usd", "tokens", "source"}; usd None = unknown price.
+            "cost": usage.cost_summary(self.store, session.id),
         }
         if full:
             body["conversation_ids"] = session.conversation_ids

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
 
 from relay import seq as seqrules
+from relay import subagents
 from relay.config import Config
 from relay.convert import BRIDGE_CONVERSATION, Conversion, ConversionLimits, convert_line
 from relay.errors import Conflict, NotFound, Unauthorized
@@ -263,6 +264,7 @@ class Store:
         # stalls the writer for ~10 ms every few hundred commits, the whole tail of fan-out.
         conn.execute("PRAGMA wal_autocheckpoint = 0")
         conn.executescript(SCHEMA)
+        subagents.setup(conn)  # the subagent index: its tables and its trigger on events
         conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
         return conn
 
@@ -690,7 +692,6 @@ class Store:
             pending: list[tuple[LineRecord, DisplayEvent]] = []
             converted: list[tuple[LineRecord, Conversion]] = []
             new_uuids: list[str] = []
-            title: str | None = None
             permission_mode: str | None = None
             known = _known_uuids(conn, session_id, [x.uuid for x in lines if x.uuid])
             for line in lines:
@@ -713,14 +714,12 @@ class Store:
                 conversion = convert_line(line.text, limits)
                 facts = conversion.facts
                 converted.append((line, conversion))
-                if facts.title:
-                    title = facts.title
                 if facts.permission_mode:
                     permission_mode = facts.permission_mode
                 pending.extend((line, event) for event in conversion.events)
             numbers, numbering = seqrules.number(numbering, len(pending), kept)
             for observer in observers:
-                # Same transaction: what observers derive (usage, the search index…) is stored
+                # Same transaction: what observers derive (titles, usage, search…) is stored
                 # exactly when the lines are, never twice for a line sent again.
                 observer.on_lines(conn, account_id, session_id, conversation_id, converted)
             stored: list[tuple[int, str]] = []
@@ -764,7 +763,6 @@ class Store:
                 "UPDATE sessions SET last_seq = ?, oldest_seq = ?, updated_at = ?,"
                 " conversation_id = CASE WHEN ? THEN ? ELSE conversation_id END,"
                 " conversation_ids = ?,"
-                " title = CASE WHEN ? IS NOT NULL AND title_set_by_person = 0 THEN ? ELSE title END,"
                 " permission_mode = COALESCE(?, permission_mode) WHERE id = ?",
                 (
                     numbering.last_seq,
@@ -773,8 +771,6 @@ class Store:
                     is_claudes,
                     conversation_id,
                     json.dumps(conv_ids),
-                    title,
-                    title,
                     permission_mode,
                     session_id,
                 ),

@@ -291,6 +291,10 @@ def test_a_card_sends_a_signed_encrypted_push(make_relay: Any, service: PushServ
     assert len(requests) == 2, [
         json.loads(decrypt(b, keys.private, keys.auth)) for _, _, b in requests
     ]
+    # The two pushes travel concurrently: take the card's (high urgency) first.
+    requests = sorted(requests, key=lambda r: r[1]["urgency"] != "high")
+    with phone_client(server, acct.phone_token) as client:
+        title = client.get(f"/api/sessions/{sid}").json()["title"] or "shop"
 
     path, headers, body = requests[0]
     assert service.origin + path == endpoint
@@ -302,7 +306,7 @@ def test_a_card_sends_a_signed_encrypted_push(make_relay: Any, service: PushServ
     payload = json.loads(decrypt(body, keys.private, keys.auth))
     assert payload == {
         "session_id": sid,
-        "title": "shop needs you",
+        "title": f"{title} needs you",
         "body": "Permission: Bash command",
         "kind": "card",
     }
@@ -335,7 +339,9 @@ def test_push_in_korean_and_only_for_cards_unless_asked(
     time.sleep(0.3)
     assert len(service.requests) == 1
     payload = json.loads(decrypt(request[2], keys.private, keys.auth))
-    assert payload["title"] == "shop · 응답 대기"
+    with phone_client(server, acct.phone_token) as client:
+        title = client.get(f"/api/sessions/{sid}").json()["title"] or "shop"
+    assert payload["title"] == f"{title} · 응답 대기"
     assert payload["body"] == "권한 요청: Bash command"
 
 

@@ -1,0 +1,207 @@
+"""Per-session permission rules (SPEC §9): allow, ask or deny, by tool and by category.
+
+Pure: no I/O. The agent applies a session's policy to each ``PermissionRequest`` hook
+(``allow`` answers before the dialog is drawn, ``deny`` answers with a reason the model reads,
+``ask`` lets Claude Code draw its dialog, which becomes a card on the phone); the relay uses the
+same rules to check a policy sent from the phone.
+
+How a tool is decided, first match wins:
+
+1. ``AskUserQuestion`` and ``ExitPlanMode`` are always **ask**: a hook's "allow" does not answer
+   them (FINDINGS §5) and the person's answer is the point, so no rule auto-answers them.
+2. A rule for the tool itself (``tools``: ``{"Bash": "deny"}``).
+3. A rule for the tool's category (``categories``: ``{"execute": "allow"}``), see
+   ``TOOL_CATEGORIES``; ``mcp__…`` tools are ``mcp``; any other tool has no category.
+4. ``allow_all``: every tool that no rule names is allowed.
+5. Otherwise **ask**.
+
+So explicit rules beat "allow all" (allow everything but ``Bash``: ``allow_all`` plus
+``{"Bash": "deny"}`` or ``{"Bash": "ask"}``), and a tool's rule beats its category's.
+
+The JSON form, used on the link (``set_policy``), in the agent's registry and in the API::
+
+    {"allow_all": false, "categories": {"read": "allow", "execute": "ask"}, "tools": {"Bash": "deny"}}
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal, cast
+
+Rule = Literal["allow", "ask", "deny"]
+RULES: tuple[Rule, ...] = ("allow", "ask", "deny")
+Category = Literal["read", "edit", "execute", "web", "mcp"]
+CATEGORIES: tuple[Category, ...] = ("read", "edit", "execute", "web", "mcp")
+
+TOOL_CATEGORIES: Mapping[str, Category] = {
+    "Read": "read",
+    "Glob": "read",
+    "Grep": "read",
+    "LS": "read",
+    "NotebookRead": "read",
+    "Write": "edit",
+    "Edit": "edit",
+    "MultiEdit": "edit",
+    "NotebookEdit": "edit",
+    "Bash": "execute",
+    "BashOutput": "execute",
+    "KillShell": "execute",
+    "WebFetch": "web",
+    "WebSearch": "web",
+}
+MCP_PREFIX = "mcp__"
+
+#: Never answered by a rule: "allow" does not answer them, and they exist to ask the person.
+NEVER_AUTO: frozenset[str] = frozenset({"AskUserQuestion", "ExitPlanMode"})
+
+MAX_TOOL_RULES = 200
+MAX_TOOL_NAME = 200
+
+
+class PolicyError(ValueError):
+    """A policy in JSON form that is not valid; the message says what is wrong."""
+
+
+def category_of(tool: str | None) -> Category | None:
+    """The category of one of Claude Code's tools, or None (e.g. ``Task``, ``TodoWrite``)."""
+    if not tool:
+        return None
+    if tool.startswith(MCP_PREFIX):
+        return "mcp"
+    return TOOL_CATEGORIES.get(tool)
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """What the policy says for one tool, and which rule said it (for the deny message)."""
+
+    rule: Rule
+    source: Literal["never_auto", "tool", "category", "allow_all", "default"]
+    category: Category | None = None
+
+    def deny_message(self, tool: str) -> str:
+        """The reason Claude Code shows the model when the hook denies a tool."""
+        if self.source == "category" and self.category is not None:
+            why = f"the session's rule for {self.category} tools"
+        else:
+            why = f"the session's rule for {tool}"
+        return (
+            f"claude-bridge: this session's permission policy denies {tool} ({why} is deny). "
+            "Do not retry it; the person can change the session's permissions from the phone."
+        )
+
+
+@dataclass(frozen=True)
+class Policy:
+    allow_all: bool = False
+    categories: Mapping[Category, Rule] = field(default_factory=dict)
+    tools: Mapping[str, Rule] = field(default_factory=dict)
+
+    # -- deciding -------------------------------------------------------------------------
+
+    def verdict(self, tool: str | None) -> Verdict:
+        category = category_of(tool)
+        if not tool or tool in NEVER_AUTO:
+            return Verdict("ask", "never_auto", category)
+        rule = self.tools.get(tool)
+        if rule is not None:
+            return Verdict(rule, "tool", category)
+        if category is not None:
+            rule = self.categories.get(category)
+            if rule is not None:
+                return Verdict(rule, "category", category)
+        if self.allow_all:
+            return Verdict("allow", "allow_all", category)
+        return Verdict("ask", "default", category)
+
+    def decide(self, tool: str | None) -> Rule:
+        return self.verdict(tool).rule
+
+    # -- changing -------------------------------------------------------------------------
+
+    def always_allow(self, tool: str | None) -> Policy:
+        """The card answer's "always allow this category for this session".
+
+        Allows the tool's category; a tool with no category is allowed by name. A rule for the
+        tool itself that says otherwise is dropped, since the person just allowed it. Questions
+        and plans are never changed.
+        """
+        if not tool or tool in NEVER_AUTO:
+            return self
+        tools = dict(self.tools)
+        category = category_of(tool)
+        if category is None:
+            tools[tool] = "allow"
+            return Policy(self.allow_all, dict(self.categories), tools)
+        if tools.get(tool) not in (None, "allow"):
+            del tools[tool]
+        categories = dict(self.categories)
+        categories[category] = "allow"
+        return Policy(self.allow_all, categories, tools)
+
+    # -- JSON -----------------------------------------------------------------------------
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "allow_all": self.allow_all,
+            "categories": {c: self.categories[c] for c in CATEGORIES if c in self.categories},
+            "tools": dict(sorted(self.tools.items())),
+        }
+
+    @classmethod
+    def from_json(cls, data: Any) -> Policy:
+        """Read and check a policy; ``None`` or ``{}`` is the default (ask for everything).
+
+        Raises PolicyError for an unknown category or rule, a bad tool name, or unknown keys.
+        """
+        if data is None:
+            return cls()
+        if not isinstance(data, Mapping):
+            raise PolicyError("a policy is a JSON object: {allow_all, categories, tools}")
+        unknown = set(data) - {"allow_all", "categories", "tools"}
+        if unknown:
+            raise PolicyError(f"unknown policy field(s): {', '.join(sorted(map(str, unknown)))}")
+        allow_all = data.get("allow_all", False)
+        if not isinstance(allow_all, bool):
+            raise PolicyError("allow_all must be true or false")
+        categories: dict[Category, Rule] = {}
+        for name, rule in _mapping(data.get("categories"), "categories").items():
+            if name not in CATEGORIES:
+                raise PolicyError(f"unknown category {name!r}: use one of {', '.join(CATEGORIES)}")
+            categories[name] = _rule(rule, f"categories.{name}")
+        tools: dict[str, Rule] = {}
+        raw_tools = _mapping(data.get("tools"), "tools")
+        if len(raw_tools) > MAX_TOOL_RULES:
+            raise PolicyError(f"at most {MAX_TOOL_RULES} tool rules")
+        for name, rule in raw_tools.items():
+            if not name or len(name) > MAX_TOOL_NAME or not name.isprintable() or " " in name:
+                raise PolicyError(f"not a tool name: {name[:40]!r}")
+            tools[name] = _rule(rule, f"tools.{name}")
+        return cls(allow_all, categories, tools)
+
+
+def _mapping(value: Any, where: str) -> dict[str, Any]:
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping) or not all(isinstance(k, str) for k in value):
+        raise PolicyError(f"{where} must be an object of name → rule")
+    return dict(value)
+
+
+def _rule(value: Any, where: str) -> Rule:
+    if value not in RULES:
+        raise PolicyError(f"{where} must be allow, ask or deny, not {value!r}")
+    return cast(Rule, value)
+
+
+def from_record(policy: Mapping[str, Any] | None, allow_all: bool) -> Policy:
+    """A session's policy as the agent's registry keeps it; a record from before policies
+    existed had only ``allow_all``. A damaged stored policy falls back to asking."""
+    try:
+        found = Policy.from_json(policy)
+    except PolicyError:
+        found = Policy()
+    if allow_all and not found.allow_all:
+        found = Policy(True, found.categories, found.tools)
+    return found

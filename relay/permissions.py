@@ -1,0 +1,149 @@
+"""Per-session permission policies from the phone: ``GET`` / ``PUT /api/sessions/{id}/policy``.
+
+The rules themselves are ``agent/policy.py`` (allow / ask / deny by tool and by category, a
+tool's rule beating its category's, "allow all"; questions and plans always ask).
+
+Where a policy lives:
+
+* **The Mac is the authority.** The agent keeps each session's policy in its registry
+  (``sessions.json``) and applies it to every PermissionRequest hook, so it holds across the
+  agent's restarts, ``reopen`` and revive, and whether or not the relay is reachable.
+* **The relay keeps a copy** (table ``session_policies``) so the phone can show a session's
+  policy while its Mac is offline. The copy is only ever written from what the Mac answered:
+  ``set_policy``, ``create_session`` and an ``answer_card`` with ``always`` return the policy
+  the Mac now holds (``data.policy``), and the relay stores that. A session with no copy (one
+  started before policies existed) shows the default, with ``known: false``.
+* **Changes need the Mac.** ``PUT`` forwards a ``set_policy`` command and answers 409
+  ``device_offline`` when the Mac is offline (the copy is not changed then), so the phone never
+  shows a policy the Mac does not apply.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from fastapi import APIRouter, Depends
+from pydantic import BaseModel, ConfigDict, Field
+
+from agent.policy import CATEGORIES, TOOL_CATEGORIES, Policy, PolicyError
+from relay.errors import BadRequest
+from relay.routes import Phone, State, _command, _session, refuse_read_only
+from relay.state import RelayState, iso
+
+# A read-only view (X-CB-Read-Only) may read but not change: same guard as relay/routes.py.
+router = APIRouter(prefix="/api", dependencies=[Depends(refuse_read_only)])
+
+TABLE = """
+CREATE TABLE IF NOT EXISTS session_policies (
+    session_id TEXT PRIMARY KEY REFERENCES sessions(id) ON DELETE CASCADE,
+    policy TEXT NOT NULL,
+    updated_at REAL NOT NULL
+) WITHOUT ROWID
+"""
+
+
+async def install(state: RelayState) -> None:
+    """Create the relay's copy table (at start-up)."""
+
+    def job(conn: sqlite3.Connection) -> None:
+        conn.execute(TABLE)
+
+    await state.store.write(job)
+
+
+def check(data: Any) -> Policy:
+    """A policy from a request body, or 400 ``bad_request`` saying what is wrong."""
+    try:
+        return Policy.from_json(data)
+    except PolicyError as exc:
+        raise BadRequest(f"policy: {exc}") from None
+
+
+async def remember(state: RelayState, session_id: str, data: Any) -> None:
+    """Store the policy a Mac reported for a session (ignored when it is not a valid one)."""
+    try:
+        policy = Policy.from_json(data)
+    except PolicyError:
+        return
+    text = json.dumps(policy.to_json(), separators=(",", ":"))
+    now = time.time()
+
+    def job(conn: sqlite3.Connection) -> None:
+        if conn.execute("SELECT 1 FROM sessions WHERE id = ?", (session_id,)).fetchone():
+            conn.execute(
+                "INSERT INTO session_policies (session_id, policy, updated_at) VALUES (?, ?, ?)"
+                " ON CONFLICT (session_id) DO UPDATE SET policy = excluded.policy,"
+                " updated_at = excluded.updated_at",
+                (session_id, text, now),
+            )
+
+    await state.store.write(job)
+
+
+async def remember_from_result(state: RelayState, session_id: str, data: Mapping[str, Any]) -> None:
+    """After any command: a Mac that answers with ``policy`` changed it (e.g. "always allow")."""
+    if "policy" in data:
+        await remember(state, session_id, data["policy"])
+
+
+async def stored(state: RelayState, session_id: str) -> tuple[Policy, float | None]:
+    rows = await state.store.read(
+        "SELECT policy, updated_at FROM session_policies WHERE session_id = ?", (session_id,)
+    )
+    if not rows:
+        return Policy(), None
+    try:
+        return Policy.from_json(json.loads(rows[0][0])), float(rows[0][1])
+    except (ValueError, PolicyError):
+        return Policy(), None
+
+
+def _body(
+    state: RelayState, session_id: str, device_id: str, policy: Policy, at: float | None
+) -> dict[str, Any]:
+    link = state.live.link(device_id)
+    return {
+        "session_id": session_id,
+        "policy": policy.to_json(),
+        "known": at is not None,
+        "updated_at": iso(at),
+        "device_online": link is not None and not link.closed,
+        # For the page's editor: the categories and which of Claude Code's tools are in each.
+        "categories": {
+            c: sorted(t for t, cat in TOOL_CATEGORIES.items() if cat == c) for c in CATEGORIES
+        },
+    }
+
+
+class PolicyBody(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    allow_all: bool = False
+    categories: dict[str, str] = Field(default_factory=dict, max_length=16)
+    tools: dict[str, str] = Field(default_factory=dict, max_length=200)
+
+
+@router.get("/sessions/{session_id}/policy")
+async def get_policy(session_id: str, principal: Phone, state: State) -> dict[str, Any]:
+    session = await _session(state, principal, session_id)
+    policy, at = await stored(state, session.id)
+    return _body(state, session.id, session.device_id, policy, at)
+
+
+@router.put("/sessions/{session_id}/policy")
+async def put_policy(
+    session_id: str, body: PolicyBody, principal: Phone, state: State
+) -> dict[str, Any]:
+    """Replace the session's policy on its Mac (409 ``device_offline`` when it is offline)."""
+    session = await _session(state, principal, session_id)
+    policy = check(body.model_dump())
+    # _command refuses archived sessions, and stores the policy the Mac answers with.
+    answer = await _command(state, session, "set_policy", {"policy": policy.to_json()})
+    if "policy" not in answer:  # a Mac that does not echo it: it took what was sent
+        await remember(state, session.id, policy.to_json())
+    now_policy, at = await stored(state, session.id)
+    return {"ok": True, **_body(state, session.id, session.device_id, now_policy, at)}

@@ -1,0 +1,741 @@
+"""Retention (SPEC §9): sessions move from active to archived to deleted, by themselves.
+
+Stages:
+
+* **active** — the default. A session idle for ``archive_after_days`` (30) is archived. Idle
+  means no new event and no change to the session (``sessions.updated_at``) and no retention
+  action by a person (pin, unpin) for that long; a session that is working or waiting for its
+  person on a linked Mac is never archived.
+* **archived** — kept in ``sessions`` (so lists and search still find it) with the stage in
+  this module's table ``session_retention``. It opens read-only: every command that would act
+  on it (send, answer a card, interrupt, end, rest, reopen, set_policy…) is refused with 409
+  ``session_archived`` (``refuse_if_archived``, called by ``relay/routes.py`` ``_command``). New
+  events arriving from its Mac make it active again at the next run; pinning makes it active
+  at once.
+* **deleted** — ``delete_after_days`` (180) after it was archived, the session is deleted on the
+  relay: its row in ``sessions`` and everything keyed by its id (events, conversations, and any
+  table with a ``session_id`` column, so derived data such as usage or a search index goes
+  too), in one transaction. Then, over the link, the Mac is told with a ``delete_history``
+  command: the agent deletes its event archive and forgets the session. A Mac that is offline
+  is told when it links again (the ledger ``retention_deleted`` remembers; see
+  ``deliver_pending``), and until it confirms nothing else happens on the relay. If a Mac's
+  ``hello`` brings the deleted id back before it was told (the relay then re-creates an empty
+  row), that row is removed again once the Mac confirms.
+
+A **pinned** session is kept: never archived or deleted (pinning an archived one makes it
+active again; unpinning restarts its idle clock).
+
+Expiry runs by itself: once when the relay starts, then every ``retention_interval`` seconds
+(an asyncio task started in the app's lifespan). Each run logs one line and keeps a report per
+account, shown by ``GET /api/retention``; ``POST /api/retention/run`` runs it now for the
+caller's account. Ages and the clock are injectable (``Retention.clock``) for tests.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import sqlite3
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from fastapi import APIRouter, Depends, Request
+
+from relay.config import Config
+from relay.errors import Conflict, RelayError
+from relay.live import DeviceLink
+from relay.protocol import SessionInfo
+from relay.routes import Phone, State, _session, refuse_read_only
+from relay.state import RelayState, iso
+from relay.store import Session
+
+_log = logging.getLogger("relay.retention")
+# A read-only view (X-CB-Read-Only) may read but not change: same guard as relay/routes.py.
+router = APIRouter(prefix="/api", dependencies=[Depends(refuse_read_only)])
+
+DAY = 86400.0
+ACTIVE = "active"
+ARCHIVED = "archived"
+WORKING_STATES = frozenset({"starting", "busy", "waiting"})  # never archived while so
+KEEP_TABLES = frozenset({"sessions", "retention_deleted", "retention_reports"})
+
+TABLES = (
+    """CREATE TABLE IF NOT EXISTS session_retention (
+        session_id TEXT PRIMARY KEY REFERENCES sessions(id) ON DELETE CASCADE,
+        stage TEXT NOT NULL DEFAULT 'active' CHECK (stage IN ('active', 'archived')),
+        pinned INTEGER NOT NULL DEFAULT 0,
+        since REAL,
+        archived_at REAL,
+        archived_seq INTEGER
+    ) WITHOUT ROWID""",
+    "CREATE INDEX IF NOT EXISTS session_retention_stage ON session_retention(stage)",
+    """CREATE TABLE IF NOT EXISTS retention_deleted (
+        session_id TEXT PRIMARY KEY,
+        account_id TEXT NOT NULL,
+        device_id TEXT NOT NULL,
+        deleted_at REAL NOT NULL
+    ) WITHOUT ROWID""",
+    """CREATE TABLE IF NOT EXISTS retention_reports (
+        account_id TEXT PRIMARY KEY,
+        report TEXT NOT NULL
+    ) WITHOUT ROWID""",
+)
+
+
+# -- the rules (pure) ----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Ages:
+    """Seconds; 0 turns a step off."""
+
+    archive_after: float
+    delete_after: float
+
+    @classmethod
+    def from_config(cls, config: Config) -> Ages:
+        return cls(float(config.archive_after_days) * DAY, float(config.delete_after_days) * DAY)
+
+
+@dataclass(frozen=True)
+class SessionAge:
+    session_id: str
+    updated_at: float
+    last_seq: int
+    stage: str = ACTIVE
+    pinned: bool = False
+    since: float | None = None  # a stage change or a person's pin/unpin: the idle clock restarts
+    archived_at: float | None = None
+    archived_seq: int | None = None
+
+    @property
+    def idle_since(self) -> float:
+        return max(self.updated_at, self.since or 0.0)
+
+
+@dataclass
+class Plan:
+    archive: list[str] = field(default_factory=list)
+    restore: list[str] = field(default_factory=list)  # archived, but new events came
+    delete: list[str] = field(default_factory=list)
+    kept_pinned: list[str] = field(default_factory=list)
+    kept_working: list[str] = field(default_factory=list)
+
+
+def plan(
+    sessions: Iterable[SessionAge], now: float, ages: Ages, working: Iterable[str] = ()
+) -> Plan:
+    """What one run does to each session (see the module's docstring)."""
+    busy = set(working)
+    out = Plan()
+    for s in sessions:
+        if s.stage == ARCHIVED:
+            if s.pinned or s.last_seq > (s.archived_seq or 0):
+                out.restore.append(s.session_id)
+            elif (
+                ages.delete_after > 0
+                and s.archived_at is not None
+                and now - s.archived_at >= ages.delete_after
+            ):
+                out.delete.append(s.session_id)
+            continue
+        if ages.archive_after <= 0 or now - s.idle_since < ages.archive_after:
+            continue
+        if s.pinned:
+            out.kept_pinned.append(s.session_id)
+        elif s.session_id in busy:
+            out.kept_working.append(s.session_id)
+        else:
+            out.archive.append(s.session_id)
+    return out
+
+
+# -- the store -----------------------------------------------------------------------------
+
+_AGES_SQL = (
+    "SELECT s.id, s.account_id, s.device_id, s.title, s.updated_at, s.last_seq,"
+    " COALESCE(r.stage, 'active'), COALESCE(r.pinned, 0), r.since, r.archived_at, r.archived_seq"
+    " FROM sessions s LEFT JOIN session_retention r ON r.session_id = s.id"
+)
+
+
+@dataclass
+class _Found:
+    account_id: str
+    device_id: str
+    title: str
+    age: SessionAge
+
+
+@dataclass
+class _Applied:
+    plan: Plan
+    found: dict[str, _Found]
+    deleted: list[str]
+    failed: list[tuple[str, str]]
+    counts: dict[str, dict[str, int]]  # account → {active, archived, pinned}
+    accounts: list[str]
+
+
+def _tables_with_session_id(conn: sqlite3.Connection) -> list[str]:
+    """Tables holding rows of a session by its id: real tables and virtual ones (FTS), never a
+    virtual table's own shadow tables (written only through the virtual table)."""
+    rows = conn.execute(
+        "SELECT name, sql FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'"
+    ).fetchall()
+    virtual = [n for n, sql in rows if (sql or "").upper().startswith("CREATE VIRTUAL TABLE")]
+    found: list[str] = []
+    for name, _ in rows:
+        if name in KEEP_TABLES or any(name.startswith(v + "_") for v in virtual):
+            continue
+        try:
+            columns = {r[1] for r in conn.execute(f"PRAGMA table_info({_quote(name)})")}
+        except sqlite3.Error:
+            continue  # a virtual table whose module is not loaded here
+        if "session_id" in columns:
+            found.append(name)
+    return found
+
+
+def _quote(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def _forget(conn: sqlite3.Connection, session_id: str, tables: Sequence[str]) -> None:
+    """Delete the session's row first, so its ON DELETE CASCADEs and triggers (the search
+    index's) do their work; then whatever is left under its id in tables that keep no
+    foreign key. A table whose foreign key would refuse the delete is emptied first."""
+    conn.execute("SAVEPOINT session_row")
+    try:
+        conn.execute("DELETE FROM sessions WHERE id = ?", (session_id,))
+    except sqlite3.IntegrityError:
+        conn.execute("ROLLBACK TO session_row")
+        conn.execute("RELEASE session_row")
+        _sweep(conn, session_id, tables)
+        conn.execute("DELETE FROM sessions WHERE id = ?", (session_id,))
+        return
+    conn.execute("RELEASE session_row")
+    _sweep(conn, session_id, tables)
+
+
+def _sweep(conn: sqlite3.Connection, session_id: str, tables: Sequence[str]) -> None:
+    for table in tables:
+        conn.execute(f"DELETE FROM {_quote(table)} WHERE session_id = ?", (session_id,))
+
+
+def _apply(
+    conn: sqlite3.Connection,
+    now: float,
+    ages: Ages,
+    working: tuple[set[str], set[str]],
+    account_id: str | None,
+) -> _Applied:
+    """One run in one transaction. ``working``: the sessions whose live side says starting,
+    busy or waiting, and the Macs linked now (a live side only counts on its linked Mac)."""
+    where, params = ("", ()) if account_id is None else (" WHERE s.account_id = ?", (account_id,))
+    found: dict[str, _Found] = {}
+    for r in conn.execute(_AGES_SQL + where, params):
+        age = SessionAge(r[0], float(r[4]), int(r[5]), r[6], bool(r[7]), r[8], r[9], r[10])
+        found[r[0]] = _Found(r[1], r[2], r[3], age)
+    live, online = working
+    busy = [sid for sid in live if sid in found and found[sid].device_id in online]
+    todo = plan((f.age for f in found.values()), now, ages, busy)
+    for sid in todo.archive:
+        conn.execute(
+            "INSERT INTO session_retention (session_id, stage, since, archived_at, archived_seq)"
+            " VALUES (?, 'archived', ?, ?, ?) ON CONFLICT (session_id) DO UPDATE SET"
+            " stage = 'archived', since = excluded.since, archived_at = excluded.archived_at,"
+            " archived_seq = excluded.archived_seq",
+            (sid, now, now, found[sid].age.last_seq),
+        )
+    for sid in todo.restore:
+        conn.execute(
+            "UPDATE session_retention SET stage = 'active', since = ?, archived_at = NULL,"
+            " archived_seq = NULL WHERE session_id = ?",
+            (now, sid),
+        )
+    deleted: list[str] = []
+    failed: list[tuple[str, str]] = []
+    tables = _tables_with_session_id(conn) if todo.delete else []
+    for sid in todo.delete:
+        conn.execute("SAVEPOINT forget")
+        try:
+            _forget(conn, sid, tables)
+            conn.execute(
+                "INSERT OR REPLACE INTO retention_deleted"
+                " (session_id, account_id, device_id, deleted_at) VALUES (?, ?, ?, ?)",
+                (sid, found[sid].account_id, found[sid].device_id, now),
+            )
+        except sqlite3.Error as exc:
+            conn.execute("ROLLBACK TO forget")
+            failed.append((sid, str(exc)))
+        else:
+            deleted.append(sid)
+        conn.execute("RELEASE forget")
+    if account_id is None:
+        accounts = [str(r[0]) for r in conn.execute("SELECT id FROM accounts")]
+    else:
+        accounts = [account_id]
+    counts = {a: {"active": 0, "archived": 0, "pinned": 0} for a in accounts}
+    for r in conn.execute(
+        "SELECT s.account_id, COALESCE(r.stage, 'active'), COALESCE(r.pinned, 0), COUNT(*)"
+        " FROM sessions s LEFT JOIN session_retention r ON r.session_id = s.id"
+        + where
+        + " GROUP BY 1, 2, 3",
+        params,
+    ):
+        bucket = counts.setdefault(r[0], {"active": 0, "archived": 0, "pinned": 0})
+        bucket[r[1]] = bucket.get(r[1], 0) + int(r[3])
+        if r[2]:
+            bucket["pinned"] += int(r[3])
+    return _Applied(todo, found, deleted, failed, counts, accounts)
+
+
+async def stage_of(state: RelayState, session_id: str) -> tuple[str, bool, float | None]:
+    """(stage, pinned, archived_at) of a session; a session never touched is active."""
+    rows = await state.store.read(
+        "SELECT stage, pinned, archived_at FROM session_retention WHERE session_id = ?",
+        (session_id,),
+    )
+    if not rows:
+        return ACTIVE, False, None
+    return str(rows[0][0]), bool(rows[0][1]), rows[0][2]
+
+
+async def refuse_if_archived(state: RelayState, session: Session) -> None:
+    """409 ``session_archived`` for a command to an archived session: it opens read-only."""
+    stage, _, _ = await stage_of(state, session.id)
+    if stage == ARCHIVED:
+        raise Conflict(
+            "this session is archived: it opens read-only. Pin it to make it active again.",
+            code="session_archived",
+            session_id=session.id,
+        )
+
+
+# -- the scheduler -------------------------------------------------------------------------
+
+
+class Retention:
+    """Runs expiry on a schedule and tells Macs about deleted sessions (one per relay)."""
+
+    def __init__(self, state: RelayState, clock: Callable[[], float] = time.time) -> None:
+        self.state = state
+        self.clock = clock
+        self._task: asyncio.Task[None] | None = None
+        self._kick = asyncio.Event()
+        self._deliver_lock = asyncio.Lock()
+        self._run_lock = asyncio.Lock()
+        self._pending_devices: set[str] = set()
+        self._seen: dict[str, DeviceLink] = {}  # a link seen once has surely had its welcome
+        self.next_run_at: float | None = None  # wall-clock time of the next scheduled run
+
+    @property
+    def ages(self) -> Ages:
+        return Ages.from_config(self.state.config)
+
+    async def setup(self) -> None:
+        def job(conn: sqlite3.Connection) -> list[str]:
+            for sql in TABLES:
+                conn.execute(sql)
+            return [str(r[0]) for r in conn.execute("SELECT device_id FROM retention_deleted")]
+
+        self._pending_devices = set(await self.state.store.write(job))
+        self.state.watchers.append(self._watch)
+
+    def start(self) -> None:
+        self._task = asyncio.create_task(self._loop(), name="retention")
+
+    async def close(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+            self._task = None
+        with contextlib.suppress(ValueError):
+            self.state.watchers.remove(self._watch)
+
+    async def _loop(self) -> None:
+        interval = max(1.0, float(self.state.config.retention_interval))
+        retry = max(0.05, float(self.state.config.retention_retry_interval))
+        loop = asyncio.get_running_loop()
+        due = loop.time()  # the first run when the relay starts
+        while True:
+            if loop.time() >= due:
+                try:
+                    await self.run_once(trigger="schedule")
+                except RelayError as exc:  # e.g. the store closing under us
+                    _log.warning("retention run failed: %s", exc)
+                except Exception:
+                    _log.exception("retention run failed")
+                due = loop.time() + interval
+                self.next_run_at = time.time() + interval
+            try:
+                await self.deliver_pending()
+            except Exception:
+                _log.exception("telling Macs about deleted sessions failed")
+            self._note_links()
+            self._kick.clear()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._kick.wait(), min(retry, max(0.0, due - loop.time())))
+
+    def _note_links(self) -> None:
+        """Remember the links there are now. A command is sent only on a link noted at an
+        earlier tick: one that just attached may not have sent its welcome yet, and a Mac takes
+        nothing before its welcome."""
+        self._seen = {d: link for d, link in self.state.live.links.items() if not link.closed}
+
+    def _watch(
+        self, account_id: str, session: Session, before: SessionInfo | None, after: SessionInfo
+    ) -> None:
+        """A session_update came from a Mac, so its link has had its welcome: a Mac with
+        deleted sessions to drop can be told at once."""
+        link = self.state.live.link(session.device_id)
+        if link is not None and self._seen.get(session.device_id) is not link:
+            self._seen[session.device_id] = link
+            if session.device_id in self._pending_devices:
+                self._kick.set()
+
+    # -- a run -------------------------------------------------------------------------
+
+    async def run_once(
+        self, *, account_id: str | None = None, trigger: str = "request"
+    ) -> dict[str, dict[str, Any]]:
+        """Archive, restore and delete what is due; tell Macs; keep and return the reports."""
+        async with self._run_lock:
+            return await self._run(account_id, trigger)
+
+    async def _run(self, account_id: str | None, trigger: str) -> dict[str, dict[str, Any]]:
+        now = self.clock()
+        ages = self.ages
+        working = self._working_sessions()
+        applied = await self.state.store.write(
+            lambda conn: _apply(conn, now, ages, working, account_id)
+        )
+        for sid in applied.deleted:
+            info = applied.found[sid]
+            self._pending_devices.add(info.device_id)
+            self.state.live.sessions.pop(sid, None)
+            self.state.hub.publish_account(info.account_id, "session_deleted", {"session_id": sid})
+        for sid, stage in [(s, ARCHIVED) for s in applied.plan.archive] + [
+            (s, ACTIVE) for s in applied.plan.restore
+        ]:
+            info = applied.found[sid]
+            self.state.hub.publish_account(
+                info.account_id, "session_stage", {"session_id": sid, "stage": stage}
+            )
+        if applied.deleted:
+            await self.deliver_pending()
+        waiting = await self._waiting_ids()
+        reports = {
+            account: self._report(account, applied, now, trigger, waiting)
+            for account in applied.accounts
+        }
+        texts = {a: json.dumps(r, separators=(",", ":")) for a, r in reports.items()}
+
+        def store_reports(conn: sqlite3.Connection) -> None:
+            conn.executemany(
+                "INSERT INTO retention_reports (account_id, report) VALUES (?, ?)"
+                " ON CONFLICT (account_id) DO UPDATE SET report = excluded.report",
+                list(texts.items()),
+            )
+
+        await self.state.store.write(store_reports)
+        p = applied.plan
+        _log.info(
+            "retention (%s): archived %d, made active again %d, deleted %d (%d wait for their"
+            " Mac), failed %d; kept %d pinned and %d working sessions",
+            trigger,
+            len(p.archive),
+            len(p.restore),
+            len(applied.deleted),
+            len([s for s in applied.deleted if s in waiting]),
+            len(applied.failed),
+            len(p.kept_pinned),
+            len(p.kept_working),
+        )
+        return reports
+
+    def _working_sessions(self) -> tuple[set[str], set[str]]:
+        live = self.state.live
+        working = {sid for sid, info in live.sessions.items() if info.state in WORKING_STATES}
+        return working, {d for d, link in live.links.items() if not link.closed}
+
+    def _report(
+        self, account: str, applied: _Applied, now: float, trigger: str, waiting: set[str]
+    ) -> dict[str, Any]:
+        def mine(ids: Iterable[str]) -> list[str]:
+            return [s for s in ids if applied.found[s].account_id == account]
+
+        def item(sid: str, **extra: Any) -> dict[str, Any]:
+            return {"session_id": sid, "title": applied.found[sid].title, **extra}
+
+        p = applied.plan
+        archived = [
+            item(s, idle_days=round((now - applied.found[s].age.idle_since) / DAY, 1))
+            for s in mine(p.archive)
+        ]
+        restored = [item(s) for s in mine(p.restore)]
+        deleted = [
+            item(s, mac="waiting" if s in waiting else "deleted") for s in mine(applied.deleted)
+        ]
+        failed = [
+            item(s, error=e) for s, e in applied.failed if applied.found[s].account_id == account
+        ]
+        pieces = [
+            f"archived {len(archived)}",
+            f"made active again {len(restored)}",
+            f"deleted {len(deleted)}",
+        ]
+        late = sum(1 for d in deleted if d["mac"] == "waiting")
+        if late:
+            pieces[-1] += f" ({late} still to be deleted on an offline Mac)"
+        if failed:
+            pieces.append(f"could not delete {len(failed)}")
+        return {
+            "ran_at": iso(now),
+            "trigger": trigger,
+            "summary": ", ".join(pieces),
+            "archive_after_days": float(self.state.config.archive_after_days),
+            "delete_after_days": float(self.state.config.delete_after_days),
+            "archived": archived,
+            "restored": restored,
+            "deleted": deleted,
+            "failed": failed,
+            "kept_pinned": len(mine(p.kept_pinned)),
+            "kept_working": mine(p.kept_working),
+            "counts": applied.counts.get(account, {"active": 0, "archived": 0, "pinned": 0}),
+        }
+
+    async def _waiting_ids(self, account_id: str | None = None) -> set[str]:
+        sql = "SELECT session_id FROM retention_deleted"
+        rows = await self.state.store.read(
+            sql if account_id is None else sql + " WHERE account_id = ?",
+            () if account_id is None else (account_id,),
+        )
+        return {str(r[0]) for r in rows}
+
+    # -- telling the Macs ----------------------------------------------------------------
+
+    async def deliver_pending(self) -> list[str]:
+        """Send ``delete_history`` for deleted sessions whose Mac is linked; return the ids the
+        Macs confirmed. A Mac that is offline, times out or refuses is asked again later."""
+        if not self._pending_devices:
+            return []
+        async with self._deliver_lock:
+            rows = await self.state.store.read(
+                "SELECT d.session_id, d.device_id, d.deleted_at, s.cwd, s.created_at"
+                " FROM retention_deleted d LEFT JOIN sessions s ON s.id = d.session_id"
+                " ORDER BY d.deleted_at"
+            )
+            by_device: dict[str, list[tuple[str, float, str | None, float | None]]] = {}
+            for sid, device_id, deleted_at, cwd, created_at in rows:
+                by_device.setdefault(device_id, []).append((sid, deleted_at, cwd, created_at))
+            self._pending_devices = set(by_device)
+            done: list[str] = []
+            timeout = float(self.state.config.command_timeout)
+            for device_id, items in by_device.items():
+                link = self.state.live.link(device_id)
+                if link is None or link.closed:
+                    continue
+                if self._seen.get(device_id) is not link:
+                    continue  # linked just now: it may not have had its welcome yet
+                for sid, deleted_at, cwd, created_at in items:
+                    if cwd and created_at is not None and created_at > deleted_at:
+                        # The id came back with work since (a new session made with it, or
+                        # its Mac still writing to it): keep that, only forget the ledger.
+                        await self._settle(sid, remove_row=False)
+                        continue
+                    try:
+                        result = await link.command("delete_history", sid, {}, timeout)
+                    except RelayError as exc:
+                        _log.info("Mac %s not told of deleted %s yet: %s", device_id, sid, exc)
+                        break
+                    if not result.ok:
+                        _log.warning(
+                            "Mac %s could not delete session %s: %s %s",
+                            device_id,
+                            sid,
+                            result.code,
+                            result.error,
+                        )
+                        continue
+                    await self._settle(sid, remove_row=cwd is not None)
+                    done.append(sid)
+            if done:
+                _log.info("retention: %d deleted sessions also deleted on their Macs", len(done))
+            remaining = await self.state.store.read("SELECT device_id FROM retention_deleted")
+            self._pending_devices = {str(r[0]) for r in remaining}
+            return done
+
+    async def _settle(self, session_id: str, *, remove_row: bool) -> None:
+        """The Mac confirmed: drop the ledger entry, and the empty row its hello re-created."""
+
+        def job(conn: sqlite3.Connection) -> str | None:
+            conn.execute("DELETE FROM retention_deleted WHERE session_id = ?", (session_id,))
+            if not remove_row:
+                return None
+            row = conn.execute(
+                "SELECT account_id FROM sessions WHERE id = ?", (session_id,)
+            ).fetchone()
+            if row is None:
+                return None
+            _forget(conn, session_id, _tables_with_session_id(conn))
+            return str(row[0])
+
+        account = await self.state.store.write(job)
+        if account is not None:
+            self.state.live.sessions.pop(session_id, None)
+            self.state.hub.publish_account(account, "session_deleted", {"session_id": session_id})
+
+    # -- pins and views --------------------------------------------------------------------
+
+    async def set_pinned(self, session_id: str, pinned: bool) -> None:
+        """Pin: active (again) and kept. Unpin: the idle clock restarts; an archived session
+        stays archived."""
+        now = self.clock()
+        if pinned:
+            sql = (
+                "INSERT INTO session_retention (session_id, stage, pinned, since)"
+                " VALUES (?, 'active', 1, NULL) ON CONFLICT (session_id) DO UPDATE SET"
+                " pinned = 1, stage = 'active', archived_at = NULL, archived_seq = NULL,"
+                " since = CASE WHEN stage = 'archived' THEN ? ELSE since END"
+            )
+        else:
+            sql = (
+                "INSERT INTO session_retention (session_id, stage, pinned, since)"
+                " VALUES (?, 'active', 0, ?) ON CONFLICT (session_id) DO UPDATE SET"
+                " pinned = 0, since = CASE WHEN stage = 'active' THEN excluded.since ELSE since END"
+            )
+
+        def job(conn: sqlite3.Connection) -> None:
+            conn.execute(sql, (session_id, now))
+
+        await self.state.store.write(job)
+
+    async def session_view(self, session: Session) -> dict[str, Any]:
+        stage, pinned, archived_at = await stage_of(self.state, session.id)
+        rows = await self.state.store.read(
+            "SELECT since FROM session_retention WHERE session_id = ?", (session.id,)
+        )
+        since = rows[0][0] if rows else None
+        ages = self.ages
+        archive_at = delete_at = None
+        if stage == ACTIVE and not pinned and ages.archive_after > 0:
+            archive_at = max(session.updated_at, since or 0.0) + ages.archive_after
+        if stage == ARCHIVED and archived_at is not None and ages.delete_after > 0:
+            delete_at = archived_at + ages.delete_after
+        return {
+            "session_id": session.id,
+            "stage": stage,
+            "pinned": pinned,
+            "archived_at": iso(archived_at),
+            "archive_at": iso(archive_at),  # if it stays idle
+            "delete_at": iso(delete_at),
+        }
+
+    async def account_view(self, account_id: str) -> dict[str, Any]:
+        rows = await self.state.store.read(
+            "SELECT report FROM retention_reports WHERE account_id = ?", (account_id,)
+        )
+        last = json.loads(rows[0][0]) if rows else None
+        marked = await self.state.store.read(
+            "SELECT r.session_id, r.stage, r.pinned, r.archived_at FROM session_retention r"
+            " JOIN sessions s ON s.id = r.session_id WHERE s.account_id = ?"
+            " AND (r.stage = 'archived' OR r.pinned = 1) ORDER BY r.session_id",
+            (account_id,),
+        )
+        waiting = await self.state.store.read(
+            "SELECT session_id, device_id, deleted_at FROM retention_deleted"
+            " WHERE account_id = ? ORDER BY deleted_at",
+            (account_id,),
+        )
+        delete_after = self.ages.delete_after
+        return {
+            "settings": {
+                "archive_after_days": float(self.state.config.archive_after_days),
+                "delete_after_days": float(self.state.config.delete_after_days),
+                "retention_interval": float(self.state.config.retention_interval),
+            },
+            "last_run": last,
+            "next_run_at": iso(self.next_run_at),
+            "archived": [
+                {
+                    "session_id": r[0],
+                    "archived_at": iso(r[3]),
+                    "delete_at": iso(r[3] + delete_after) if delete_after > 0 else None,
+                }
+                for r in marked
+                if r[1] == ARCHIVED
+            ],
+            "pinned": [r[0] for r in marked if r[2]],
+            "waiting_for_mac": [
+                {"session_id": r[0], "device_id": r[1], "deleted_at": iso(r[2])} for r in waiting
+            ],
+        }
+
+
+async def install(state: RelayState) -> Retention:
+    """Create the tables and start the schedule (the app's lifespan)."""
+    retention = Retention(state)
+    await retention.setup()
+    retention.start()
+    return retention
+
+
+# -- routes --------------------------------------------------------------------------------
+
+
+def _retention(request: Request) -> Retention:
+    found: Retention = request.app.state.retention
+    return found
+
+
+@router.get("/retention")
+async def retention_report(request: Request, principal: Phone) -> dict[str, Any]:
+    """The last run's report for this account, what is archived or pinned, what waits for a Mac."""
+    return await _retention(request).account_view(principal.account_id)
+
+
+@router.post("/retention/run")
+async def retention_run(request: Request, principal: Phone) -> dict[str, Any]:
+    """Run expiry now for this account; answers with the report."""
+    retention = _retention(request)
+    reports = await retention.run_once(account_id=principal.account_id, trigger="request")
+    return {"ok": True, "report": reports.get(principal.account_id)}
+
+
+@router.get("/sessions/{session_id}/retention")
+async def session_retention(
+    session_id: str, request: Request, principal: Phone, state: State
+) -> dict[str, Any]:
+    session = await _session(state, principal, session_id)
+    return await _retention(request).session_view(session)
+
+
+@router.post("/sessions/{session_id}/pin")
+async def pin(session_id: str, request: Request, principal: Phone, state: State) -> dict[str, Any]:
+    """Keep the session: never archived or deleted; an archived one becomes active again."""
+    session = await _session(state, principal, session_id)
+    retention = _retention(request)
+    await retention.set_pinned(session.id, True)
+    view = await retention.session_view(session)
+    state.hub.publish_account(
+        session.account_id, "session_stage", {"session_id": session.id, "stage": view["stage"]}
+    )
+    return {"ok": True, **view}
+
+
+@router.post("/sessions/{session_id}/unpin")
+async def unpin(
+    session_id: str, request: Request, principal: Phone, state: State
+) -> dict[str, Any]:
+    """Let the session age again; its idle clock restarts now."""
+    session = await _session(state, principal, session_id)
+    retention = _retention(request)
+    await retention.set_pinned(session.id, False)
+    return {"ok": True, **await retention.session_view(session)}

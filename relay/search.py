@@ -1,0 +1,927 @@
+"""Search and browse sessions, and the summary snapshots shown in lists.
+
+**What is indexed** — the named fields of a session, never every byte of its transcripts: title,
+summary (below), files touched (paths from tool inputs, relative to the session's folder when
+inside it), tools used, the Mac's name, the folder, and the dates (created and last active, as
+``2026-11-29 November 2026`` in the relay's local time). They live in one SQLite FTS5 table,
+``session_fts`` (tokenizer ``unicode61``, diacritics folded, prefix indexes of 2 and 3 characters),
+one row per session. SQL triggers keep its title, folder and Mac columns in step with the
+``sessions`` and ``devices`` tables whoever writes them (a rename from the phone or the CLI, a Mac
+renamed, a session moved to another Mac), and remove a deleted session's row; the observer below
+fills summary, files, tools and dates from new transcript lines.
+
+**Ranking** — ``bm25`` with field weights (:data:`WEIGHTS`: a title match counts most, then
+files, summary, folder, tools, Mac, date), ties broken by the most recently active session.
+
+**Queries** — typed words, all required (AND), each matching as a word prefix (``sto`` finds
+``store.py``); ``"quoted words"`` match as a phrase; ``title:``, ``summary:``, ``file:``,
+``tool:``, ``mac:``, ``folder:`` and ``date:`` limit a term to one field. Everything else is
+plain text: FTS5 syntax (``*``, ``NEAR``, ``AND``/``OR``/``NOT``, parentheses, column filters of
+another shape) is never passed through, so no query can fail with a syntax error. At most
+:data:`MAX_TERMS` terms count; a query over :data:`MAX_QUERY_CHARS` characters is refused with a
+clear 400 (``query_too_long``). An empty query browses: newest activity first, same filters.
+
+**Here and elsewhere** — given ``device_id`` and/or ``cwd``, results are split into ``here`` (on
+that Mac and/or in that folder or below it) and ``elsewhere`` (other places), each ranked and
+limited on its own. Filters: ``state`` (live state, comma-separated: starting, idle, busy,
+waiting, ended), ``group``, ``stage`` (active, archived: relay/retention.py's stages; archived
+sessions are searched like any other unless filtered out, deleted ones are gone from the relay
+and from the index), ``since``/``until`` (dates or times: a session matches when it was active
+in that span).
+
+**Summary snapshots** — a short summary per session, taken at natural boundaries and stored, so
+it is never regenerated when a list is opened:
+
+* at the end of a turn (Claude Code's ``system`` lines ``stop_hook_summary`` / ``turn_duration``)
+  when something happened since the last snapshot: ``<topic> → <answer> · <files>``, where the
+  topic is the gist of the last substantive prompt (relay/titles.py rules, 100 characters), the
+  answer the first sentence(s) of the turn's last assistant text (up to 160 characters) and the
+  files the names of those touched in the turn (at most 3);
+* at compaction: Claude Code's own summary (the ``isCompactSummary`` user line) — its "Primary
+  Request and Intent" and "Current Work" sections when present, else its text — replaces the
+  summary; later turns add ``· Latest: <turn>`` to it;
+* at session end (the Mac reports the session ended) when a turn was left open, e.g. interrupted.
+
+There is no model to call: the summary is derived from the conversation only, at most
+:data:`SUMMARY_MAX_CHARS` characters. Subagents' lines add their files and tools but not their
+prompts (their task is the parent's).
+
+The observer runs inside the ingest transaction (relay/store.py ``LineObserver``) in its own
+savepoint: a failure is logged and undone and never refuses the Mac's lines. Sessions stored
+before the index existed get their row at start-up (title, Mac, folder, date); their summary,
+files and tools come with their next lines.
+
+**Routes** (a phone's login, like every route): ``GET /api/search?q=&device_id=&cwd=&state=&
+group=&stage=&since=&until=&limit=`` → ``{query, mode: search|browse, terms, here: [...],
+elsewhere: [...], has_more: {here, elsewhere}}``, each item a session as ``GET /api/sessions``
+lists it plus ``summary``, ``summary_kind``, ``summary_at``, ``files`` (first 10), ``tools``,
+``mac`` (its name), ``rank`` and, with retention, ``stage``; ``GET /api/sessions/{id}/summary``
+(the stored snapshot); ``DELETE /api/sessions/{id}/title`` (forget a person's title: the
+automatic one comes back). Errors: 400 ``query_too_long``, ``bad_state``, ``bad_stage``,
+``bad_date``, ``bad_limit``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import copy
+import json
+import logging
+import re
+import sqlite3
+import time
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Annotated, Any, Final
+
+from fastapi import APIRouter, Depends, Query
+
+from relay import titles
+from relay.convert import Conversion
+from relay.errors import BadRequest, NotFound
+from relay.protocol import EventKind, LineRecord, SessionInfo
+from relay.routes import Phone, State, refuse_read_only
+from relay.state import RelayState, iso
+from relay.store import Session, Store
+
+__all__ = [
+    "MAX_QUERY_CHARS",
+    "MAX_TERMS",
+    "SUMMARY_MAX_CHARS",
+    "WEIGHTS",
+    "Digest",
+    "Filters",
+    "SearchIndex",
+    "answer_gist",
+    "compaction_gist",
+    "compose_summary",
+    "install",
+    "match_expression",
+    "router",
+    "search",
+    "summaries",
+]
+
+_log = logging.getLogger("relay.search")
+
+SUMMARY_MAX_CHARS: Final = 400
+TOPIC_MAX_CHARS: Final = 100
+ANSWER_MAX_CHARS: Final = 160
+COMPACTION_MAX_CHARS: Final = 300
+MAX_QUERY_CHARS: Final = 1000
+MAX_TERMS: Final = 16
+MAX_TERM_CHARS: Final = 64
+FILES_KEPT: Final = 200  # distinct files indexed per session (first touched first)
+TOOLS_KEPT: Final = 100
+LIMIT_DEFAULT: Final = 20
+LIMIT_MAX: Final = 100
+TURN_END_SUBTYPES: Final = frozenset({"stop_hook_summary", "turn_duration"})
+STATES: Final = frozenset({"starting", "idle", "busy", "waiting", "ended"})
+STAGES: Final = frozenset({"active", "archived"})  # relay/retention.py; deleted ones are gone
+
+# bm25 weights, in the FTS table's column order.
+WEIGHTS: Final[dict[str, float]] = {
+    "title": 10.0,
+    "summary": 4.0,
+    "files": 5.0,
+    "tools": 3.0,
+    "mac": 2.0,
+    "folder": 3.0,
+    "date": 1.0,
+}
+# Field prefixes a person may type (``file:store``) → FTS column.
+FIELDS: Final[dict[str, str]] = {
+    "title": "title",
+    "summary": "summary",
+    "file": "files",
+    "files": "files",
+    "tool": "tools",
+    "tools": "tools",
+    "mac": "mac",
+    "device": "mac",
+    "folder": "folder",
+    "dir": "folder",
+    "cwd": "folder",
+    "date": "date",
+}
+_MONTHS: Final = [
+    "January",
+    "February",
+    "March",
+    "April",
+    "May",
+    "June",
+    "July",
+    "August",
+    "September",
+    "October",
+    "November",
+    "December",
+]
+
+# -- schema -----------------------------------------------------------------------------------
+
+
+def _day_sql(ts: str) -> str:
+    """SQL for :func:`day_text` of the epoch seconds expression ``ts`` (used by triggers)."""
+    months = " ".join(f"WHEN {i} THEN '{m}'" for i, m in enumerate(_MONTHS, 1))
+    local = f"{ts}, 'unixepoch', 'localtime'"
+    return (
+        f"strftime('%Y-%m-%d', {local}) || ' ' || "
+        f"CASE CAST(strftime('%m', {local}) AS INTEGER) {months} ELSE '' END || ' ' || "
+        f"strftime('%Y', {local})"
+    )
+
+
+# The last column, never searched, names the session: whoever deletes a session's rows by
+# ``session_id`` (relay/retention.py does, in every table that has one) reaches this table too.
+_FTS_COLUMNS: Final = ", ".join(WEIGHTS) + ", session_id"
+_NEW_DOC: Final = f"""
+    INSERT OR IGNORE INTO session_digest (session_id) VALUES (NEW.id);
+    INSERT OR REPLACE INTO session_fts (rowid, {_FTS_COLUMNS})
+    SELECT d.doc_id, NEW.title, '', '', '',
+           COALESCE((SELECT name FROM devices WHERE id = NEW.device_id), ''), NEW.cwd,
+           {_day_sql("NEW.created_at")}, NEW.id
+    FROM session_digest d WHERE d.session_id = NEW.id;"""
+_DOC_OF_NEW: Final = "(SELECT doc_id FROM session_digest WHERE session_id = NEW.id)"
+
+SCHEMA: Final = (
+    """CREATE TABLE IF NOT EXISTS session_digest (
+        doc_id INTEGER PRIMARY KEY,
+        session_id TEXT NOT NULL UNIQUE,
+        topic TEXT NOT NULL DEFAULT '',
+        answer TEXT NOT NULL DEFAULT '',
+        turn_files TEXT NOT NULL DEFAULT '[]',
+        files TEXT NOT NULL DEFAULT '[]',
+        tools TEXT NOT NULL DEFAULT '[]',
+        compaction TEXT NOT NULL DEFAULT '',
+        summary TEXT NOT NULL DEFAULT '',
+        summary_kind TEXT NOT NULL DEFAULT '',
+        summary_at REAL,
+        pending INTEGER NOT NULL DEFAULT 0,
+        active_day TEXT NOT NULL DEFAULT ''
+    )""",
+    f"""CREATE VIRTUAL TABLE IF NOT EXISTS session_fts USING fts5(
+        {", ".join(WEIGHTS)}, session_id UNINDEXED,
+        tokenize = 'unicode61 remove_diacritics 2', prefix = '2 3'
+    )""",
+    f"CREATE TRIGGER IF NOT EXISTS search_session_new AFTER INSERT ON sessions BEGIN {_NEW_DOC} END",
+    f"""CREATE TRIGGER IF NOT EXISTS search_session_title AFTER UPDATE OF title ON sessions
+        WHEN NEW.title IS NOT OLD.title BEGIN
+        UPDATE session_fts SET title = NEW.title WHERE rowid = {_DOC_OF_NEW};
+    END""",
+    f"""CREATE TRIGGER IF NOT EXISTS search_session_cwd AFTER UPDATE OF cwd ON sessions
+        WHEN NEW.cwd IS NOT OLD.cwd BEGIN
+        UPDATE session_fts SET folder = NEW.cwd WHERE rowid = {_DOC_OF_NEW};
+    END""",
+    f"""CREATE TRIGGER IF NOT EXISTS search_session_mac AFTER UPDATE OF device_id ON sessions
+        WHEN NEW.device_id IS NOT OLD.device_id BEGIN
+        UPDATE session_fts
+        SET mac = COALESCE((SELECT name FROM devices WHERE id = NEW.device_id), '')
+        WHERE rowid = {_DOC_OF_NEW};
+    END""",
+    # Browsing reads an account's sessions newest activity first.
+    "CREATE INDEX IF NOT EXISTS search_sessions_recent ON sessions(account_id, updated_at)",
+    """CREATE TRIGGER IF NOT EXISTS search_session_gone AFTER DELETE ON sessions BEGIN
+        DELETE FROM session_fts
+        WHERE rowid = (SELECT doc_id FROM session_digest WHERE session_id = OLD.id);
+        DELETE FROM session_digest WHERE session_id = OLD.id;
+    END""",
+    """CREATE TRIGGER IF NOT EXISTS search_device_name AFTER UPDATE OF name ON devices
+        WHEN NEW.name IS NOT OLD.name BEGIN
+        UPDATE session_fts SET mac = NEW.name WHERE rowid IN (
+            SELECT d.doc_id FROM session_digest d JOIN sessions s ON s.id = d.session_id
+            WHERE s.device_id = NEW.id);
+    END""",
+)
+
+# Sessions stored before the index existed get their rows (idempotent; runs at start-up).
+BACKFILL: Final = (
+    """INSERT OR IGNORE INTO session_digest (session_id) SELECT id FROM sessions""",
+    f"""INSERT INTO session_fts (rowid, {_FTS_COLUMNS})
+        SELECT d.doc_id, s.title, d.summary, '', '',
+               COALESCE((SELECT name FROM devices WHERE id = s.device_id), ''), s.cwd,
+               {_day_sql("s.created_at")}, s.id
+        FROM session_digest d JOIN sessions s ON s.id = d.session_id
+        WHERE d.doc_id NOT IN (SELECT rowid FROM session_fts)""",
+)
+
+
+def day_text(ts: float) -> str:
+    """How a date is indexed: ``2026-11-29 November 2026`` (the relay's local time)."""
+    t = time.localtime(ts)
+    return f"{time.strftime('%Y-%m-%d', t)} {_MONTHS[t.tm_mon - 1]} {t.tm_year}"
+
+
+# -- summary snapshots (pure) -----------------------------------------------------------------
+
+_SENTENCE_END_RE: Final = re.compile(r"(?<=[.!?。？！])\s+")
+_MARKUP_RE: Final = re.compile(r"^[#>*+\-\s]+|[*`]+")
+_REMINDER_RE: Final = re.compile(r"<system-reminder>.*?</system-reminder>", re.DOTALL)
+_SECTION_RE: Final = re.compile(r"^\s*\d+\.\s+([^\n:]{3,60}):[ \t]*", re.MULTILINE)
+_COMPACT_TAIL_MARKERS: Final = (
+    "\nIf you need specific details from before compaction",
+    "\nContinue the conversation from where it left off",
+    "\nPlease continue the conversation",
+)
+
+
+def answer_gist(text: str) -> str:
+    """The first sentence(s) of an assistant answer: at least 40 characters when there are more,
+    at most :data:`ANSWER_MAX_CHARS`, on one line."""
+    lines = [_MARKUP_RE.sub("", line).strip() for line in text.splitlines()]
+    prose = " ".join(line for line in lines if line)
+    out = ""
+    for sentence in _SENTENCE_END_RE.split(prose):
+        out = f"{out} {sentence}".strip()
+        if len(out) >= 40:
+            break
+    return titles.shorten(out, ANSWER_MAX_CHARS)
+
+
+def compaction_gist(text: str) -> str:
+    """A short summary from Claude Code's compaction summary (the ``isCompactSummary`` line)."""
+    body = _REMINDER_RE.sub("", text)
+    head, sep, rest = body.partition("Summary:")
+    body = rest if sep else head
+    for marker in _COMPACT_TAIL_MARKERS:
+        body = body.split(marker, 1)[0]
+    parts = _SECTION_RE.split(body)
+    sections = {
+        name.strip().lower(): " ".join(content.split())
+        for name, content in zip(parts[1::2], parts[2::2], strict=True)
+    }
+    intent = sections.get("primary request and intent", "")
+    current = sections.get("current work", "")
+    if intent or current:
+        gist = " ".join(x for x in (intent, f"Current work: {current}" if current else "") if x)
+    else:
+        gist = " ".join(body.split())
+    return titles.shorten(gist, COMPACTION_MAX_CHARS)
+
+
+def compose_summary(topic: str, answer: str, files: Sequence[str], compaction: str) -> str:
+    """``<topic> → <answer> · <files>``, after the compaction gist when there is one."""
+    turn = f"{topic} → {answer}" if topic and answer else (topic or answer)
+    names = [f.rsplit("/", 1)[-1] for f in files[-3:]]
+    if names:
+        turn = f"{turn} · {', '.join(names)}" if turn else ", ".join(names)
+    if compaction:
+        turn = f"{titles.shorten(compaction, 200)} · Latest: {turn}" if turn else compaction
+    return titles.shorten(turn, SUMMARY_MAX_CHARS)
+
+
+@dataclass
+class Digest:
+    """What the index keeps of one session between batches (the ``session_digest`` row)."""
+
+    doc_id: int
+    cwd: str = ""
+    created_at: float = 0.0
+    topic: str = ""
+    answer: str = ""
+    turn_files: tuple[str, ...] = ()
+    files: tuple[str, ...] = ()
+    tools: tuple[str, ...] = ()
+    compaction: str = ""
+    summary: str = ""
+    summary_kind: str = ""
+    summary_at: float | None = None
+    pending: bool = False
+    active_day: str = ""
+
+    def take_snapshot(self, kind: str, now: float) -> None:
+        """Take the summary now (``kind``: turn, compaction or end)."""
+        if kind == "compaction":
+            self.summary = self.compaction
+        else:
+            self.summary = compose_summary(
+                self.topic, self.answer, self.turn_files, self.compaction
+            )
+        self.summary_kind, self.summary_at, self.pending = kind, now, False
+
+    def date_text(self) -> str:
+        created = day_text(self.created_at)
+        if self.active_day and self.active_day != created:
+            return f"{created} {self.active_day}"
+        return created
+
+
+def display_path(path: str, cwd: str) -> str:
+    """A touched file as indexed and shown: relative to the session's folder when inside it."""
+    base = cwd.rstrip("/")
+    if base and path.startswith(base + "/"):
+        return path[len(base) + 1 :]
+    return path
+
+
+def _add(values: tuple[str, ...], new: Iterable[str], cap: int) -> tuple[str, ...]:
+    out = list(values)
+    for value in new:
+        if value and value not in out and len(out) < cap:
+            out.append(value)
+    return tuple(out)
+
+
+def _line_json(record: LineRecord) -> dict[str, Any] | None:
+    try:
+        value = json.loads(record.text)
+    except ValueError:
+        return None
+    return value if isinstance(value, dict) else None
+
+
+def _compact_summary_text(record: LineRecord, conversion: Conversion) -> str | None:
+    if conversion.facts.line_type != "user" or "isCompactSummary" not in record.text:
+        return None
+    line = _line_json(record)
+    if line is None or line.get("isCompactSummary") is not True:
+        return None
+    message = line.get("message")
+    content = message.get("content") if isinstance(message, dict) else None
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(
+            str(b.get("text", "")) for b in content if isinstance(b, dict) and b.get("text")
+        )
+    return None
+
+
+def _is_turn_end(record: LineRecord, conversion: Conversion) -> bool:
+    if conversion.facts.line_type != "system":
+        return False
+    if not any(subtype in record.text for subtype in TURN_END_SUBTYPES):
+        return False
+    line = _line_json(record)
+    return line is not None and line.get("subtype") in TURN_END_SUBTYPES
+
+
+def digest_lines(
+    digest: Digest,
+    conversation_id: str,
+    lines: Iterable[tuple[LineRecord, Conversion]],
+    now: float,
+) -> Digest:
+    """``digest`` after a batch of new lines, with the snapshots its boundaries call for."""
+    d = copy.copy(digest)  # worked on in place: this runs for every batch a Mac sends
+    answer: str | None = None  # the turn's latest assistant text, its gist made when needed
+
+    def settle_answer() -> None:
+        nonlocal answer
+        if answer is not None:
+            d.answer, answer = answer_gist(answer[:4000]), None
+
+    for record, conversion in lines:
+        facts = conversion.facts
+        main = titles.is_main_conversation(conversation_id, facts.agent_id)
+        if facts.files_touched:
+            paths = [display_path(p, d.cwd) for p in facts.files_touched]
+            d.files = _add(d.files, paths, FILES_KEPT)
+            if main:
+                d.turn_files = _add(d.turn_files, paths, FILES_KEPT)
+                d.pending = True
+        if facts.tools_used:
+            d.tools = _add(d.tools, facts.tools_used, TOOLS_KEPT)
+        for event in conversion.events:
+            if event.kind == EventKind.TOOL_USE and event.tool and event.tool not in d.tools:
+                d.tools = _add(d.tools, [event.tool], TOOLS_KEPT)
+            if not main or not event.text:
+                continue
+            if event.kind == EventKind.USER:
+                gist, substantive = titles.prompt_gist(event.text, TOPIC_MAX_CHARS)
+                if substantive or not d.topic:
+                    d.topic = gist
+                d.answer, answer, d.turn_files, d.pending = "", None, (), True
+            elif event.kind == EventKind.ASSISTANT:
+                answer, d.pending = event.text, True
+        if not main:
+            continue
+        compacted = _compact_summary_text(record, conversion)
+        if compacted is not None:
+            gist = compaction_gist(compacted)
+            if gist:
+                d.compaction, d.topic, d.answer, answer, d.turn_files = gist, "", "", None, ()
+                d.take_snapshot("compaction", now)
+        elif d.pending and _is_turn_end(record, conversion):
+            settle_answer()
+            d.take_snapshot("turn", now)
+    settle_answer()
+    return d
+
+
+# -- the observer -----------------------------------------------------------------------------
+
+_DIGEST_COLUMNS: Final = (
+    "d.doc_id, s.cwd, s.created_at, d.topic, d.answer, d.turn_files, d.files, d.tools,"
+    " d.compaction, d.summary, d.summary_kind, d.summary_at, d.pending, d.active_day"
+)
+
+
+def load_digest(conn: sqlite3.Connection, session_id: str) -> Digest | None:
+    row = conn.execute(
+        f"SELECT {_DIGEST_COLUMNS} FROM session_digest d JOIN sessions s ON s.id = d.session_id"
+        " WHERE d.session_id = ?",
+        (session_id,),
+    ).fetchone()
+    if row is None:
+        return None
+    return Digest(
+        doc_id=row[0],
+        cwd=row[1],
+        created_at=row[2],
+        topic=row[3],
+        answer=row[4],
+        turn_files=tuple(json.loads(row[5])),
+        files=tuple(json.loads(row[6])),
+        tools=tuple(json.loads(row[7])),
+        compaction=row[8],
+        summary=row[9],
+        summary_kind=row[10],
+        summary_at=row[11],
+        pending=bool(row[12]),
+        active_day=row[13],
+    )
+
+
+def save_digest(conn: sqlite3.Connection, before: Digest, after: Digest) -> None:
+    """Store ``after`` and refresh the index columns that changed."""
+    if after == before:
+        return
+    conn.execute(
+        "UPDATE session_digest SET topic = ?, answer = ?, turn_files = ?, files = ?, tools = ?,"
+        " compaction = ?, summary = ?, summary_kind = ?, summary_at = ?, pending = ?,"
+        " active_day = ? WHERE doc_id = ?",
+        (
+            after.topic,
+            after.answer,
+            json.dumps(after.turn_files),
+            json.dumps(after.files),
+            json.dumps(after.tools),
+            after.compaction,
+            after.summary,
+            after.summary_kind,
+            after.summary_at,
+            int(after.pending),
+            after.active_day,
+            after.doc_id,
+        ),
+    )
+    changed: dict[str, str] = {}
+    if after.summary != before.summary:
+        changed["summary"] = after.summary
+    if after.files != before.files:
+        changed["files"] = " ".join(after.files)
+    if after.tools != before.tools:
+        changed["tools"] = " ".join(after.tools)
+    if after.active_day != before.active_day:
+        changed["date"] = after.date_text()
+    if changed:
+        sets = ", ".join(f"{column} = ?" for column in changed)
+        conn.execute(
+            f"UPDATE session_fts SET {sets} WHERE rowid = ?", (*changed.values(), after.doc_id)
+        )
+
+
+class SearchIndex:
+    """The search index and summary snapshots: a store ``LineObserver`` and a session watcher."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    def setup(self, conn: sqlite3.Connection) -> None:
+        for statement in (*SCHEMA, *BACKFILL):
+            conn.execute(statement)
+
+    def on_lines(
+        self,
+        conn: sqlite3.Connection,
+        account_id: str,
+        session_id: str,
+        conversation_id: str,
+        lines: list[tuple[LineRecord, Conversion]],
+    ) -> None:
+        conn.execute("SAVEPOINT search")
+        try:
+            before = load_digest(conn, session_id)
+            if before is not None:
+                now = time.time()
+                after = digest_lines(before, conversation_id, lines, now)
+                after.active_day = day_text(now)
+                save_digest(conn, before, after)
+        except Exception:
+            conn.execute("ROLLBACK TO search")
+            _log.exception("search index of session %s not updated", session_id)
+        finally:
+            conn.execute("RELEASE search")
+
+    def watch(
+        self, account_id: str, session: Session, before: SessionInfo | None, after: SessionInfo
+    ) -> None:
+        """A session the Mac reports ended gets its summary snapshot if a turn was left open."""
+        if after.state != "ended" or (before is not None and before.state == "ended"):
+            return
+        task = asyncio.get_running_loop().create_task(self.session_ended(session.id))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def session_ended(self, session_id: str) -> None:
+        def job(conn: sqlite3.Connection) -> None:
+            digest = load_digest(conn, session_id)
+            if digest is not None and digest.pending:
+                ended = copy.copy(digest)
+                ended.take_snapshot("end", time.time())
+                save_digest(conn, digest, ended)
+
+        try:
+            await self.store.write(job)
+        except Exception:
+            _log.exception("end-of-session summary of %s not taken", session_id)
+
+
+def install(state: RelayState) -> SearchIndex:
+    """Titles, summaries and the search index for a running relay (see relay/app.py)."""
+    state.store.add_observer(titles.TitleObserver())
+    index = SearchIndex(state.store)
+    state.store.add_observer(index)
+    state.watchers.append(index.watch)
+    return index
+
+
+# -- queries (pure) ---------------------------------------------------------------------------
+
+_TERM_RE: Final = re.compile(
+    r'(?:(?P<field>[^\W\d_]+):)?(?:"(?P<phrase>[^"]*)(?:"|$)|(?P<word>[^\s"]+))'
+)
+_WORD_RE: Final = re.compile(r"\w+")
+
+
+def match_expression(query: str) -> tuple[str, list[str]]:
+    """An FTS5 MATCH expression for a typed query, and the terms it searches for.
+
+    Every term is rebuilt from its letters and digits inside double quotes, so nothing a person
+    types is read as FTS5 syntax. An empty expression means nothing searchable was typed.
+
+    >>> match_expression('file:store.py "turn end" NEAR(x) OR')
+    ('files : "store py"* AND "turn end" AND "NEAR x"* AND "OR"*', ['store py', 'turn end', 'NEAR x', 'OR'])
+    """
+    parts: list[str] = []
+    terms: list[str] = []
+    for match in _TERM_RE.finditer(query):
+        field_name = (match.group("field") or "").lower()
+        column = FIELDS.get(field_name)
+        phrase = match.group("phrase")
+        text = phrase if phrase is not None else match.group("word") or ""
+        if field_name and column is None:
+            text = f"{match.group('field')} {text}"  # "http://…": not a field, plain words
+        words = _WORD_RE.findall(text[: MAX_TERM_CHARS * 4])
+        if not words:
+            continue
+        term = " ".join(words)[:MAX_TERM_CHARS].strip()
+        expression = f'"{term}"' if phrase is not None else f'"{term}"*'
+        parts.append(f"{column} : {expression}" if column else expression)
+        terms.append(term)
+        if len(parts) >= MAX_TERMS:
+            break
+    return " AND ".join(parts), terms
+
+
+def parse_time(value: str, *, end_of_day: bool = False) -> float:
+    """Epoch seconds from ``2026-11-29`` (local day; its end when ``end_of_day``), an ISO date
+    and time, or epoch seconds."""
+    text = value.strip()
+    try:
+        return float(text)
+    except ValueError:
+        pass
+    try:
+        if len(text) == 10:
+            day = datetime.strptime(text, "%Y-%m-%d")
+            return day.timestamp() + (86400 if end_of_day else 0)
+        return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
+    except ValueError:
+        raise BadRequest(
+            f"{value[:40]!r} is not a date: use 2026-11-29, 2026-11-29T10:00:00Z or epoch seconds",
+            code="bad_date",
+        ) from None
+
+
+@dataclass(frozen=True)
+class Filters:
+    states: frozenset[str] = frozenset()
+    group: str | None = None
+    stages: tuple[str, ...] = ()
+    since: float | None = None
+    until: float | None = None
+    device_id: str | None = None  # with cwd: where "here" is
+    cwd: str | None = None
+    limit: int = LIMIT_DEFAULT
+
+
+# -- queries (SQL) ----------------------------------------------------------------------------
+
+_SESSION_SELECT: Final = ", ".join(f"s.{c.strip()}" for c in Store._SESSION_COLUMNS.split(","))
+_N_SESSION: Final = len(Store._SESSION_COLUMNS.split(","))
+_BM25: Final = "bm25(session_fts, " + ", ".join(f"{w:g}" for w in WEIGHTS.values()) + ", 0)"
+_EXTRA_SELECT: Final = (
+    "d.summary, d.summary_kind, d.summary_at, d.files, d.tools,"
+    " COALESCE((SELECT name FROM devices WHERE id = s.device_id), '')"
+)
+
+
+async def _stage_sql(store: Store) -> str | None:
+    """SQL for a session's retention stage (relay/retention.py keeps it in its own table), or
+    None when this relay keeps no stages."""
+    rows = await store.read(
+        "SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'session_retention'"
+        " UNION ALL SELECT 'column' FROM pragma_table_info('sessions') WHERE name = 'stage'"
+    )
+    found = {str(r[0]) for r in rows}
+    if "session_retention" in found:
+        return (
+            "COALESCE((SELECT r.stage FROM session_retention r WHERE r.session_id = s.id),"
+            " 'active')"
+        )
+    if "column" in found:
+        return "COALESCE(s.stage, 'active')"
+    return None
+
+
+def _live(state: RelayState) -> tuple[dict[str, str], list[str]]:
+    """Sessions a Mac reports in a live state other than "ended", and the Macs connected: a
+    session shows its live state only while its Mac is connected (as session_json decides)."""
+    live = {sid: info.state for sid, info in state.live.sessions.items() if info.state}
+    return {sid: st for sid, st in live.items() if st != "ended"}, list(state.live.links)
+
+
+def _where(
+    state: RelayState, account_id: str, f: Filters, stage_sql: str | None
+) -> tuple[list[str], list[Any]]:
+    where = ["s.account_id = ?"]
+    params: list[Any] = [account_id]
+    if f.states:
+        live, online = _live(state)
+        wanted = [sid for sid, st in live.items() if st in f.states]
+        showing = (
+            "(s.id IN (SELECT value FROM json_each(?))"
+            " AND s.device_id IN (SELECT value FROM json_each(?)))"
+        )
+        clauses = [showing]
+        params += [json.dumps(wanted), json.dumps(online)]
+        if "ended" in f.states:
+            clauses.append(f"NOT {showing}")
+            params += [json.dumps(list(live)), json.dumps(online)]
+        where.append("(" + " OR ".join(clauses) + ")")
+    if f.group is not None:
+        where.append("s.grp = ?")
+        params.append(f.group)
+    if stage_sql is not None and f.stages:
+        where.append(f"{stage_sql} IN (SELECT value FROM json_each(?))")
+        params.append(json.dumps(list(f.stages)))
+    if f.since is not None:
+        where.append("s.updated_at >= ?")
+        params.append(f.since)
+    if f.until is not None:
+        where.append("s.created_at < ?")
+        params.append(f.until)
+    return where, params
+
+
+def _here(f: Filters) -> tuple[str, list[Any]] | None:
+    clauses: list[str] = []
+    params: list[Any] = []
+    if f.device_id:
+        clauses.append("s.device_id = ?")
+        params.append(f.device_id)
+    if f.cwd:
+        cwd = f.cwd.rstrip("/") or "/"
+        prefix = cwd if cwd.endswith("/") else cwd + "/"
+        clauses.append("(s.cwd = ? OR substr(s.cwd, 1, ?) = ?)")
+        params += [cwd, len(prefix), prefix]
+    if not clauses:
+        return None
+    return "(" + " AND ".join(clauses) + ")", params
+
+
+def _item(state: RelayState, row: Sequence[Any], rank: int) -> dict[str, Any]:
+    session = Store._session(row[:_N_SESSION])
+    summary, kind, summary_at, files, tools, mac, stage = row[_N_SESSION : _N_SESSION + 7]
+    body = state.session_json(session)
+    if stage is not None:
+        body.setdefault("stage", stage)
+    body.update(
+        summary=summary or "",
+        summary_kind=kind or None,
+        summary_at=iso(summary_at),
+        files=json.loads(files or "[]")[:10],
+        tools=json.loads(tools or "[]"),
+        mac=mac,
+        rank=rank,
+    )
+    return body
+
+
+async def search(
+    state: RelayState, account_id: str, query: str, filters: Filters
+) -> dict[str, Any]:
+    """Search (or browse, for an empty query) one account's sessions; see the module docstring."""
+    query = query.strip()
+    if len(query) > MAX_QUERY_CHARS:
+        raise BadRequest(
+            f"a search is limited to {MAX_QUERY_CHARS:,} characters (this one has "
+            f"{len(query):,}); search for a few words",
+            code="query_too_long",
+        )
+    expression, terms = match_expression(query) if query else ("", [])
+    mode = "search" if query else "browse"
+    body: dict[str, Any] = {"query": query, "mode": mode, "terms": terms}
+    if query and not expression:
+        body.update(here=[], elsewhere=[], has_more={"here": False, "elsewhere": False})
+        body["note"] = "nothing to search for: type words, file names or dates"
+        return body
+    stage_sql = await _stage_sql(state.store)
+    where, params = _where(state, account_id, filters, stage_sql)
+    if expression:
+        source = (
+            "session_fts JOIN session_digest d ON d.doc_id = session_fts.rowid"
+            " JOIN sessions s ON s.id = d.session_id"
+        )
+        where.insert(0, "session_fts MATCH ?")
+        params.insert(0, expression)
+        order = f"{_BM25}, s.updated_at DESC"
+    else:
+        source = "sessions s"
+        order = "s.updated_at DESC, s.id"
+    # Two steps: rank ids only (the sort then holds a few bytes per match, not whole rows),
+    # then read the winning rows.
+    ranked = f"SELECT s.id FROM {source} WHERE {{where}} ORDER BY {order} LIMIT ?"
+    here = _here(filters)
+    sections: dict[str, tuple[list[str], list[Any]] | None] = {
+        "here": None if here is None else ([*where, here[0]], [*params, *here[1]]),
+        "elsewhere": (where, params)
+        if here is None
+        else ([*where, f"NOT {here[0]}"], [*params, *here[1]]),
+    }
+    chosen: dict[str, list[str]] = {}
+    has_more: dict[str, bool] = {}
+    for name, section in sections.items():
+        if section is None:
+            chosen[name], has_more[name] = [], False
+            continue
+        clauses, values = section
+        rows = await state.store.read(
+            ranked.format(where=" AND ".join(clauses)), [*values, filters.limit + 1]
+        )
+        has_more[name] = len(rows) > filters.limit
+        chosen[name] = [str(r[0]) for r in rows[: filters.limit]]
+    wanted = chosen["here"] + chosen["elsewhere"]
+    found: dict[str, Sequence[Any]] = {}
+    if wanted:
+        rows = await state.store.read(
+            f"SELECT {_SESSION_SELECT}, {_EXTRA_SELECT}, {stage_sql or 'NULL'}"
+            " FROM sessions s LEFT JOIN session_digest d ON d.session_id = s.id"
+            " WHERE s.id IN (SELECT value FROM json_each(?))",
+            (json.dumps(wanted),),
+        )
+        found = {str(row[0]): row for row in rows}
+    for name, session_ids in chosen.items():
+        rows_in_order = [found[sid] for sid in session_ids if sid in found]
+        body[name] = [_item(state, row, i + 1) for i, row in enumerate(rows_in_order)]
+    body["has_more"] = has_more
+    return body
+
+
+async def summaries(store: Store, account_id: str) -> dict[str, str]:
+    """Each session's stored summary, by id (for lists that want to show it)."""
+    rows = await store.read(
+        "SELECT s.id, d.summary FROM sessions s JOIN session_digest d ON d.session_id = s.id"
+        " WHERE s.account_id = ? AND d.summary != ''",
+        (account_id,),
+    )
+    return {str(r[0]): str(r[1]) for r in rows}
+
+
+# -- routes -----------------------------------------------------------------------------------
+
+# A read-only view may search and read, never give a title back (routes.refuse_read_only).
+router = APIRouter(prefix="/api", dependencies=[Depends(refuse_read_only)])
+
+
+def _split(value: str | None) -> list[str]:
+    return [v.strip() for v in (value or "").split(",") if v.strip()]
+
+
+@router.get("/search")
+async def search_route(
+    principal: Phone,
+    state: State,
+    q: Annotated[str, Query()] = "",
+    device_id: Annotated[str | None, Query(max_length=200)] = None,
+    cwd: Annotated[str | None, Query(max_length=4096)] = None,
+    state_: Annotated[str | None, Query(alias="state", max_length=200)] = None,
+    group: Annotated[str | None, Query(max_length=200)] = None,
+    stage: Annotated[str | None, Query(max_length=200)] = None,
+    since: Annotated[str | None, Query(max_length=64)] = None,
+    until: Annotated[str | None, Query(max_length=64)] = None,
+    limit: Annotated[int | None, Query()] = None,
+) -> dict[str, Any]:
+    """Search sessions by title, summary, files, tools, Mac, folder and date; browse when empty."""
+    states = frozenset(_split(state_))
+    unknown = states - STATES
+    if unknown:
+        raise BadRequest(
+            f"unknown state {sorted(unknown)[0]!r}: use {', '.join(sorted(STATES))}",
+            code="bad_state",
+        )
+    stages = tuple(_split(stage))
+    if set(stages) - STAGES:
+        raise BadRequest(
+            f"unknown stage {sorted(set(stages) - STAGES)[0]!r}: use active or archived",
+            code="bad_stage",
+        )
+    size = LIMIT_DEFAULT if limit is None else limit
+    if not 1 <= size <= LIMIT_MAX:
+        raise BadRequest(f"limit must be between 1 and {LIMIT_MAX}", code="bad_limit")
+    filters = Filters(
+        states=states,
+        group=group,
+        stages=stages,
+        since=parse_time(since) if since else None,
+        until=parse_time(until, end_of_day=True) if until else None,
+        device_id=device_id or None,
+        cwd=cwd or None,
+        limit=size,
+    )
+    return await search(state, principal.account_id, q, filters)
+
+
+@router.get("/sessions/{session_id}/summary")
+async def session_summary(session_id: str, principal: Phone, state: State) -> dict[str, Any]:
+    """The stored summary snapshot of one session (never regenerated by asking)."""
+    session = await state.store.get_session(principal.account_id, session_id)
+    rows = await state.store.read(
+        "SELECT summary, summary_kind, summary_at, files, tools FROM session_digest"
+        " WHERE session_id = ?",
+        (session.id,),
+    )
+    if not rows:
+        raise NotFound(f"no summary for session {session_id}", code="unknown_session")
+    summary, kind, at, files, tools = rows[0]
+    return {
+        "session_id": session.id,
+        "summary": summary,
+        "summary_kind": kind or None,
+        "summary_at": iso(at),
+        "files": json.loads(files),
+        "tools": json.loads(tools),
+    }
+
+
+@router.delete("/sessions/{session_id}/title")
+async def automatic_title(session_id: str, principal: Phone, state: State) -> dict[str, Any]:
+    """Forget a person's title: the session shows its automatic title again."""
+    session = await titles.rename(state.store, principal.account_id, session_id, None)
+    state.publish_session(session)
+    return state.session_json(session, full=True)

@@ -1,0 +1,478 @@
+"""Resume by reference and the read-only view: ``claude-bridge open`` / ``sessions`` as processes
+against a real relay and a scripted Mac, and the API's refusals on a read-only view.
+
+The Mac is a MacLink on its own event loop thread that answers commands the way the agent does
+(create_session and reopen leave the session idle, end and rest end it) and records them, so a
+test can tell exactly what reached the Mac.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import secrets
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+import pytest
+
+from relay import routes, sessions_cli
+from relay.protocol import Command, CommandResult, SessionInfo
+from relay.replay import read_lines
+from tests.conftest import Account, RelayServer, phone_client, transcript
+from tests.web_helpers import LoopThread, ScriptedMac
+
+READ_ONLY = {routes.READ_ONLY_HEADER: "1"}
+LIFE = {"create_session": "idle", "reopen": "idle", "end": "ended", "rest": "ended"}
+SMALL = "b_idle"  # "hello there" and the mock API's answer
+BIG = "d_bash_permission"  # 23 events
+
+
+class LifeMac(ScriptedMac):
+    """A scripted Mac whose sessions live: after create/reopen they are idle, after end ended."""
+
+    async def _on_command(self, command: Command) -> CommandResult:
+        state = LIFE.get(command.name)
+        if state is not None and self.link is not None and command.name not in self.fail:
+            await self.link.update(SessionInfo(session_id=command.session_id, state=state))  # type: ignore[arg-type]
+        return await super()._on_command(command)
+
+
+@pytest.fixture
+def loop() -> Iterator[LoopThread]:
+    thread = LoopThread()
+    yield thread
+    thread.stop()
+
+
+@pytest.fixture
+def studio(relay: RelayServer, account: Account, loop: LoopThread) -> Iterator[LifeMac]:
+    mac = LifeMac(relay, account.device_token, loop, name="Studio")
+    mac.connect()
+    yield mac
+    mac.close()
+
+
+def cli(
+    server: RelayServer, token: str, *args: str, code: int = 0, cwd: str | None = None
+) -> subprocess.CompletedProcess[str]:
+    """``claude-bridge ARGS`` as a person runs it, pointed at the relay with CB_RELAY / CB_TOKEN."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CB_")}
+    env.update(CB_RELAY=server.url, CB_TOKEN=token)
+    result = subprocess.run(
+        [sys.executable, "-m", "relay", *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+        cwd=cwd,
+    )
+    assert result.returncode == code, (result.returncode, result.stdout, result.stderr)
+    return result
+
+
+def open_json(server: RelayServer, acct: Account, *args: str) -> dict[str, Any]:
+    out = cli(server, acct.phone_token, "open", "--json", *args).stdout
+    body: dict[str, Any] = json.loads(out)
+    return body
+
+
+def new_id(prefix: str = "s") -> str:
+    return f"{prefix}-{secrets.token_hex(5)}"
+
+
+def wait_offline(server: RelayServer, acct: Account) -> None:
+    deadline = time.monotonic() + 5
+    while server.state.live.link(acct.device_id) is not None:
+        assert time.monotonic() < deadline, "the Mac's link did not close"
+        time.sleep(0.02)
+
+
+def push(mac: ScriptedMac, session_id: str, prefix: str) -> int:
+    path = transcript(prefix)
+    return mac.send_records(
+        session_id, path.stem, list(read_lines(path.read_bytes())), "/Users/ada/src/shop"
+    )
+
+
+# -- resume by reference ---------------------------------------------------------------------
+
+
+def test_open_an_explicit_id_reopens_an_ended_session_and_shows_a_running_one(
+    relay: RelayServer, account: Account, studio: LifeMac
+) -> None:
+    session_id = new_id()
+    last = push(studio, session_id, SMALL)
+    with phone_client(relay, account.phone_token) as client:
+        assert client.post(f"/api/sessions/{session_id}/end").status_code == 200
+        assert client.get(f"/api/sessions/{session_id}").json()["mark"] == "ended"
+    studio.commands.clear()
+
+    out = cli(relay, account.phone_token, "open", "--session", session_id).stdout
+    assert studio.command_names() == ["reopen"]
+    assert studio.commands[0].session_id == session_id
+    assert out.startswith("Reopened.")
+    assert f"Session {session_id}" in out and "Mac: Studio" in out and "state: idle" in out
+    assert "you: hello there" in out and "claude: Hello! This is the mock API." in out
+    assert f"#{last}" in out  # the last events, numbered
+    assert f"{relay.url}/#/s/{session_id}" in out
+    with phone_client(relay, account.phone_token) as client:
+        snapshot = client.get(f"/api/sessions/{session_id}").json()
+        assert (snapshot["mark"], snapshot["state"]) == (None, "idle")
+
+    # Running already: shown, nothing sent to the Mac.
+    body = open_json(relay, account, "--session", session_id)
+    assert body["action"] == "Already running"
+    assert body["session"]["id"] == session_id and body["link"].endswith(f"/#/s/{session_id}")
+    assert [e["seq"] for e in body["events"]] == list(range(1, last + 1))
+    assert studio.command_names() == ["reopen"]
+
+
+def test_open_an_unknown_id_creates_a_session_with_exactly_that_id(
+    relay: RelayServer, account: Account, studio: LifeMac, tmp_path: Any
+) -> None:
+    chosen = new_id("nightly-build")
+    out = cli(relay, account.phone_token, "open", "--session", chosen, cwd=str(tmp_path)).stdout
+    assert out.startswith(f"Started a new session on Studio in {tmp_path}")
+    assert studio.command_names() == ["create_session"]
+    command = studio.commands[0]
+    assert command.session_id == chosen and command.args == {"cwd": str(tmp_path)}
+    with phone_client(relay, account.phone_token) as client:
+        snapshot = client.get(f"/api/sessions/{chosen}").json()
+        assert (snapshot["id"], snapshot["cwd"], snapshot["device_id"]) == (
+            chosen, str(tmp_path), account.device_id,
+        )  # fmt: skip
+
+    # The same id again is the same session: a script can reuse the ids it chose.
+    again = open_json(relay, account, "--session", chosen, "--cwd", "/elsewhere")
+    assert again["action"] == "Already running" and again["session"]["cwd"] == str(tmp_path)
+    assert studio.command_names() == ["create_session"]
+
+    # --cwd and --device by name.
+    other = new_id()
+    made = open_json(relay, account, "--session", other, "--cwd", "/srv/app", "--device", "studio")
+    assert made["action"].startswith("Started a new session on Studio in /srv/app")
+    assert studio.commands[-1].args == {"cwd": "/srv/app"}
+
+
+def test_a_new_session_needs_one_online_mac_or_device(
+    relay: RelayServer, account: Account, loop: LoopThread
+) -> None:
+    store = relay.state.store
+    second_token, _, second_id = store.create_token(account.account_id, "device", "Laptop")
+    chosen = new_id()
+    none_online = cli(relay, account.phone_token, "open", "--session", chosen, code=2).stderr
+    assert "no Mac is online" in none_online and "test mac" in none_online
+
+    first = LifeMac(relay, account.device_token, loop, name="Studio").connect()
+    second = LifeMac(relay, second_token, loop, name="Laptop").connect()
+    try:
+        two = cli(relay, account.phone_token, "open", "--session", chosen, code=2).stderr
+        assert "2 Macs are online" in two and "--device" in two
+        assert "Studio" in two and "Laptop" in two and second_id in two
+        unknown = cli(
+            relay, account.phone_token, "open", "--session", chosen, "--device", "Nope", code=2
+        ).stderr
+        assert "no Mac 'Nope'" in unknown
+        assert first.commands == [] and second.commands == []
+
+        made = open_json(relay, account, "--session", chosen, "--device", second_id, "--cwd", "/w")
+        assert made["session"]["device_id"] == second_id
+        assert second.command_names() == ["create_session"] and first.commands == []
+    finally:
+        first.close()
+        second.close()
+
+
+def test_offsets_count_by_creation_not_by_last_use(
+    relay: RelayServer, account: Account, studio: LifeMac
+) -> None:
+    older, newer = new_id("older"), new_id("newer")
+    open_json(relay, account, "--session", older, "--cwd", "/a")
+    time.sleep(0.01)  # distinct creation times even on a fast machine
+    open_json(relay, account, "--session", newer, "--cwd", "/b")
+    with phone_client(relay, account.phone_token) as client:
+        assert client.post(f"/api/sessions/{older}/end").status_code == 200
+        # Moving it to the top of the list does not change its creation either.
+        assert client.patch(f"/api/sessions/{older}", json={"position": -5}).status_code == 200
+    assert open_json(relay, account, "--session", older)["action"] == "Reopened"
+    assert studio.command_names() == ["create_session", "create_session", "end", "reopen"]
+
+    assert open_json(relay, account, "--session", "-1", "--read-only")["session"]["id"] == newer
+    assert open_json(relay, account, "--session", "-2", "--read-only")["session"]["id"] == older
+    # Without --read-only, -N opens (here: both run already, so nothing is sent).
+    assert open_json(relay, account, "--session", "-1")["session"]["id"] == newer
+    assert open_json(relay, account, "--session=-2")["session"]["id"] == older
+    assert studio.command_names()[-1] == "reopen"
+
+    missing = cli(relay, account.phone_token, "open", "--session", "-3", code=2).stderr
+    assert "no session -3: there are only 2 sessions" in missing
+    assert "claude-bridge sessions" in missing
+    zero = cli(relay, account.phone_token, "open", "--session", "-0", code=2).stderr
+    assert "offsets start at -1" in zero
+
+    rows = json.loads(cli(relay, account.phone_token, "sessions", "--json").stdout)
+    assert [(r["ref"], r["id"]) for r in rows] == [(-1, newer), (-2, older)]
+    assert rows[0]["mac"] == "Studio" and rows[0]["cwd"] == "/b" and rows[0]["state"] == "idle"
+
+
+def test_an_offset_with_no_sessions_at_all_is_a_clear_error(
+    relay: RelayServer, account: Account
+) -> None:
+    err = cli(relay, account.phone_token, "open", "--session", "-1", code=2).stderr
+    assert "no session -1: there are no sessions yet" in err
+
+
+def test_errors_say_what_to_do_and_exit_2(
+    relay: RelayServer, account: Account, studio: LifeMac
+) -> None:
+    session_id = new_id()
+    push(studio, session_id, SMALL)
+    bad = cli(relay, "cbp_not-a-real-token", "open", "--session", session_id, code=2).stderr
+    assert "pair again" in bad and "unauthorized" in bad
+    device = cli(relay, account.device_token, "sessions", code=2).stderr
+    assert "phone token" in device
+    nothing = cli(relay, "", "sessions", code=2).stderr
+    assert "no phone token" in nothing and "CB_TOKEN" in nothing
+    unreachable = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "relay",
+            "sessions",
+            "--relay",
+            "http://127.0.0.1:9",
+            "--token",
+            "x",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert unreachable.returncode == 2 and "cannot reach the relay" in unreachable.stderr
+
+    studio.close()
+    wait_offline(relay, account)
+
+    # The Mac is offline: reopening says so with the relay's own message.
+    offline = cli(relay, account.phone_token, "open", "--session", session_id, code=2).stderr
+    assert "device_offline" in offline and "offline" in offline
+    assert "claude-bridge agent" in offline
+
+
+# -- sessions ---------------------------------------------------------------------------------
+
+
+def test_sessions_lists_newest_created_first_with_cost_placeholder(
+    relay: RelayServer, account: Account, studio: LifeMac
+) -> None:
+    first, second = new_id("first"), new_id("second")
+    push(studio, first, SMALL)
+    time.sleep(0.01)
+    push(studio, second, BIG)
+    with phone_client(relay, account.phone_token) as client:
+        client.patch(f"/api/sessions/{first}", json={"title": "Fix the build"})
+    table = cli(relay, account.phone_token, "sessions").stdout.splitlines()
+    assert table[0].split() == ["REF", "ID", "TITLE", "MAC", "FOLDER", "STATE", "CREATED", "COST"]
+    assert table[1].startswith("-1") and second in table[1]
+    assert table[2].startswith("-2") and first in table[2] and "Fix the build" in table[2]
+    assert "Studio" in table[2] and "/Users/ada/src/shop" in table[2]
+    assert "ended" in table[1]  # no live state reported for it
+
+    rows = json.loads(cli(relay, account.phone_token, "sessions", "--json").stdout)
+    assert [r["id"] for r in rows] == [second, first]
+    assert set(rows[0]) >= {"id", "title", "mac", "cwd", "state", "created_at", "cost", "ref"}
+    with phone_client(relay, account.phone_token) as client:
+        listed = {s["id"]: s for s in client.get("/api/sessions").json()["sessions"]}
+    for row, line in zip(rows, table[1:], strict=True):
+        # The session's cost object when the relay has one (its usd shown), else "—".
+        assert row["cost"] == listed[row["id"]].get("cost")
+        assert line.rstrip().endswith(sessions_cli.cost_text(row))
+
+    empty = relay.account()
+    assert "No sessions yet" in cli(relay, empty.phone_token, "sessions").stdout
+
+
+def test_cost_and_offsets_pure() -> None:
+    assert sessions_cli.cost_text({"cost": {"usd": 0.01234}}) == "$0.0123"
+    assert sessions_cli.cost_text({"cost": {"usd": 12.5}}) == "$12.50"
+    assert sessions_cli.cost_text({"cost": {"usd": None}}) == "—"
+    assert sessions_cli.cost_text({}) == "—"
+    assert sessions_cli.parse_ref("-12") == 12
+    assert sessions_cli.parse_ref("abc-1") == "abc-1"
+    ordered = sessions_cli.by_creation(
+        [
+            {"id": "a", "created_at": "2026-01-01T00:00:00.000Z", "position": 9},
+            {"id": "b", "created_at": "2026-01-02T00:00:00.000Z", "position": 1},
+        ]
+    )
+    assert [s["id"] for s in ordered] == ["b", "a"]
+    assert sessions_cli.READ_ONLY_HEADER == routes.READ_ONLY_HEADER
+
+
+# -- the read-only view -----------------------------------------------------------------------
+
+
+def test_read_only_prints_the_conversation_and_sends_nothing(
+    relay: RelayServer, account: Account, studio: LifeMac
+) -> None:
+    session_id = new_id()
+    last = push(studio, session_id, BIG)
+    with phone_client(relay, account.phone_token) as client:
+        client.post(f"/api/sessions/{session_id}/end")
+    studio.commands.clear()
+
+    out = cli(relay, account.phone_token, "open", "--session", session_id, "--read-only").stdout
+    lines = out.splitlines()
+    assert lines[0].startswith(f"Session {session_id}") and lines[0].endswith("(read-only)")
+    assert "state: ended" in lines[1]
+    assert "#1    you: RUN_BASH one" in out
+    assert "Bash: touch bash_made.txt && echo hi" in out and "  → hi" in out
+    assert "· Rejected by user" in out
+    assert f"#{last}" in out
+    assert lines[-1] == f"Page: {relay.url}/#/s/{session_id}/read"
+    assert studio.commands == []  # nothing reached the Mac
+    with phone_client(relay, account.phone_token) as client:
+        assert client.get(f"/api/sessions/{session_id}").json()["mark"] == "ended"  # still ended
+
+    body = open_json(relay, account, "--session", session_id, "--read-only")
+    assert [e["seq"] for e in body["events"]] == list(range(1, last + 1))
+    assert studio.commands == []
+
+    # An unknown id is never created by a read-only open.
+    unknown = cli(
+        relay, account.phone_token, "open", "--session", new_id(), "--read-only", code=2
+    ).stderr
+    assert "no session" in unknown and "never starts a session" in unknown
+    assert studio.commands == []
+
+    # The Mac away: an ended session still reads in full from the relay.
+    studio.close()
+    wait_offline(relay, account)
+    offline = cli(relay, account.phone_token, "open", "--session", session_id, "--read-only")
+    assert "#1    you: RUN_BASH one" in offline.stdout
+
+
+def test_read_only_reads_in_pages_and_says_when_older_events_are_only_on_the_mac(
+    make_relay: Any, loop: LoopThread
+) -> None:
+    server: RelayServer = make_relay(events_kept=5, catchup_page=4)
+    acct = server.account()
+    mac = LifeMac(server, acct.device_token, loop).connect()
+    session_id = new_id()
+    try:
+        last = push(mac, session_id, BIG)
+        loop.run(mac.link.wait_for_seq(session_id, last))  # type: ignore[union-attr]
+        # Online: the Mac sends what the relay no longer keeps; pages of 4 join up.
+        body = open_json(server, acct, "--session", session_id, "--read-only")
+        assert [e["seq"] for e in body["events"]] == list(range(1, last + 1))
+    finally:
+        mac.close()
+    wait_offline(server, acct)
+    out = cli(server, acct.phone_token, "open", "--session", session_id, "--read-only").stdout
+    assert f"events before #{last - 4} are kept only on the Mac, which is offline" in out
+    assert f"#{last - 4}" in out and "#1 " not in out
+
+
+def changing_session_routes(routes_of: Any) -> list[tuple[str, str]]:
+    """(method, path) of every route that changes a session, in these routes (any router)."""
+    from tests.test_api import api_routes
+
+    return sorted(
+        (method, path)
+        for path, methods, _ in api_routes(routes_of)
+        for method in methods
+        if path.startswith("/api/sessions") and method not in {"GET", "HEAD", "WEBSOCKET"}
+    )
+
+
+def marked_request(client: httpx.Client, method: str, path: str, session_id: str) -> httpx.Response:
+    """A read-only request to a route, its path parts filled (the session's id, else "x")."""
+    url = re.sub(r"\{[a-z_]+\}", "x", path.replace("{session_id}", session_id))
+    return client.request(method, url, headers=READ_ONLY, json={})
+
+
+def test_the_api_refuses_every_change_on_a_read_only_view(
+    relay: RelayServer, account: Account, studio: LifeMac
+) -> None:
+    session_id = new_id()
+    push(studio, session_id, SMALL)
+    studio.update(session_id, state="idle")
+    base = f"/api/sessions/{session_id}"
+    calls: list[tuple[str, str, Any]] = [
+        ("POST", f"{base}/messages", {"text": "hi"}),
+        ("POST", f"{base}/messages", {"text": "now", "now": True}),
+        ("POST", f"{base}/cards/c1", {"key": "1"}),
+        ("POST", f"{base}/held/m1/cancel", None),
+        ("POST", f"{base}/interrupt", None),
+        ("POST", f"{base}/end", None),
+        ("POST", f"{base}/rest", None),
+        ("POST", f"{base}/reopen", None),
+        ("PATCH", base, {"title": "renamed"}),
+        ("POST", "/api/sessions", {"device_id": account.device_id, "cwd": "/tmp"}),
+    ]
+    listed = set(changing_session_routes(routes.router.routes))
+    assert {
+        ("POST", "/api/sessions/{session_id}/messages"),
+        ("PATCH", "/api/sessions/{session_id}"),
+    } <= listed
+
+    with phone_client(relay, account.phone_token) as client:
+        before = client.get(base).json()
+        for method, url, body in calls:
+            kwargs = {} if body is None else {"json": body}
+            refused = client.request(method, url, headers=READ_ONLY, **kwargs)
+            assert refused.status_code == 409, (method, url, refused.text)
+            error = refused.json()["error"]
+            assert error["code"] == "read_only" and "read-only" in error["message"], url
+        # Every changing route of the phone API, including ones added later, refuses alike.
+        for method, path in listed:
+            refused = marked_request(client, method, path, session_id)
+            assert refused.status_code == 409, (method, path, refused.text)
+            assert refused.json()["error"]["code"] == "read_only", (method, path)
+        assert studio.commands == []  # nothing reached the Mac
+        after = client.get(base).json()
+        assert after["title"] == before["title"] and after["mark"] == before["mark"]
+        assert [s["id"] for s in client.get("/api/sessions").json()["sessions"]] == [session_id]
+
+        # Reading works with the marker, ended sessions included.
+        for url in (base, f"{base}/events", f"{base}/subagents", "/api/sessions"):
+            assert client.get(url, headers=READ_ONLY).status_code == 200, url
+        # A false marker is no marker; without it the same calls go through.
+        sent = client.post(
+            f"{base}/messages", json={"text": "hi"}, headers={routes.READ_ONLY_HEADER: "0"}
+        )
+        assert sent.status_code == 200 and studio.command_names() == ["send"]
+        assert client.post(f"{base}/end").status_code == 200
+        ended = client.get(base, headers=READ_ONLY).json()
+        assert ended["mark"] == "ended"
+        assert client.get(f"{base}/events", headers=READ_ONLY).json()["events"]
+
+    # A missing or wrong login is still 401 first, with or without the marker.
+    with httpx.Client(base_url=relay.url, timeout=15) as anonymous:
+        refused = anonymous.post(f"{base}/messages", json={"text": "x"}, headers=READ_ONLY)
+        assert refused.status_code == 401 and refused.json()["error"]["code"] == "unauthorized"
+    with phone_client(relay, account.device_token) as device:
+        refused = device.post(f"{base}/messages", json={"text": "x"}, headers=READ_ONLY)
+        assert refused.status_code == 403
+
+
+def test_every_router_honours_the_read_only_marker(relay: RelayServer, account: Account) -> None:
+    """Routes other modules add under /api/sessions (titles, pins, policies…) must refuse too."""
+    session_id = new_id()
+    with phone_client(relay, account.phone_token) as client:
+        ignored = [
+            f"{method} {path}"
+            for method, path in changing_session_routes(relay.app.routes)
+            if marked_request(client, method, path, session_id).status_code != 409
+        ]
+    assert not ignored, (
+        f"these routes change a session but ignore {routes.READ_ONLY_HEADER}: {ignored}; give "
+        "their router dependencies=[Depends(routes.refuse_read_only)] (or the whole app, in "
+        "relay/app.py: FastAPI(..., dependencies=[Depends(routes.refuse_read_only)]))"
+    )
