@@ -306,6 +306,16 @@ async def stage_of(state: RelayState, session_id: str) -> tuple[str, bool, float
     return str(rows[0][0]), bool(rows[0][1]), rows[0][2]
 
 
+async def stages(state: RelayState, account_id: str) -> dict[str, tuple[str, bool]]:
+    """(stage, pinned) of every session of an account that left the default (active, unpinned)."""
+    rows = await state.store.read(
+        "SELECT r.session_id, r.stage, r.pinned FROM session_retention r"
+        " JOIN sessions s ON s.id = r.session_id WHERE s.account_id = ?",
+        (account_id,),
+    )
+    return {str(r[0]): (str(r[1]), bool(r[2])) for r in rows}
+
+
 async def refuse_if_archived(state: RelayState, session: Session) -> None:
     """409 ``session_archived`` for a command to an archived session: it opens read-only."""
     stage, _, _ = await stage_of(state, session.id)

@@ -192,8 +192,17 @@ async def revoke_device(device_id: str, principal: Phone, state: State) -> dict[
 
 @router.get("/sessions")
 async def sessions(principal: Phone, state: State) -> dict[str, Any]:
+    from relay import retention, search  # they import this module
+
     items = await state.store.list_sessions(principal.account_id)
-    listed = [state.session_json(s) for s in items]
+    summaries = await search.summaries(state.store, principal.account_id)
+    stages = await retention.stages(state, principal.account_id)
+    listed = []
+    for s in items:
+        item = state.session_json(s)
+        item["summary"] = summaries.get(s.id, "")
+        item["stage"], item["pinned"] = stages.get(s.id, ("active", False))
+        listed.append(item)
     return {"sessions": listed, "needs_you": sum(1 for s in listed if s["needs_you"])}
 
 
@@ -232,8 +241,13 @@ async def _session(state: RelayState, principal: Principal, session_id: str) -> 
 
 @router.get("/sessions/{session_id}")
 async def session_snapshot(session_id: str, principal: Phone, state: State) -> dict[str, Any]:
+    from relay import retention, search  # they import this module
+
     session = await _session(state, principal, session_id)
-    return state.session_json(session, full=True)
+    body = state.session_json(session, full=True)
+    body["summary"] = await search.summary_of(state.store, session.id)
+    body["stage"], body["pinned"], _ = await retention.stage_of(state, session.id)
+    return body
 
 
 @router.patch("/sessions/{session_id}")

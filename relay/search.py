@@ -843,6 +843,13 @@ async def summaries(store: Store, account_id: str) -> dict[str, str]:
     return {str(r[0]): str(r[1]) for r in rows}
 
 
+async def summary_of(store: Store, session_id: str) -> str:
+    rows = await store.read(
+        "SELECT summary FROM session_digest WHERE session_id = ?", (session_id,)
+    )
+    return str(rows[0][0]) if rows else ""
+
+
 # -- routes -----------------------------------------------------------------------------------
 
 # A read-only view may search and read, never give a title back (routes.refuse_read_only).
