@@ -32,7 +32,7 @@ from agent.hookserver import HookServer, permission_decision
 from agent.hooksettings import build_settings, hook_command_path, hook_env, write_settings
 from agent.launch import claude_argv, claude_version, session_env, version_warning
 from agent.link import NotLinked, RelayLink
-from agent.mux import Mux, MuxError, PaneGone, session_name
+from agent.mux import Mux, MuxError, Pane, PaneGone, session_name
 from agent.registry import Registry, SessionRecord, revive_candidates
 from agent.screen import render
 from agent.state import (
@@ -125,6 +125,7 @@ class Runtime:
     card_count: int = 0
     card_seen_at: float = 0.0
     status_pid: int | None = None  # the claude process whose status file this session reads
+    screen_key: tuple[str, int, int] | None = None  # the capture the current facts came from
     sent: dict[str, Any] = field(default_factory=dict)  # last values sent to the relay
     keys: asyncio.Lock = field(default_factory=asyncio.Lock)  # one typist at a time
     wake_screen: asyncio.Event = field(default_factory=asyncio.Event)
@@ -224,9 +225,9 @@ class Agent:
 
     async def stop(self) -> None:
         self._stopping.set()
-        for task in self._tasks:
+        for task in [*self._tasks, *self._background]:
             task.cancel()
-        for task in self._tasks:
+        for task in [*self._tasks, *self._background]:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
         await self.link.stop()
@@ -551,21 +552,27 @@ class Agent:
                 if panes is None:
                     panes = await self.mux.panes()
                 rt.wake_screen.clear()
-                await self._read_session(
-                    rt, panes.get(rt.name) is not None and not panes[rt.name].dead, now
-                )
+                pane = panes.get(rt.name)
+                await self._read_session(rt, pane is not None and not pane.dead, now, pane)
 
-    async def _read_session(self, rt: Runtime, alive: bool, now: float) -> None:
+    async def _read_session(
+        self, rt: Runtime, alive: bool, now: float, pane: Pane | None = None
+    ) -> None:
         record = rt.record
         was_alive = rt.pane_alive
         rt.pane_alive = alive
         if alive:
             try:
-                capture = await self.mux.capture(rt.name)
+                capture = await self.mux.capture(rt.name, pane)
             except PaneGone:
                 rt.pane_alive = False
             else:
-                facts = read_screen(render(capture.text, capture.width, capture.height))
+                key = (capture.text, capture.width, capture.height)
+                if rt.screen is not None and key == rt.screen_key:
+                    facts = rt.screen  # an unchanged screen reads the same (the reader is pure)
+                else:
+                    facts = read_screen(render(capture.text, capture.width, capture.height))
+                    rt.screen_key = key
                 if rt.first_frame_at is None and capture.text.strip():
                     rt.first_frame_at = now
                 rt.idle_since = screen_idle_since(rt.idle_since, facts, now)

@@ -264,16 +264,20 @@ class Mux:
             return {}
         return parse_panes(lines)
 
-    async def capture(self, name: str) -> Capture:
+    async def capture(self, name: str, pane: Pane | None = None) -> Capture:
+        """The pane's screen; ``pane`` (from a `panes()` call just made) saves a round trip."""
         try:
-            info = await self.control.run(
-                "display-message", "-p", "-t", name,
-                "#{pane_width}\t#{pane_height}\t#{cursor_x}\t#{cursor_y}",
-            )  # fmt: skip
+            if pane is None:
+                info = await self.control.run(
+                    "display-message", "-p", "-t", name,
+                    "#{pane_width}\t#{pane_height}\t#{cursor_x}\t#{cursor_y}",
+                )  # fmt: skip
+                width, height, cx, cy = (int(v) for v in info[0].split("\t"))
+            else:
+                width, height, (cy, cx) = pane.width, pane.height, pane.cursor
             rows = await self.control.run("capture-pane", "-p", "-e", "-t", name)
         except MuxError as exc:
             raise PaneGone(f"cannot read {name}: {exc}") from exc
-        width, height, cx, cy = (int(v) for v in info[0].split("\t"))
         return Capture("\n".join(rows), width, height, (cy, cx))
 
     async def send_keys(self, name: str, groups: Sequence[Sequence[str]]) -> None:

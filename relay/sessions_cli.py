@@ -1,10 +1,13 @@
-"""``claude-bridge open`` and ``claude-bridge sessions``: sessions by reference, from a terminal.
+"""The session commands of ``claude-bridge``: sessions by reference, from a terminal.
 
-Both talk to a running relay over HTTP exactly as the phone page does, with a phone token:
+They talk to a running relay over HTTP exactly as the phone page does, with a phone token:
 
     --relay URL     or CB_RELAY   default: this machine's relay (CB_PUBLIC_URL, else CB_HOST:CB_PORT,
                                   else http://127.0.0.1:8765)
     --token TOKEN   or CB_TOKEN   a phone token: `claude-bridge token create --kind phone --name cli`
+
+SESSION, wherever a command takes one, is a session id or -1, -2 … (creation order, newest first,
+as `claude-bridge sessions` numbers them).
 
 claude-bridge open --session ID|-N [--device MAC] [--cwd DIR] [--read-only] [--tail N] [--json]
     ID resumes that session (reopened when it has ended, shown when it runs) or, when the relay has
@@ -15,6 +18,32 @@ claude-bridge open --session ID|-N [--device MAC] [--cwd DIR] [--read-only] [--t
     ``X-CB-Read-Only: 1`` and the relay refuses any change made with it.
 claude-bridge sessions [--json]
     id, title, Mac, folder, state, created and cost of every session, newest created first.
+claude-bridge search [QUERY…] [--mac MAC] [--cwd DIR | --here] [--state S] [--group G]
+                     [--archived | --active] [--since DATE] [--until DATE] [--limit N] [--json]
+    GET /api/search: ranked by title, summary, files touched, tools, Mac, folder and date (no
+    QUERY: browse, newest activity first). With --mac and/or --cwd (--here: the current folder)
+    the results come in two sections, "This Mac / this folder" and "Other places"; without them,
+    one list. Each result: id, title, Mac, folder, state, last active, summary.
+claude-bridge rename SESSION TITLE… | rename SESSION --auto
+    PATCH the title (the id never changes); --auto forgets a person's title so the automatic one
+    shows again (DELETE /api/sessions/{id}/title).
+claude-bridge session-cost SESSION [--json]
+    GET /api/sessions/{id}/cost: tokens and USD in total, per model and per subagent. (`claude-bridge
+    cost FILE.jsonl…` reads transcript files instead, without a relay.)
+claude-bridge policy SESSION [--allow-all | --no-allow-all] [--category C=RULE…] [--tool T=RULE…]
+                     [--reset] [--json]
+    Without changes: the session's permission policy (the relay's copy, also while the Mac is
+    offline). With changes: applied on top of the current policy (--reset: on top of the default,
+    ask for everything) and PUT to the Mac, which must be online; prints the policy it now holds.
+    RULE is allow, ask or deny, or unset to drop the rule.
+claude-bridge pin SESSION | unpin SESSION [--json]
+    Keep a session (never archived or deleted; an archived one is active again), or let it age.
+claude-bridge retention [--run] [--json]
+    What retention keeps: its ages, the last run, archived and pinned sessions, deletions waiting for
+    an offline Mac. --run runs it now for this account and prints what it did.
+claude-bridge subagents SESSION [--agent ID] [--json]
+    One summary line per subagent (type, task, outcome, cost), or with --agent (an id or a unique
+    start of one) that subagent's whole history, read a page at a time.
 
 Exit status: 0 done; 2 with a message on every error (unknown offset, Mac offline, bad token…).
 """
@@ -70,16 +99,16 @@ class ApiError(CommandError):
 # -- pure parts ------------------------------------------------------------------------------
 
 
-def parse_ref(text: str) -> int | str:
+def parse_ref(text: str, what: str = "--session") -> int | str:
     """``-N`` → the offset N (1 = the newest created session); anything else is a session id."""
     text = text.strip()
     if not text:
-        raise CommandError("--session needs a session id or -1, -2 …")
+        raise CommandError(f"{what} needs a session id or -1, -2 …")
     found = OFFSET.fullmatch(text)
     if found:
         return int(found.group(1))
     if text.startswith("-") and text[1:].isdigit():
-        raise CommandError(f"--session {text}: offsets start at -1 (the newest created session)")
+        raise CommandError(f"{what} {text}: offsets start at -1 (the newest created session)")
     return text
 
 
@@ -299,6 +328,10 @@ class Relay:
             hint = "this command needs a phone token, not a Mac's; " + PAIR_HINT
         elif code == "device_offline":
             hint = "start the agent on that Mac (claude-bridge agent), then run this again"
+        elif code == "session_archived":
+            hint = "archived sessions are read-only; `claude-bridge pin SESSION` makes it active"
+        elif code == "unknown_subagent":
+            hint = "`claude-bridge subagents SESSION` lists them"
         raise ApiError(response.status_code, code, f"{message} ({code})", hint, **error)
 
     def session(self, session_id: str) -> dict[str, Any] | None:
@@ -338,6 +371,11 @@ def whole_conversation(
 ) -> list[dict[str, Any]]:
     """Every event of the session, a page at a time; older parts the relay cannot reach (the Mac
     is offline) are skipped with a note instead of failing the whole read."""
+    return every_page(relay, f"/api/sessions/{_quote(session_id)}/events", note)
+
+
+def every_page(relay: Relay, path: str, note: Callable[[str], None]) -> list[dict[str, Any]]:
+    """Every event of a paged history (a session's or a subagent's), forwards from the start."""
     events: list[dict[str, Any]] = []
     after = 0
     epoch: str | None = None
@@ -346,7 +384,7 @@ def whole_conversation(
         if epoch is not None:
             params["epoch"] = epoch
         try:
-            page = relay.events(session_id, **params)
+            page: dict[str, Any] = relay.call("GET", path, params=params)
         except ApiError as exc:
             oldest = exc.details.get("oldest_seq")
             if exc.code != "history_unavailable" or not isinstance(oldest, int) or after >= oldest:
@@ -518,6 +556,585 @@ def cmd_sessions(args: argparse.Namespace) -> int:
     return 0
 
 
+# -- SESSION arguments -------------------------------------------------------------------------
+
+
+def find_session(relay: Relay, text: str) -> dict[str, Any]:
+    """The snapshot of the session SESSION names (an id or -N), or a CommandError saying so."""
+    ref = parse_ref(text, "SESSION")
+    if isinstance(ref, int):
+        found = relay.session(pick_offset(relay.sessions(), ref)["id"])
+        if found is None:
+            raise CommandError(f"session -{ref} was just removed; run this again")
+        return found
+    found = relay.session(ref)
+    if found is None:
+        raise CommandError(
+            f"no session {ref}", "`claude-bridge sessions` lists them (ids and -1, -2 …)"
+        )
+    return found
+
+
+def _named(session: dict[str, Any]) -> str:
+    title = session.get("title")
+    return f'{session["id"]} ("{title}")' if title else str(session["id"])
+
+
+def _print_json(body: Any) -> None:
+    json.dump(body, sys.stdout, ensure_ascii=False)
+    print()
+
+
+# -- search ------------------------------------------------------------------------------------
+
+HERE_HEADING = "This Mac / this folder"
+ELSEWHERE_HEADING = "Other places"
+
+
+def search_params(args: argparse.Namespace, devices: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """The query string of GET /api/search for the command's arguments."""
+    params: dict[str, Any] = {"q": " ".join(args.query).strip()}
+    if args.mac is not None:
+        params["device_id"] = pick_device(devices, args.mac)["id"]
+    cwd = args.cwd if args.cwd is not None else (os.getcwd() if args.here else None)
+    if cwd is not None:
+        params["cwd"] = cwd if cwd.startswith("/") else os.path.abspath(os.path.expanduser(cwd))
+    states = [s.strip() for value in args.state or [] for s in value.split(",") if s.strip()]
+    if states:
+        params["state"] = ",".join(states)
+    if args.group is not None:
+        params["group"] = args.group
+    if args.stage is not None:
+        params["stage"] = args.stage
+    for name in ("since", "until", "limit"):
+        value = getattr(args, name)
+        if value is not None:
+            params[name] = value
+    return params
+
+
+def search_lines(body: dict[str, Any], params: dict[str, Any], mac: str | None) -> list[str]:
+    """What `claude-bridge search` prints for the relay's answer."""
+    query = body.get("query") or ""
+    out: list[str] = []
+    if body.get("note"):
+        out.append(str(body["note"]))
+    split = "device_id" in params or "cwd" in params
+    here, elsewhere = list(body.get("here") or []), list(body.get("elsewhere") or [])
+    more = body.get("has_more") or {}
+    if not here and not elsewhere and not body.get("note"):
+        what = f"matches {query!r}" if query else "is listed"
+        return [f"No session {what} with these filters."]
+    if query:
+        out.append(f"Sessions matching {query!r}, best first:")
+    else:
+        out.append("Sessions, most recently active first:")
+    sections: list[tuple[str | None, list[dict[str, Any]], bool]] = []
+    if split:
+        place = " · ".join(
+            x for x in (mac, short_folder(str(params["cwd"])) if "cwd" in params else None) if x
+        )
+        sections.append((f"{HERE_HEADING}: {place}", here, bool(more.get("here"))))
+        sections.append((ELSEWHERE_HEADING, elsewhere, bool(more.get("elsewhere"))))
+    else:
+        sections.append((None, here + elsewhere, bool(more.get("here") or more.get("elsewhere"))))
+    for heading, items, has_more in sections:
+        if heading is not None:
+            out.append("")
+            out.append(f"{heading} ({len(items)}{'+' if has_more else ''})")
+        if not items:
+            out.append("  (none)")
+        for item in items:
+            out += search_row(item)
+        if has_more:
+            out.append("  … more: narrow the search, or show more with --limit N (at most 100)")
+    return out
+
+
+def search_row(item: dict[str, Any]) -> list[str]:
+    marks = "".join(f"  [{m}]" for m in (item.get("stage"),) if m and m != "active")
+    lines = [
+        f"  {item['id']}  {_clip(item.get('title') or '(untitled)', 70)}{marks}",
+        "      "
+        + " · ".join(
+            (
+                str(item.get("mac") or item.get("device_id") or "?"),
+                short_folder(str(item.get("cwd") or "")) or "—",
+                state_of(item),
+                f"active {when(item.get('updated_at'))}",
+            )
+        ),
+    ]
+    summary = " ".join(str(item.get("summary") or "").split())
+    if summary:
+        lines.append(f"      {_clip(summary, 200)}")
+    return lines
+
+
+def cmd_search(args: argparse.Namespace) -> int:
+    relay = _connect(args, read_only=True)
+    try:
+        devices = relay.devices() if args.mac is not None else []
+        params = search_params(args, devices)
+        body: dict[str, Any] = relay.call("GET", "/api/search", params=params)
+    finally:
+        relay.close()
+    if args.json:
+        _print_json(body)
+        return 0
+    mac = None
+    if "device_id" in params:
+        mac = next(str(d["name"]) for d in devices if d["id"] == params["device_id"])
+    print("\n".join(search_lines(body, params, mac)))
+    return 0
+
+
+# -- rename ------------------------------------------------------------------------------------
+
+
+def cmd_rename(args: argparse.Namespace) -> int:
+    title = " ".join(" ".join(args.title).split())
+    if args.auto and title:
+        raise CommandError("give a TITLE or --auto, not both")
+    if not args.auto and not title:
+        raise CommandError(
+            "rename needs a TITLE",
+            "`claude-bridge rename SESSION --auto` gives back the automatic title",
+        )
+    relay = _connect(args, read_only=False)
+    try:
+        session = find_session(relay, args.session)
+        path = f"/api/sessions/{_quote(session['id'])}"
+        if args.auto:
+            renamed: dict[str, Any] = relay.call("DELETE", f"{path}/title")
+        else:
+            renamed = relay.call("PATCH", path, json={"title": title})
+    finally:
+        relay.close()
+    if args.json:
+        _print_json(renamed)
+    elif args.auto:
+        now = (
+            f'"{renamed["title"]}"' if renamed.get("title") else "none yet (lists show its folder)"
+        )
+        print(f"Session {renamed['id']} shows its automatic title again: {now}")
+    else:
+        print(f'Renamed session {renamed["id"]}: "{renamed["title"]}"')
+    return 0
+
+
+# -- session-cost ------------------------------------------------------------------------------
+
+TOKEN_FIELDS = (
+    ("input_tokens", "INPUT"),
+    ("output_tokens", "OUTPUT"),
+    ("cache_read_tokens", "CACHE READ"),
+    ("cache_write_tokens", "CACHE WRITE"),
+)
+
+
+def usd_text(usd: Any) -> str:
+    if isinstance(usd, int | float) and not isinstance(usd, bool):
+        return f"${usd:.4f}" if usd < 1 else f"${usd:.2f}"
+    return "unknown"
+
+
+def cost_lines(
+    session: dict[str, Any], report: dict[str, Any], agents: dict[str, str]
+) -> list[str]:
+    """What `claude-bridge session-cost` prints: totals, then per model and per subagent."""
+    source = report.get("source")
+    how = (
+        "Claude Code's own figure, from its cost-state line"
+        if source == "cost-state"
+        else "estimated from the price catalogue"
+    )
+    out = [f"Cost of session {_named(session)}", f"  USD: {usd_text(report.get('usd'))}  ({how})"]
+    unknown = report.get("unknown_models") or []
+    if unknown:
+        out.append(
+            f"  no price known for {', '.join(map(str, unknown))}: set one with CB_MODEL_PRICES"
+        )
+    out += [
+        f"  {label.lower() + ':':13}{int(report.get(key) or 0):>12,} tokens"
+        for key, label in TOKEN_FIELDS
+    ]
+    for title, part, names in (
+        ("By model", report.get("by_model") or {}, {}),
+        ("By subagent", report.get("by_agent") or {}, agents),
+    ):
+        if not part:
+            continue
+        head = ("NAME", *(label for _, label in TOKEN_FIELDS), "USD")
+        rows = [
+            (
+                _clip(names.get(name, name), 48),
+                *(f"{int(line.get(key) or 0):,}" for key, _ in TOKEN_FIELDS),
+                usd_text(line.get("usd")),
+            )
+            for name, line in part.items()
+        ]
+        widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(head)]
+        out.append(f"{title}:")
+        for cells in (head, *rows):
+            out.append(
+                "  "
+                + "  ".join(
+                    c.ljust(w) if i == 0 else c.rjust(w)
+                    for i, (c, w) in enumerate(zip(cells, widths, strict=True))
+                ).rstrip()
+            )
+    return out
+
+
+def cmd_session_cost(args: argparse.Namespace) -> int:
+    relay = _connect(args, read_only=True)
+    try:
+        session = find_session(relay, args.session)
+        base = f"/api/sessions/{_quote(session['id'])}"
+        report: dict[str, Any] = relay.call("GET", f"{base}/cost")
+        agents: dict[str, str] = {}
+        if report.get("by_agent") and not args.json:
+            try:
+                listed = relay.call("GET", f"{base}/subagents")["subagents"]
+            except ApiError:
+                listed = []  # the figures are still worth showing without the names
+            for sub in listed:
+                if sub.get("agent_id"):
+                    kind = " · ".join(
+                        str(x) for x in (sub.get("agent_type"), sub.get("description")) if x
+                    )
+                    agents[sub["agent_id"]] = f"{sub['agent_id']} {kind}".strip()
+    finally:
+        relay.close()
+    if args.json:
+        _print_json(report)
+    else:
+        print("\n".join(cost_lines(session, report, agents)))
+    return 0
+
+
+# -- policy ------------------------------------------------------------------------------------
+
+RULE_WORDS = ("allow", "ask", "deny", "unset")
+
+
+def parse_rule(text: str, kind: str) -> tuple[str, str]:
+    """``read=allow`` → ("read", "allow"); ``unset`` drops the rule."""
+    name, sep, rule = text.partition("=")
+    name, rule = name.strip(), rule.strip().lower()
+    if not sep or not name or rule not in RULE_WORDS:
+        raise CommandError(
+            f"--{kind} {text!r}: write NAME=RULE, RULE one of {', '.join(RULE_WORDS)}",
+            "e.g. --category read=allow --tool Bash=deny (unset drops a rule)",
+        )
+    if kind == "category":
+        from agent.policy import CATEGORIES  # pure and small, unlike the relay's API
+
+        if name not in CATEGORIES:
+            raise CommandError(
+                f"--category {text!r}: no category {name!r}",
+                f"categories: {', '.join(CATEGORIES)}; or name one tool with --tool",
+            )
+    return name, rule
+
+
+def changed_policy(current: dict[str, Any], args: argparse.Namespace) -> dict[str, Any] | None:
+    """The policy to PUT (the current one with the command's changes), or None for no change."""
+    categories = [parse_rule(c, "category") for c in args.category or []]
+    tools = [parse_rule(t, "tool") for t in args.tool or []]
+    if not (categories or tools or args.reset or args.allow_all is not None):
+        return None
+    base: dict[str, Any] = {} if args.reset else current
+    parts: dict[str, dict[str, str]] = {
+        "categories": dict(base.get("categories") or {}),
+        "tools": dict(base.get("tools") or {}),
+    }
+    for field, rules in (("categories", categories), ("tools", tools)):
+        for name, rule in rules:
+            if rule == "unset":
+                parts[field].pop(name, None)
+            else:
+                parts[field][name] = rule
+    allow_all = bool(base.get("allow_all", False)) if args.allow_all is None else args.allow_all
+    return {"allow_all": allow_all, **parts}
+
+
+def policy_lines(session: dict[str, Any], body: dict[str, Any], mac: str) -> list[str]:
+    policy = body.get("policy") or {}
+    allow_all = bool(policy.get("allow_all"))
+    fallback = "allow (allow all)" if allow_all else "ask"
+    out = [f"Permission policy of session {_named(session)}"]
+    if not body.get("known"):
+        out.append("  (never reported by the Mac: the default, which asks for everything)")
+    elif body.get("device_online"):
+        out.append(f"  held and applied by {mac}; updated {when(body.get('updated_at'))}")
+    else:
+        out.append(
+            f"  as {mac} last reported it ({when(body.get('updated_at'))}); {mac} is offline, "
+            "and changes need it online"
+        )
+    out.append(f"  allow all: {'yes' if allow_all else 'no'}")
+    rules = policy.get("categories") or {}
+    tools_of = body.get("categories") or {}
+    names = list(tools_of) or list(rules)
+    for name in names:
+        rule = rules.get(name)
+        shown = rule if rule else f"{fallback} (no rule)"
+        members = ", ".join(tools_of.get(name) or []) or ("mcp__… tools" if name == "mcp" else "")
+        out.append(f"  {name:9}{shown:26}{members}".rstrip())
+    tool_rules = policy.get("tools") or {}
+    out.append(
+        "  tools:   "
+        + (", ".join(f"{t} {r}" for t, r in tool_rules.items()) if tool_rules else "(no rule)")
+    )
+    out.append(
+        f"  Any other tool: {fallback}. A tool's rule beats its category's; questions and plans "
+        "always ask."
+    )
+    return out
+
+
+def cmd_policy(args: argparse.Namespace) -> int:
+    wants_change = bool(args.category or args.tool or args.reset or args.allow_all is not None)
+    for text in args.category or []:
+        parse_rule(text, "category")  # every mistake before any request
+    for text in args.tool or []:
+        parse_rule(text, "tool")
+    relay = _connect(args, read_only=not wants_change)
+    try:
+        session = find_session(relay, args.session)
+        path = f"/api/sessions/{_quote(session['id'])}/policy"
+        body: dict[str, Any] = relay.call("GET", path)
+        policy = changed_policy(body["policy"], args)
+        if policy is not None:
+            body = relay.call("PUT", path, json=policy)
+        mac = _device_name(relay, session.get("device_id"))
+    finally:
+        relay.close()
+    if args.json:
+        _print_json(body)
+        return 0
+    out = policy_lines(session, body, mac)
+    if policy is not None:
+        out.insert(0, f"Changed on {mac}.")
+    print("\n".join(out))
+    return 0
+
+
+# -- pin, unpin, retention ---------------------------------------------------------------------
+
+
+def cmd_pin(args: argparse.Namespace) -> int:
+    pinning = args.command == "pin"
+    relay = _connect(args, read_only=False)
+    try:
+        session = find_session(relay, args.session)
+        view: dict[str, Any] = relay.call(
+            "POST", f"/api/sessions/{_quote(session['id'])}/{'pin' if pinning else 'unpin'}"
+        )
+    finally:
+        relay.close()
+    if args.json:
+        _print_json(view)
+        return 0
+    if pinning:
+        print(
+            f"Pinned session {_named(session)}: kept, never archived or deleted "
+            f"(stage: {view.get('stage')})."
+        )
+        return 0
+    line = f"Unpinned session {_named(session)}: it ages again"
+    if view.get("stage") == "archived":
+        line += f"; it is archived, and deleted {when(view.get('delete_at'))}"
+    elif view.get("archive_at"):
+        line += f"; archived {when(view.get('archive_at'))} if left idle"
+    print(line + ".")
+    return 0
+
+
+def _days(value: Any, never: str, rule: str) -> str:
+    """``rule`` with the days filled in (``{days}``), or ``never`` for an age of 0 (turned off)."""
+    days = float(value or 0)
+    return never if days <= 0 else rule.format(days=f"{days:g}")
+
+
+def retention_lines(view: dict[str, Any], macs: dict[str, str] | None = None) -> list[str]:
+    """What `claude-bridge retention` prints for GET /api/retention (``macs``: id → name)."""
+    settings = view.get("settings") or {}
+    interval = float(settings.get("retention_interval") or 0)
+    out = [
+        "Retention: "
+        + _days(
+            settings.get("archive_after_days"), "never archive", "archive after {days} days idle"
+        )
+        + ", "
+        + _days(
+            settings.get("delete_after_days"), "never delete", "delete {days} days after archiving"
+        )
+        + f"; runs every {interval / 3600:g} h (next {when(view.get('next_run_at'))})."
+    ]
+    last = view.get("last_run")
+    if last:
+        out.append(
+            f"Last run {when(last.get('ran_at'))} ({last.get('trigger')}): {last['summary']}"
+        )
+    else:
+        out.append("Last run: none yet for this account.")
+    archived = view.get("archived") or []
+    out.append(f"Archived ({len(archived)}):" if archived else "Archived: none.")
+    out += [
+        f"  {a['session_id']}  archived {when(a.get('archived_at'))}"
+        + (f", deleted {when(a['delete_at'])}" if a.get("delete_at") else "")
+        for a in archived
+    ]
+    pinned = view.get("pinned") or []
+    out.append(f"Pinned ({len(pinned)}): {', '.join(pinned)}" if pinned else "Pinned: none.")
+    waiting = view.get("waiting_for_mac") or []
+    if waiting:
+        out.append(f"Deleted on the relay, waiting for an offline Mac ({len(waiting)}):")
+        out += [
+            f"  {w['session_id']}  on {(macs or {}).get(w.get('device_id') or '', w.get('device_id'))}"
+            f", deleted {when(w.get('deleted_at'))}"
+            for w in waiting
+        ]
+    return out
+
+
+def run_lines(report: dict[str, Any] | None) -> list[str]:
+    """What `claude-bridge retention --run` prints for the run's report."""
+    if not report:
+        return ["Ran retention now: this account has no sessions, nothing to do."]
+    out = [f"Ran retention now: {report['summary']}."]
+
+    def name(item: dict[str, Any]) -> str:
+        title = item.get("title")
+        return f'{item["session_id"]} "{title}"' if title else str(item["session_id"])
+
+    for item in report.get("archived") or []:
+        out.append(f"  archived   {name(item)} (idle {item.get('idle_days')} days)")
+    for item in report.get("restored") or []:
+        out.append(f"  active     {name(item)} (new events since it was archived)")
+    for item in report.get("deleted") or []:
+        where = (
+            "also on its Mac"
+            if item.get("mac") == "deleted"
+            else "its Mac is offline and is told when it links again"
+        )
+        out.append(f"  deleted    {name(item)} ({where})")
+    for item in report.get("failed") or []:
+        out.append(f"  not deleted {name(item)}: {item.get('error')}")
+    counts = report.get("counts") or {}
+    working = report.get("kept_working") or []
+    out.append(
+        f"Kept {report.get('kept_pinned', 0)} pinned and {len(working)} working. Now "
+        f"{counts.get('active', 0)} active, {counts.get('archived', 0)} archived, "
+        f"{counts.get('pinned', 0)} pinned."
+    )
+    return out
+
+
+def cmd_retention(args: argparse.Namespace) -> int:
+    relay = _connect(args, read_only=not args.run)
+    try:
+        if args.run:
+            body: dict[str, Any] = relay.call("POST", "/api/retention/run")
+        else:
+            body = relay.call("GET", "/api/retention")
+        macs: dict[str, str] = {}
+        if body.get("waiting_for_mac") and not args.json:
+            macs = {str(d["id"]): str(d["name"]) for d in relay.devices()}
+    finally:
+        relay.close()
+    if args.json:
+        _print_json(body)
+    elif args.run:
+        print("\n".join(run_lines(body.get("report"))))
+    else:
+        print("\n".join(retention_lines(body, macs)))
+    return 0
+
+
+# -- subagents ---------------------------------------------------------------------------------
+
+
+def pick_subagent(listed: Sequence[dict[str, Any]], wanted: str, session_id: str) -> str:
+    """The agent id ``--agent`` names: an exact id, or the start of exactly one."""
+    ids = [str(s["agent_id"]) for s in listed if s.get("agent_id")]
+    if wanted in ids:
+        return wanted
+    starting = [i for i in ids if i.startswith(wanted)]
+    if len(starting) == 1:
+        return starting[0]
+    if starting:
+        raise CommandError(
+            f"{len(starting)} subagents start with {wanted!r}: {', '.join(starting)}",
+            "give more of the id",
+        )
+    raise CommandError(
+        f"no subagent {wanted!r} in session {session_id}",
+        f"its subagents: {', '.join(ids)}" if ids else "this session has no subagents",
+    )
+
+
+def subagent_lines(session: dict[str, Any], listed: Sequence[dict[str, Any]]) -> list[str]:
+    if not listed:
+        return [f"No subagents in session {_named(session)}."]
+    out = [f"Subagents of session {_named(session)} ({len(listed)}):"]
+    for index, sub in enumerate(listed, start=1):
+        out.append(f"  {index}. {sub['line']}")
+        span = f"#{sub['first_seq']}–#{sub['last_seq']}" if sub.get("first_seq") is not None else ""
+        facts = [
+            f"id {sub.get('agent_id') or '— (no transcript)'}",
+            f"{sub.get('events', 0)} events {span}".strip(),
+        ]
+        if sub.get("call_seq") is not None:
+            facts.append(f"started by {sub.get('tool') or 'Agent'} at #{sub['call_seq']}")
+        out.append("     " + " · ".join(facts))
+    first = next((s["agent_id"] for s in listed if s.get("agent_id")), None)
+    if first:
+        out.append(
+            f"Full history: claude-bridge subagents {session['id']} --agent {str(first)[:8]}"
+        )
+    return out
+
+
+def cmd_subagents(args: argparse.Namespace) -> int:
+    relay = _connect(args, read_only=True)
+    notes: list[str] = []
+    try:
+        session = find_session(relay, args.session)
+        base = f"/api/sessions/{_quote(session['id'])}/subagents"
+        listed: list[dict[str, Any]] = relay.call("GET", base)["subagents"]
+        if args.agent is None:
+            if args.json:
+                _print_json({"session_id": session["id"], "subagents": listed})
+            else:
+                print("\n".join(subagent_lines(session, listed)))
+            return 0
+        agent_id = pick_subagent(listed, args.agent, session["id"])
+        events = every_page(relay, f"{base}/{_quote(agent_id)}/events", notes.append)
+    finally:
+        relay.close()
+    summary = next(s for s in listed if s.get("agent_id") == agent_id)
+    if args.json:
+        _print_json(
+            {"session_id": session["id"], "subagent": summary, "events": events, "notes": notes}
+        )
+        return 0
+    out = [
+        f"Subagent {agent_id} of session {_named(session)}",
+        f"  {summary['line']}",
+        *notes,
+    ]
+    out += [describe({k: v for k, v in e.items() if k != "agent_id"}) for e in events] or [
+        "(no events)"
+    ]
+    out.append(f"{len(events)} events. Page: {relay.page_link(session['id'], read_only=True)}")
+    print("\n".join(out))
+    return 0
+
+
 # -- the parser ------------------------------------------------------------------------------
 
 
@@ -546,8 +1163,15 @@ def _relay_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--json", action="store_true", help="print JSON, for scripts")
 
 
+def _session_arg(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "session", metavar="SESSION", help="a session id, or -1, -2 … by creation (newest first)"
+    )
+
+
 def add_commands(sub: Any) -> None:
-    """Register ``open`` and ``sessions`` on the ``claude-bridge`` parser."""
+    """Register the session commands on the ``claude-bridge`` parser: open, sessions, search,
+    rename, session-cost, policy, pin, unpin, retention and subagents."""
     opener = sub.add_parser(
         "open",
         help="resume a session by id or -N (creation order), start one with a chosen id, "
@@ -573,3 +1197,116 @@ def add_commands(sub: Any) -> None:
     listing = sub.add_parser("sessions", help="list sessions, newest created first")
     _relay_args(listing)
     listing.set_defaults(func=_guarded(cmd_sessions))
+
+    finder = sub.add_parser(
+        "search",
+        help="search sessions by title, summary, files, tools, Mac, folder and date "
+        "(no QUERY: browse)",
+    )
+    finder.add_argument("query", nargs="*", metavar="QUERY", help="words (all must match)")
+    finder.add_argument(
+        "--mac", metavar="MAC", help='Mac id or name: its sessions listed apart ("This Mac")'
+    )
+    place = finder.add_mutually_exclusive_group()
+    place.add_argument(
+        "--cwd",
+        metavar="DIR",
+        help='a folder: sessions in it or below listed apart ("this folder")',
+    )
+    place.add_argument(
+        "--here", action="store_true", help="the current folder, as --cwd $PWD (never by default)"
+    )
+    finder.add_argument(
+        "--state",
+        action="append",
+        metavar="S",
+        help="starting, idle, busy, waiting or ended (repeat or comma-separate for several)",
+    )
+    finder.add_argument("--group", metavar="G", help="only this group")
+    stage = finder.add_mutually_exclusive_group()
+    stage.add_argument(
+        "--archived", dest="stage", action="store_const", const="archived", help="only archived"
+    )
+    stage.add_argument(
+        "--active", dest="stage", action="store_const", const="active", help="only not archived"
+    )
+    finder.add_argument(
+        "--since", metavar="DATE", help="active on or after (2026-11-29, an ISO time or epoch s)"
+    )
+    finder.add_argument("--until", metavar="DATE", help="created on or before (same forms)")
+    finder.add_argument(
+        "--limit", type=int, metavar="N", help="results per section (default 20, at most 100)"
+    )
+    _relay_args(finder)
+    finder.set_defaults(func=_guarded(cmd_search))
+
+    rename = sub.add_parser(
+        "rename", help="rename a session (the id never changes), or --auto for its own title"
+    )
+    _session_arg(rename)
+    rename.add_argument("title", nargs="*", metavar="TITLE", help="the new title")
+    rename.add_argument(
+        "--auto", action="store_true", help="forget the given title: the automatic one shows"
+    )
+    _relay_args(rename)
+    rename.set_defaults(func=_guarded(cmd_rename))
+
+    costing = sub.add_parser(
+        "session-cost",
+        help="tokens and USD of a session on the relay, per model and per subagent",
+    )
+    _session_arg(costing)
+    _relay_args(costing)
+    costing.set_defaults(func=_guarded(cmd_session_cost))
+
+    policy = sub.add_parser(
+        "policy", help="show or change a session's permission policy (allow / ask / deny)"
+    )
+    _session_arg(policy)
+    policy.add_argument(
+        "--allow-all",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="allow every tool no rule names (--no-allow-all: ask for them)",
+    )
+    policy.add_argument(
+        "--category",
+        action="append",
+        metavar="C=RULE",
+        help="read, edit, execute, web or mcp = allow, ask, deny or unset (repeatable)",
+    )
+    policy.add_argument(
+        "--tool",
+        action="append",
+        metavar="T=RULE",
+        help="a tool (Bash, Write, mcp__x__y…) = allow, ask, deny or unset; beats its category",
+    )
+    policy.add_argument(
+        "--reset", action="store_true", help="start from the default (ask for everything)"
+    )
+    _relay_args(policy)
+    policy.set_defaults(func=_guarded(cmd_policy))
+
+    for name, text in (
+        ("pin", "keep a session: never archived or deleted (an archived one is active again)"),
+        ("unpin", "let a pinned session age again"),
+    ):
+        pinning = sub.add_parser(name, help=text)
+        _session_arg(pinning)
+        _relay_args(pinning)
+        pinning.set_defaults(func=_guarded(cmd_pin))
+
+    keeping = sub.add_parser(
+        "retention", help="what retention archived, pinned and deleted; --run runs it now"
+    )
+    keeping.add_argument("--run", action="store_true", help="run it now and print what it did")
+    _relay_args(keeping)
+    keeping.set_defaults(func=_guarded(cmd_retention))
+
+    helpers = sub.add_parser(
+        "subagents", help="a session's subagents, one line each, or one's whole history (--agent)"
+    )
+    _session_arg(helpers)
+    helpers.add_argument("--agent", metavar="ID", help="an agent id, or the start of one")
+    _relay_args(helpers)
+    helpers.set_defaults(func=_guarded(cmd_subagents))
