@@ -71,6 +71,7 @@ TYPE_CONFIRM = 1.5  # how long a paste or an Enter may take to show on screen
 KEY_GAP = 0.06  # between key groups, so each is drawn before the next (multi-step answers)
 REGISTRY_SAVE_EVERY = 5.0
 TICK = 0.05
+PANES_TTL = 0.5  # how long one list of panes (alive, size, cursor) is reused
 BURST_SECONDS = 1.0  # after a hook, read the screen every BURST_INTERVAL for this long
 BURST_INTERVAL = 0.1
 AUTO_PASS_TRUST = "🔐 Folder trust was accepted so the session could start"
@@ -539,19 +540,25 @@ class Agent:
     # -- screens and state --------------------------------------------------------------------
 
     async def _screen_loop(self) -> None:
+        panes: dict[str, Pane] | None = None
+        panes_at = 0.0
         while True:
             await asyncio.sleep(TICK)
             now = time.time()
-            panes = None
             for rt in list(self.runtimes.values()):
                 if not rt.record.alive and not rt.pane_alive:
                     continue
-                due = now >= rt.next_screen or rt.wake_screen.is_set()
-                if not due:
+                woken = rt.wake_screen.is_set()
+                if not woken and now < rt.next_screen:
                     continue
-                if panes is None:
+                # One pane list serves every read for a moment (sessions' reads are staggered);
+                # a pane missing from an older list is looked for again before it counts as gone.
+                stale = panes is None or woken or now - panes_at > PANES_TTL
+                if stale or rt.name not in (panes or {}):
                     panes = await self.mux.panes()
+                    panes_at = now
                 rt.wake_screen.clear()
+                assert panes is not None
                 pane = panes.get(rt.name)
                 await self._read_session(rt, pane is not None and not pane.dead, now, pane)
 

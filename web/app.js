@@ -1,16 +1,18 @@
 // The control page: one account stream (/api/stream) for every Mac and session, one session stream
 // for the session on screen, a cache on the phone for when either cannot be reached, and a band
 // that says honestly what is wrong. Screens: #/ overview, #/s/<id> session (#/s/<id>/read
-// read-only), #/new, #/settings.
+// read-only; …/agent/<agent id> a subagent's history), #/new, #/settings.
 
-import { get, onReachability } from "./js/api.js";
+import { extraHeaders, get, onReachability, setReadOnly } from "./js/api.js";
 import * as cache from "./js/cache.js";
 import { $, h } from "./js/dom.js";
 import { renderNewSession, renderSettings } from "./js/forms.js";
 import { t } from "./js/i18n.js";
 import { LiveStream } from "./js/live.js";
 import { renderOverview } from "./js/overview.js";
+import { SearchPanel } from "./js/search.js";
 import { SessionView } from "./js/session.js";
+import { SubagentView } from "./js/subagent.js";
 
 class App {
   constructor() {
@@ -25,7 +27,8 @@ class App {
     this.main = $("#view");
     this.band = $("#band");
     this.live = $("#live");
-    $("#back").addEventListener("click", () => { location.hash = "#/"; });
+    this.backTo = "#/";
+    $("#back").addEventListener("click", () => { location.hash = this.backTo; });
     $("#settings-link").setAttribute("aria-label", t("settings"));
     window.addEventListener("hashchange", () => this.route());
     onReachability((ok) => { if (ok !== this.relayOk) { this.relayOk = ok; this.updateBand(); } });
@@ -62,7 +65,16 @@ class App {
         this.sessions.set(s.id, { ...(this.sessions.get(s.id) || {}), ...s });
         if (this.view && this.view.id === s.id) this.view.onSession(s);
         this.changed();
+        if (this.screen === "overview") this.refreshLists(1500);
       },
+      session_stage: (d) => {
+        const s = this.sessions.get(d.session_id);
+        if (s) s.stage = d.stage;
+        if (this.view && this.view.id === d.session_id) this.view.onSession({ stage: d.stage });
+        this.changed();
+        this.refreshLists(300);
+      },
+      session_deleted: (d) => { this.sessions.delete(d.session_id); this.changed(); },
       device: (d) => {
         this.devices.set(d.id, { ...(this.devices.get(d.id) || { name: d.id }), ...d });
         if (this.view) this.view.onDevice(this.devices.get(d.id));
@@ -93,7 +105,7 @@ class App {
   /** A stream failed: is the relay there at all? */
   async probe() {
     try {
-      const response = await fetch("/api/health", { cache: "no-store" });
+      const response = await fetch("/api/health", { cache: "no-store", headers: extraHeaders() });
       this.relayOk = response.ok;
     } catch (_) {
       this.relayOk = false;
@@ -103,10 +115,26 @@ class App {
 
   applySnapshot(data, live) {
     this.devices = new Map((data.devices || []).map((d) => [d.id, d]));
-    this.sessions = new Map((data.sessions || []).map((s) => [s.id, s]));
-    if (live) cache.setItem("overview", data);
+    const before = this.sessions;
+    this.sessions = new Map((data.sessions || []).map((s) => [s.id, { ...before.get(s.id), ...s }]));
+    if (live) { cache.setItem("overview", data); this.refreshLists(0); }
     if (this.view && this.sessions.has(this.view.id) && live) this.view.onSession(this.sessions.get(this.view.id));
     this.changed();
+  }
+
+  /** Summaries, stages and pins: the account stream does not carry them. */
+  refreshLists(ms) {
+    clearTimeout(this.listTimer);
+    this.listTimer = setTimeout(async () => {
+      try {
+        const { sessions } = await get("/api/sessions");
+        for (const s of sessions) {
+          const had = this.sessions.get(s.id);
+          if (had) Object.assign(had, { summary: s.summary, stage: s.stage, pinned: s.pinned });
+        }
+        this.changed();
+      } catch (_) { /* the band says what is wrong */ }
+    }, ms);
   }
 
   changed() {
@@ -133,17 +161,26 @@ class App {
     this.route();
   }
 
-  // -- screens ---------------------------------------------------------------------------------
+  // -- screens
 
   route() {
     const hash = location.hash.replace(/^#\/?/, "");
     const parts = hash.split("/").map(decodeURIComponent);
     if (this.view) { this.view.destroy(); this.view = null; }
+    if (this.sub) { this.sub.destroy(); this.sub = null; }
     $("#back").hidden = !hash;
+    this.backTo = "#/";
     document.body.dataset.screen = "";
+    const readOnly = parts[0] === "s" && parts[2] === "read";
+    setReadOnly(readOnly); // before any request of the view
     if (this.paired === false) { this.show("login", this.loginScreen(), t("app")); return; }
-    if (parts[0] === "s" && parts[1]) {
-      this.view = new SessionView(this, parts[1], { readOnly: parts[2] === "read" });
+    const agent = parts.indexOf("agent", 2);
+    if (parts[0] === "s" && parts[1] && agent > 0 && parts[agent + 1]) {
+      this.sub = new SubagentView(this, parts[1], parts[agent + 1]);
+      this.backTo = "#/s/" + encodeURIComponent(parts[1]) + (readOnly ? "/read" : "");
+      this.show("subagent", this.sub.el, t("subagent"));
+    } else if (parts[0] === "s" && parts[1]) {
+      this.view = new SessionView(this, parts[1], { readOnly });
       this.show("session", this.view.el, this.view.title());
       $("#top-actions").replaceChildren(this.view.badge, this.view.moreButton);
       this.view.renderMeta();
@@ -153,7 +190,9 @@ class App {
       this.show("settings", renderSettings(this), t("settings"));
     } else {
       this.screen = "overview";
+      this.overviewEl = null;
       this.drawOverview();
+      this.refreshLists(0);
     }
     this.updateBand();
   }
@@ -172,14 +211,20 @@ class App {
     document.title = title === t("app") ? t("app") : title + " · " + t("app");
   }
 
+  /** The overview under a search box that stays put (focus, typed words) while the lists redraw. */
   drawOverview() {
     const keep = window.scrollY;
-    const newButton = h("a.fab", { href: "#/new" }, "+ " + t("new_session"));
-    const el = h("div", null, renderOverview(this), newButton);
+    if (!this.search) this.search = new SearchPanel(this, (on) => { if (this.lists) this.lists.hidden = on; });
+    if (!this.overviewEl || this.main.firstChild !== this.overviewEl) {
+      this.lists = h("div", { hidden: this.search.active() });
+      this.overviewEl = h("div", null, this.search.el, this.lists, h("a.fab", { href: "#/new" }, "+ " + t("new_session")));
+      this.main.replaceChildren(this.overviewEl);
+    }
+    this.search.options();
+    this.lists.replaceChildren(renderOverview(this));
     document.body.dataset.screen = "overview";
     $("#top-actions").replaceChildren();
     this.setTitle(t("app"));
-    this.main.replaceChildren(el);
     window.scrollTo(0, keep);
   }
 
@@ -191,10 +236,11 @@ class App {
   relabel() {
     $("#settings-link").setAttribute("aria-label", t("settings"));
     $("#back").setAttribute("aria-label", t("back"));
+    this.search = null;
     this.route();
   }
 
-  // -- the connection band ------------------------------------------------------------------------
+  // -- the connection band
 
   updateBand() {
     let text = "";

@@ -10,6 +10,11 @@ export class ApiError extends Error {
   }
 }
 
+// A read-only view (#/s/<id>/read) marks every request: the relay refuses changes (409 read_only).
+let readOnly = false;
+export function setReadOnly(on) { readOnly = Boolean(on); }
+export function extraHeaders() { return readOnly ? { "X-CB-Read-Only": "1" } : {}; }
+
 const listeners = new Set();
 /** Told of every request's outcome: true when the relay answered, false when it could not. */
 export function onReachability(fn) { listeners.add(fn); }
@@ -23,7 +28,7 @@ export async function api(path, { method = "GET", body, signal } = {}) {
       signal,
       credentials: "same-origin",
       cache: "no-store",
-      headers: body === undefined ? {} : { "Content-Type": "application/json" },
+      headers: body === undefined ? extraHeaders() : { ...extraHeaders(), "Content-Type": "application/json" },
       body: body === undefined ? undefined : JSON.stringify(body),
     });
   } catch (error) {
@@ -46,3 +51,4 @@ export const get = (path, opts) => api(path, opts);
 export const post = (path, body) => api(path, { method: "POST", body: body || {} });
 export const patch = (path, body) => api(path, { method: "PATCH", body });
 export const del = (path, body) => api(path, { method: "DELETE", body });
+export const put = (path, body) => api(path, { method: "PUT", body });

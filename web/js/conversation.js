@@ -1,8 +1,10 @@
 // A session's conversation drawn from its numbered events. Events are kept by seq: one seen twice
 // is drawn once, an older page goes on top, a gap filled later goes in its place. A tool's result
 // is drawn inside its tool use. Text goes in as text nodes or through the safe Markdown renderer.
+// With onAgent (a session), each subagent is ONE line (type, task, outcome, cost: GET …/subagents)
+// in its Agent call, or where its events start, instead of its events; the line opens them.
 
-import { h } from "./dom.js";
+import { h, usd } from "./dom.js";
 import { t } from "./i18n.js";
 import { markdown } from "./md.js";
 
@@ -11,8 +13,13 @@ const RESULT_CHARS = 1200;
 const DIFF_LINES = 80;
 
 export class Conversation {
-  constructor(root) {
+  constructor(root, { onAgent } = {}) {
     this.root = root;
+    this.onAgent = onAgent;
+    this.agents = new Map(); // agent_id → {seqs, line}
+    this.calls = new Map(); // tool_use_id of an Agent/Task call → its line's slot
+    this.info = new Map(); // agent_id and tool_use_id → the subagent's summary
+    this.newAgents = false; // the summaries need reading
     this.events = new Map(); // seq → event
     this.nodes = new Map(); // seq → top-level element
     this.tools = new Map(); // tool_use_id → result slot
@@ -26,7 +33,7 @@ export class Conversation {
   has(seq) { return this.events.has(seq); }
 
   clear() {
-    this.events.clear(); this.nodes.clear(); this.tools.clear();
+    this.events.clear(); this.nodes.clear(); this.tools.clear(); this.agents.clear(); this.calls.clear();
     this.min = Infinity; this.max = 0;
     this.root.replaceChildren();
   }
@@ -63,7 +70,49 @@ export class Conversation {
       if (ev.seq > this.max) this.max = ev.seq;
       if (ev.seq < this.min) this.min = ev.seq;
     }
+    if (this.agents.size) this.placeAgents();
+    for (const a of this.info.values()) if (a.status === "running") this.newAgents = true; // it may have ended
     return fresh;
+  }
+
+  /** The subagents' summaries arrived (or changed): draw their lines. */
+  setAgents(list) {
+    this.info.clear();
+    for (const a of list) {
+      if (a.agent_id) this.info.set(a.agent_id, a);
+      if (a.tool_use_id) this.info.set(a.tool_use_id, a);
+    }
+    this.placeAgents();
+  }
+
+  placeAgents() {
+    for (const [id, slot] of this.calls) {
+      const a = this.info.get(id);
+      if (a) slot.replaceChildren(this.agentLine(a.agent_id, a));
+    }
+    for (const [id, agent] of this.agents) {
+      const a = this.info.get(id);
+      const seqs = [...agent.seqs].filter((s) => this.events.has(s));
+      const first = seqs.length ? this.nodes.get(Math.min(...seqs)) : null;
+      if (!first || (a && this.calls.has(a.tool_use_id))) { if (agent.line) agent.line.remove(); agent.line = null; continue; }
+      agent.line = agent.line || h("div.ev.sub-ev");
+      agent.line.replaceChildren(this.agentLine(id, a));
+      first.before(agent.line);
+    }
+  }
+
+  agentLine(id, a) {
+    a = a || {};
+    const cost = a.cost ? usd(a.cost.usd) : "";
+    const task = a.description || firstLine(a.prompt || "");
+    const button = h("button.subline", { type: "button", disabled: !id, title: t("sa_open"), dataset: { agent: id || "" } },
+      h("span.tag", null, t("subagent")),
+      h("span.sub-what", null, [a.agent_type, task].filter(Boolean).join(" · ") || id),
+      a.status ? h("span.sub-status", { class: "ss-" + a.status }, t("sa_" + a.status)) : null,
+      a.outcome ? h("span.sub-out", null, firstLine(a.outcome)) : null,
+      cost ? h("span.sub-cost", null, cost) : null);
+    button.addEventListener("click", () => id && this.onAgent(id));
+    return button;
   }
 
   insert(ev) {
@@ -78,6 +127,16 @@ export class Conversation {
   }
 
   draw(ev, parent) {
+    if (this.onAgent && ev.agent_id) { // drawn as its subagent's line (placeAgents)
+      const el = h("i", { hidden: true, dataset: { seq: ev.seq } });
+      parent.append(el);
+      this.nodes.set(ev.seq, el);
+      const agent = this.agents.get(ev.agent_id) || { seqs: new Set(), line: null };
+      if (!this.agents.has(ev.agent_id)) { this.agents.set(ev.agent_id, agent); this.newAgents = true; }
+      agent.seqs.add(ev.seq);
+      if (ev.kind === "assistant") this.newAgents = true; // its outcome may have changed
+      return;
+    }
     if (ev.kind === "tool_result" && ev.tool_use_id && this.tools.has(ev.tool_use_id)) {
       const slot = this.tools.get(ev.tool_use_id);
       const el = toolResult(ev);
@@ -88,10 +147,6 @@ export class Conversation {
     }
     const el = render(ev, this);
     el.dataset.seq = ev.seq;
-    if (ev.agent_id) {
-      el.classList.add("sub");
-      el.prepend(h("span.tag", null, t("subagent")));
-    }
     parent.append(el);
     this.nodes.set(ev.seq, el);
   }
@@ -107,7 +162,13 @@ export class Conversation {
       this.events.delete(seq);
     }
     this.min = Math.min(...this.events.keys());
+    if (this.agents.size) this.placeAgents();
   }
+}
+
+function firstLine(text) {
+  const line = String(text).trim().split("\n")[0];
+  return line.length > 140 ? line.slice(0, 139) + "…" : line;
 }
 
 function render(ev, convo) {
@@ -178,7 +239,14 @@ function toolUse(ev, convo) {
   }
   const slot = h("div.tool-results");
   if (ev.tool_use_id) convo.tools.set(ev.tool_use_id, slot);
-  return h("div.ev.tool", null, head, body.childNodes.length ? body : null, slot);
+  let line = null;
+  if (convo.onAgent && (tool === "Agent" || tool === "Task") && ev.tool_use_id) {
+    line = h("div.sub-slot", null, convo.agentLine(null, { agent_type: input.subagent_type, description: input.description }));
+    convo.calls.set(ev.tool_use_id, line);
+    convo.newAgents = true;
+    body.replaceChildren();
+  }
+  return h("div.ev.tool", null, head, body.childNodes.length ? body : null, line, slot);
 }
 
 function toolResult(ev) {

@@ -59,3 +59,20 @@ export function folderName(path) {
 export function shortPath(path) {
   return String(path || "").replace(/^\/(Users|home)\/[^/]+/, "~");
 }
+
+/** USD as the lists show it; "—" when the price is unknown. */
+export function usd(value) {
+  if (value === null || value === undefined) return "—";
+  return value === 0 ? "$0" : "$" + value.toFixed(value >= 1 ? 2 : 4);
+}
+
+export function count(n, compact = false) {
+  return new Intl.NumberFormat(document.documentElement.lang, compact ? { notation: "compact", maximumFractionDigits: 1 } : {}).format(n || 0);
+}
+
+/** A session's compact cost {usd, tokens, source}: "≈$0.0452 · 52.7K tok" ("≈" = estimated). */
+export function costText(cost, t) {
+  if (!cost) return "—";
+  const money = (cost.source === "estimate" && cost.usd ? "≈" : "") + usd(cost.usd);
+  return cost.tokens ? money + " · " + count(cost.tokens, true) + " " + t("tok") : money;
+}

@@ -4,6 +4,7 @@
 import { del, get, post } from "./api.js";
 import { ago, h, shortPath } from "./dom.js";
 import { LANGS, getLang, setLang, t } from "./i18n.js";
+import { retentionSection } from "./extras.js";
 import { confirmBox, showError, toast } from "./ui.js";
 
 const MODES = ["default", "acceptEdits", "plan", "auto", "manual", "dontAsk", "bypassPermissions"];
@@ -77,6 +78,7 @@ export function renderSettings(app) {
         info.claude_version ? t("claude_version", { v: info.claude_version }) : ""].filter(Boolean).join(" · "))));
   }
   page.append(h("section", null, h("h2", null, t("macs")), macs));
+  page.append(retentionSection(app));
 
   const logout = h("button.danger", { type: "button", id: "logout" }, t("logout"));
   logout.addEventListener("click", async () => {
@@ -111,7 +113,7 @@ async function loadPhones(list) {
   }
 }
 
-// -- Web Push -------------------------------------------------------------------------------
+// -- Web Push
 
 function b64ToBytes(text) {
   const raw = atob(text.replace(/-/g, "+").replace(/_/g, "/") + "===".slice((text.length + 3) % 4));

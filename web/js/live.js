@@ -1,6 +1,9 @@
 // One EventSource with honest state. The browser reconnects by itself after a network error
 // (sending Last-Event-ID); when the relay answered with an error instead, the stream is closed for
 // good and we reopen it ourselves after a pause, asking ``check`` first what went wrong.
+// A read-only view marks every request, so it reads streams with fetch (EventSource has no headers).
+
+import { extraHeaders } from "./api.js";
 
 export class LiveStream {
   /**
@@ -30,6 +33,8 @@ export class LiveStream {
 
   connect() {
     if (this.closed) return;
+    const headers = extraHeaders();
+    if (Object.keys(headers).length) { this.connectFetch(headers); return; }
     const source = new EventSource(this.url(), { withCredentials: true });
     this.source = source;
     source.onopen = () => { this.delay = 1000; this.setState("open"); };
@@ -46,6 +51,44 @@ export class LiveStream {
         handler(data, ev);
       });
     }
+  }
+
+  async connectFetch(headers) {
+    const abort = new AbortController();
+    const source = { close: () => abort.abort() };
+    this.source = source;
+    try {
+      const response = await fetch(this.url(), { headers, cache: "no-store", signal: abort.signal });
+      if (!response.ok || !response.body) throw new Error("refused");
+      if (source !== this.source) return;
+      this.delay = 1000;
+      this.setState("open");
+      const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
+      let buffer = "";
+      for (;;) {
+        const { value, done } = await reader.read();
+        if (done) break;
+        buffer = (buffer + value).replace(/\r\n/g, "\n");
+        let end;
+        while ((end = buffer.indexOf("\n\n")) >= 0) {
+          const frame = buffer.slice(0, end);
+          buffer = buffer.slice(end + 2);
+          if (source !== this.source) return;
+          this.dispatch(frame);
+        }
+      }
+    } catch (_) { /* refused or cut: below */ }
+    if (abort.signal.aborted || this.closed || source !== this.source) return;
+    this.setState("error");
+    this.reopenLater();
+  }
+
+  dispatch(frame) {
+    const name = (frame.match(/^event: ?(.*)$/m) || [])[1] || "message";
+    const data = [...frame.matchAll(/^data: ?(.*)$/gm)].map((m) => m[1]).join("\n");
+    let parsed;
+    try { parsed = JSON.parse(data); } catch (_) { return; }
+    if (this.handlers[name]) this.handlers[name](parsed);
   }
 
   reopenLater() {

@@ -1,7 +1,7 @@
 // The overview: "needs you" on top, then every Mac (online or when it was last seen) with its
 // sessions grouped by group, in list order.
 
-import { ago, folderName, h, shortPath } from "./dom.js";
+import { ago, costText, folderName, h, shortPath } from "./dom.js";
 import { stateLabel, t } from "./i18n.js";
 
 const byOrder = (a, b) => a.position - b.position || String(a.created_at).localeCompare(String(b.created_at));
@@ -16,17 +16,26 @@ export function sessionState(session, devices) {
   };
 }
 
-function row(session, devices) {
+/** One session in a list; ``found`` (a search result) adds its Mac, date and files. */
+export function row(session, devices, found = false) {
   const { state, mark, needsYou } = sessionState(session, devices);
   const label = state === session.state ? stateLabel(session) : t("st_" + state);
   const title = session.title || folderName(session.cwd) || session.id.slice(0, 8);
+  const device = devices.get(session.device_id);
+  const where = found ? [session.mac || (device && device.name) || session.device_id, shortPath(session.cwd), new Date(session.updated_at).toLocaleDateString(document.documentElement.lang)]
+    : [shortPath(session.cwd), ago(session.updated_at, t)];
+  const archived = session.stage === "archived";
   return h("li", null, h("a.session-row", { href: "#/s/" + encodeURIComponent(session.id), class: needsYou ? "needs-row" : "", dataset: { id: session.id, state } },
     h("span.badges", null,
       h("span.badge", { class: "st-" + state + (session.activity ? " act-" + session.activity : "") }, label),
       mark ? h("span.badge.mark", { class: "mk-" + mark }, t("mk_" + mark)) : null,
+      archived ? h("span.badge.mark.archived", null, t("archived")) : null,
+      session.pinned ? h("span.pin", { title: t("pinned"), "aria-label": t("pinned"), role: "img" }, "📌") : null,
       session.locked ? h("span.lock", { title: t("locked"), "aria-label": t("locked") }, "🔒") : null),
     h("span.row-title", null, title),
-    h("span.row-meta", null, shortPath(session.cwd) + " · " + ago(session.updated_at, t))));
+    session.summary ? h("span.row-sum", null, session.summary) : null,
+    found && session.files && session.files.length ? h("span.row-meta.files", null, session.files.slice(0, 3).map(folderName).join(", ")) : null,
+    h("span.row-meta", null, where.join(" · ") + " · ", h("span.cost", { title: session.cost ? t("src_" + session.cost.source.replace("-", "_")) : null }, costText(session.cost, t)))));
 }
 
 export function renderOverview(app) {

@@ -1,11 +1,13 @@
 // One session: its conversation (cached on the phone, caught up by seq, live over SSE), its card,
-// held messages, the in-progress preview and the composer.
+// held messages, the in-progress preview and the composer; its cost, permissions, pin and title.
+// A read-only view (#/s/<id>/read) and an archived session have no way to send.
 
-import { get, post, patch } from "./api.js";
+import { del, get, post, patch } from "./api.js";
 import * as cache from "./cache.js";
 import { renderCard } from "./cards.js";
 import { Conversation } from "./conversation.js";
-import { ago, folderName, h, shortPath } from "./dom.js";
+import { ago, costText, folderName, h, shortPath } from "./dom.js";
+import { showCost, showPolicy } from "./extras.js";
 import { stateLabel, t } from "./i18n.js";
 import { LiveStream } from "./live.js";
 import { actionSheet, confirmBox, promptBox, showError, toast } from "./ui.js";
@@ -32,16 +34,24 @@ export class SessionView {
     this.queue = [];
     this.toSave = [];
     this.build();
-    this.convo = new Conversation(this.list);
+    this.convo = new Conversation(this.list, { onAgent: (agent) => { location.hash = `#/s/${encodeURIComponent(id)}${readOnly ? "/read" : ""}/agent/${encodeURIComponent(agent)}`; } });
     this.start();
   }
 
-  // -- layout ------------------------------------------------------------------------------
+  // -- layout
+
+  archived() {
+    return Boolean(this.snap && this.snap.stage === "archived");
+  }
 
   build() {
     this.badge = h("span.badge");
     this.markBadge = h("span.badge.mark", { hidden: true });
+    this.pinBadge = h("span.pin", { hidden: true, role: "img", title: t("pinned"), "aria-label": t("pinned") }, "📌");
+    this.costButton = h("button.link.cost", { type: "button", title: t("cost") });
+    this.costButton.addEventListener("click", () => showCost(this.id));
     this.meta = h("p.session-meta");
+    this.summary = h("p.session-sum", { hidden: true });
     this.moreButton = h("button.icon", { type: "button", "aria-label": t("actions"), title: t("actions") }, "⋯");
     this.moreButton.addEventListener("click", () => this.actions());
     this.earlier = h("button.earlier", { type: "button" }, t("earlier"));
@@ -54,11 +64,16 @@ export class SessionView {
     this.composer = this.buildComposer();
     this.readOnlyNote = h("div.read-only-note", null, h("span", null, t("read_only_note")),
       h("a.button", { href: "#/s/" + encodeURIComponent(this.id) }, t("leave_read_only")));
+    const pin = h("button", { type: "button" }, t("pin"));
+    pin.addEventListener("click", () => this.pin(true));
+    this.archivedNote = h("div.read-only-note.archived-note", { role: "note" }, h("span", null, t("archived_note")), this.readOnly ? null : pin);
+    this.lockSlot = h("div");
     this.el = h("section.session", { "aria-label": t("claude") },
-      h("div.session-head", null, h("div.badges", null, this.markBadge), this.meta),
+      h("div.session-head", null, h("div.badges", null, this.markBadge, this.pinBadge), this.meta, this.costButton, this.summary),
       h("div.older", null, this.earlier, this.topNote),
       this.list, this.previewBox,
-      h("div.dock", null, this.cardSlot, this.heldBox, this.readOnly ? this.readOnlyNote : this.composer));
+      h("div.dock", null, this.cardSlot, this.heldBox, this.lockSlot));
+    this.renderLock();
     this.sentinel = new IntersectionObserver((entries) => {
       if (entries.some((e) => e.isIntersecting) && this.convo.size && !this.loading) this.loadOlder();
     }, { rootMargin: "400px 0px 0px 0px" });
@@ -80,6 +95,14 @@ export class SessionView {
       h("div.composer-buttons", null, this.stopButton, this.nowButton, this.sendButton));
   }
 
+  /** What the dock ends with: the composer, or why there is none. */
+  renderLock() {
+    const want = [this.readOnly && this.readOnlyNote, this.archived() && this.archivedNote].filter(Boolean);
+    if (!want.length) want.push(this.composer);
+    const now = this.lockSlot.children;
+    if (want.length !== now.length || want.some((el, i) => now[i] !== el)) this.lockSlot.replaceChildren(...want);
+  }
+
   grow() {
     this.input.style.height = "auto";
     this.input.style.height = Math.min(this.input.scrollHeight, 220) + "px";
@@ -90,7 +113,7 @@ export class SessionView {
     return s ? s.title || folderName(s.cwd) || s.id.slice(0, 8) : "…";
   }
 
-  // -- loading -------------------------------------------------------------------------------
+  // -- loading
 
   async start() {
     const started = performance.now();
@@ -101,6 +124,7 @@ export class SessionView {
     if (cachedEvents.length) {
       this.convo.epoch = (cachedSnap && cachedSnap.epoch) || cachedEvents[cachedEvents.length - 1].epoch;
       this.convo.add(cachedEvents);
+      if (this.convo.newAgents) this.loadAgents();
       this.scrollToBottom();
       this.drawn("cache", started);
     }
@@ -207,7 +231,7 @@ export class SessionView {
     this.renderOlder();
   }
 
-  // -- live ----------------------------------------------------------------------------------
+  // -- live
 
   streamUrl() {
     const epoch = this.convo.epoch ? `&epoch=${encodeURIComponent(this.convo.epoch)}` : "";
@@ -285,6 +309,19 @@ export class SessionView {
     this.saveTimer = setTimeout(() => this.save(), 300);
     if (scroll || wasEmpty) this.scrollToBottom();
     this.renderOlder();
+    if (this.convo.newAgents) this.loadAgents();
+  }
+
+  /** One line per subagent, read again when a subagent appears or speaks. */
+  loadAgents() {
+    this.convo.newAgents = false;
+    clearTimeout(this.agentTimer);
+    this.agentTimer = setTimeout(async () => {
+      try {
+        const { subagents } = await get(`/api/sessions/${encodeURIComponent(this.id)}/subagents`);
+        if (!this.destroyed) this.convo.setAgents(subagents);
+      } catch (_) { /* the lines stay as they were */ }
+    }, 300);
   }
 
   async save() {
@@ -307,7 +344,7 @@ export class SessionView {
     if (this.stream) this.stream.close();
   }
 
-  // -- what the account stream says --------------------------------------------------------------
+  // -- what the account stream says
 
   onSession(session) {
     this.snap = { ...(this.snap || {}), ...session };
@@ -358,7 +395,7 @@ export class SessionView {
     return this.snap ? this.app.devices.get(this.snap.device_id) : null;
   }
 
-  // -- drawing the live side ---------------------------------------------------------------------
+  // -- drawing the live side
 
   renderMeta() {
     const s = this.snap;
@@ -372,6 +409,11 @@ export class SessionView {
     this.markBadge.hidden = !mark;
     this.markBadge.textContent = mark ? t("mk_" + mark) : "";
     this.markBadge.className = "badge mark mk-" + (mark || "");
+    this.pinBadge.hidden = !s.pinned;
+    this.costButton.textContent = costText(s.cost, t);
+    this.summary.hidden = !s.summary;
+    this.summary.textContent = s.summary || "";
+    this.renderLock();
     const device = this.device();
     const parts = [shortPath(s.cwd)];
     if (device) parts.push(device.name || device.id);
@@ -389,7 +431,7 @@ export class SessionView {
     const current = this.cardSlot.firstElementChild;
     if (!card) { if (current) current.remove(); return; }
     if (current && current.dataset.cardId === card.id) return; // keep its pending state
-    const el = renderCard(card, { readOnly: this.readOnly, answer: (body) => this.answer(card, body) });
+    const el = renderCard(card, { readOnly: this.readOnly || this.archived(), answer: (body) => this.answer(card, body) });
     this.cardSlot.replaceChildren(el);
   }
 
@@ -413,7 +455,7 @@ export class SessionView {
   }
 
   renderComposer() {
-    if (this.readOnly || !this.snap) return;
+    if (this.readOnly || !this.snap || this.archived()) return;
     const s = this.snap;
     const stopped = s.state === "ended" || ["ended", "resting"].includes(s.mark);
     this.input.placeholder = stopped ? t("msg_placeholder_ended") : t("msg_placeholder");
@@ -432,7 +474,7 @@ export class SessionView {
     if (near) this.scrollToBottom();
   }
 
-  // -- actions -------------------------------------------------------------------------------
+  // -- actions
 
   async send(now) {
     const text = this.input.value.trim();
@@ -448,7 +490,7 @@ export class SessionView {
     } catch (error) {
       if (!this.input.value) this.input.value = text;
       this.grow();
-      showError(error);
+      this.refused(error);
     } finally {
       this.sending = this.sending.filter((m) => m !== local);
       this.renderHeld();
@@ -456,9 +498,17 @@ export class SessionView {
     }
   }
 
+  /** A command was refused; an archived session says so where the composer was. */
+  refused(error) {
+    if (error.code !== "session_archived") { showError(error); return; }
+    this.snap = { ...this.snap, stage: "archived" };
+    this.renderMeta();
+    toast(t("archived_note"), { error: true });
+  }
+
   async interrupt() {
     try { await post(`/api/sessions/${encodeURIComponent(this.id)}/interrupt`); }
-    catch (error) { showError(error); }
+    catch (error) { this.refused(error); }
   }
 
   async life(name, question) {
@@ -466,31 +516,47 @@ export class SessionView {
     try {
       await post(`/api/sessions/${encodeURIComponent(this.id)}/${name}`);
       this.refreshSnapshot();
-    } catch (error) { showError(error); }
+    } catch (error) { this.refused(error); }
   }
 
-  async change(fields) {
+  /** Change the session (PATCH unless ``call`` is given); show what the relay answered. */
+  async change(fields, call = () => patch(`/api/sessions/${encodeURIComponent(this.id)}`, fields)) {
     try {
-      const snap = await patch(`/api/sessions/${encodeURIComponent(this.id)}`, fields);
+      const snap = await call();
       this.snap = { ...this.snap, ...snap };
       this.app.sessions.set(this.id, { ...(this.app.sessions.get(this.id) || {}), ...snap });
       this.renderMeta();
-    } catch (error) { showError(error); }
+      return true;
+    } catch (error) { showError(error); return false; }
+  }
+
+  async pin(on) {
+    if (await this.change(null, () => post(`/api/sessions/${encodeURIComponent(this.id)}/${on ? "pin" : "unpin"}`))) toast(t(on ? "pinned_ok" : "unpinned_ok"));
   }
 
   actions() {
     const s = this.snap || {};
     const stopped = s.state === "ended" || ["ended", "resting"].includes(s.mark);
+    const looks = [
+      { label: t("cost"), run: () => showCost(this.id) },
+      { label: t("perms"), run: () => showPolicy(this.id, this.readOnly || this.archived()) },
+    ];
+    if (this.readOnly) {
+      actionSheet(this.title(), [...looks, { label: t("leave_read_only"), run: () => { location.hash = "#/s/" + encodeURIComponent(this.id); } }]);
+      return;
+    }
     const list = [
       { label: t("rename"), run: async () => { const v = await promptBox(t("rename_label"), s.title || ""); if (v !== null && v.trim()) this.change({ title: v.trim() }); } },
+      { label: t("reset_title"), run: () => this.change(null, () => del(`/api/sessions/${encodeURIComponent(this.id)}/title`)) },
+      { label: s.pinned ? t("unpin") : t("pin"), run: () => this.pin(!s.pinned) },
+      ...looks,
       { label: t("group"), run: async () => { const v = await promptBox(t("group_label"), s.group || ""); if (v !== null) this.change({ group: v.trim() }); } },
       { label: s.locked ? t("unlock") : t("lock"), run: () => this.change({ locked: !s.locked }) },
       { label: t("move_up"), run: () => this.move(-1) },
       { label: t("move_down"), run: () => this.move(1) },
-      this.readOnly
-        ? { label: t("leave_read_only"), run: () => { location.hash = "#/s/" + encodeURIComponent(this.id); } }
-        : { label: t("open_read_only"), run: () => { location.hash = "#/s/" + encodeURIComponent(this.id) + "/read"; } },
+      { label: t("open_read_only"), run: () => { location.hash = "#/s/" + encodeURIComponent(this.id) + "/read"; } },
     ];
+    if (this.archived()) { actionSheet(this.title(), list); return; }
     if (stopped) list.push({ label: t("reopen"), run: () => this.life("reopen") });
     if (!s.locked && s.mark !== "resting" && s.state !== "ended") list.push({ label: t("rest"), run: () => this.life("rest", t("confirm_rest")) });
     if (!s.locked && s.mark !== "ended") list.push({ label: t("end"), danger: true, run: () => this.life("end", t("confirm_end")) });
@@ -518,6 +584,7 @@ export class SessionView {
     this.sentinel.disconnect();
     clearTimeout(this.snapTimer);
     clearTimeout(this.flushTimer);
+    clearTimeout(this.agentTimer);
     if (this.toSave.length) this.save();
   }
 

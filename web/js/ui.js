@@ -22,7 +22,7 @@ export function showError(error) {
   else toast(error.message || String(error), { error: true });
 }
 
-function modal(content, { onClose } = {}) {
+export function modal(content, { onClose } = {}) {
   const dialog = h("dialog.modal", null, content);
   document.body.append(dialog);
   dialog.addEventListener("close", () => { dialog.remove(); if (onClose) onClose(dialog.returnValue); });
