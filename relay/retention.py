@@ -734,9 +734,7 @@ async def pin(session_id: str, request: Request, principal: Phone, state: State)
     retention = _retention(request)
     await retention.set_pinned(session.id, True)
     view = await retention.session_view(session)
-    state.hub.publish_account(
-        session.account_id, "session_stage", {"session_id": session.id, "stage": view["stage"]}
-    )
+    _publish_stage(state, session, view["stage"], pinned=True)
     return {"ok": True, **view}
 
 
@@ -748,4 +746,15 @@ async def unpin(
     session = await _session(state, principal, session_id)
     retention = _retention(request)
     await retention.set_pinned(session.id, False)
-    return {"ok": True, **await retention.session_view(session)}
+    view = await retention.session_view(session)
+    _publish_stage(state, session, view["stage"], pinned=False)
+    return {"ok": True, **view}
+
+
+def _publish_stage(state: RelayState, session: Session, stage: str, *, pinned: bool) -> None:
+    """Every phone of the account sees the change (not only the one that made it)."""
+    state.hub.publish_account(
+        session.account_id,
+        "session_stage",
+        {"session_id": session.id, "stage": stage, "pinned": pinned},
+    )
