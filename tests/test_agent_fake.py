@@ -4,13 +4,7 @@ including the dropped-key behaviour of the real program."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from pathlib import Path
-
-import pytest
-
-from tests.conftest import RelayServer
-from tests.e2e.conftest import Bridge, seed_home, wait_for
+from tests.e2e.conftest import Bridge, wait_for
 from tests.e2e.test_journeys import (
     events,
     snapshot,
@@ -19,25 +13,7 @@ from tests.e2e.test_journeys import (
     wait_event,
     wait_state,
 )
-
-FAKE = str(Path(__file__).parent / "fakeclaude" / "claude")
-
-
-@pytest.fixture
-def fake(relay: RelayServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Bridge]:
-    b = Bridge(relay, relay.account(), tmp_path, FAKE, api_url="http://127.0.0.1:9")
-    seed_home(b.home, [])
-    original = b.env
-
-    def env() -> dict[str, str]:
-        return {**original(), "FAKECLAUDE_SLOW_SECONDS": "8", "FAKECLAUDE_DIALOG_DEAF": "0.05"}
-
-    monkeypatch.setattr(b, "env", env)
-    try:
-        yield b
-    finally:
-        b.stop_agent()
-        b.kill_tmux()
+from tests.fake_bridge import fake_bridge  # noqa: F401  (the `fake` fixture)
 
 
 def test_trust_is_passed_and_the_first_prompt_waits_for_the_prompt_box(fake: Bridge) -> None:

@@ -4,7 +4,6 @@ real agent with the fake Claude Code answering PermissionRequest hooks by the po
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -22,11 +21,10 @@ from agent.policy import (
 )
 from relay.protocol import Card, CardOption, Command, CommandResult, SessionInfo
 from tests.conftest import Account, RelayServer, mac, phone_client
-from tests.e2e.conftest import Bridge, seed_home, wait_for
+from tests.e2e.conftest import Bridge, wait_for
 from tests.e2e.test_journeys import events, snapshot, start_session, wait_card, wait_event
+from tests.fake_bridge import fake_bridge  # noqa: F401  (the `fake` fixture)
 from tests.test_api import SMALL, await_until, error_of, new_id, push
-
-FAKE = str(Path(__file__).parent / "fakeclaude" / "claude")
 
 # -- the rules (pure) ------------------------------------------------------------------------
 
@@ -325,23 +323,6 @@ def wait_until_offline(relay: RelayServer, account: Account) -> None:
 
 
 # -- the real agent with the fake Claude Code ------------------------------------------------
-
-
-@pytest.fixture
-def fake(relay: RelayServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Bridge]:
-    b = Bridge(relay, relay.account(), tmp_path, FAKE, api_url="http://127.0.0.1:9")
-    seed_home(b.home, [])
-    original = b.env
-
-    def env() -> dict[str, str]:
-        return {**original(), "FAKECLAUDE_SLOW_SECONDS": "8", "FAKECLAUDE_DIALOG_DEAF": "0.05"}
-
-    monkeypatch.setattr(b, "env", env)
-    try:
-        yield b
-    finally:
-        b.stop_agent()
-        b.kill_tmux()
 
 
 def _no_card_seen(phone: httpx.Client, session_id: str, until: Any) -> dict[str, Any]:
