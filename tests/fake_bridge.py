@@ -15,7 +15,9 @@ FAKE = str(Path(__file__).parent / "fakeclaude" / "claude")
 
 
 @pytest.fixture(name="fake")
-def fake_bridge(relay: RelayServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Bridge]:
+def fake_bridge(
+    relay: RelayServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> Iterator[Bridge]:
     b = Bridge(relay, relay.account(), tmp_path, FAKE, api_url="http://127.0.0.1:9")
     seed_home(b.home, [])
     original = b.env
