@@ -43,8 +43,8 @@ class LifeMac(ScriptedMac):
         return await super()._on_command(command)
 
 
-@pytest.fixture
-def loop() -> Iterator[LoopThread]:
+@pytest.fixture(name="loop")
+def loop_thread() -> Iterator[LoopThread]:
     thread = LoopThread()
     yield thread
     thread.stop()
@@ -73,6 +73,8 @@ def cli(
         cwd=cwd,
     )
     assert result.returncode == code, (result.returncode, result.stdout, result.stderr)
+    if code == 2:
+        assert result.stderr.startswith("claude-bridge: "), result.stderr
     return result
 
 

@@ -10,7 +10,6 @@ the policy it now holds, or ``bad_args``), so a test sees exactly what reached t
 from __future__ import annotations
 
 import json
-import os
 import secrets
 import subprocess
 import sys
@@ -28,6 +27,7 @@ from relay.protocol import Command, CommandResult
 from relay.replay import read_lines
 from relay.retention import DAY, Retention
 from tests.conftest import TRANSCRIPTS, Account, RelayServer, phone_client, transcript
+from tests.test_open import cli, loop_thread  # noqa: F401  (the `loop` fixture)
 from tests.web_helpers import LoopThread, ScriptedMac, assistant_line, user_line
 
 SUB_MAIN = TRANSCRIPTS / "m_subagent__b9a49076-7ef0-4409-b3eb-ff11c5c634e6.jsonl"
@@ -55,38 +55,11 @@ class PolicyMac(ScriptedMac):
 
 
 @pytest.fixture
-def loop() -> Iterator[LoopThread]:
-    thread = LoopThread()
-    yield thread
-    thread.stop()
-
-
-@pytest.fixture
 def studio(relay: RelayServer, account: Account, loop: LoopThread) -> Iterator[PolicyMac]:
     mac = PolicyMac(relay, account.device_token, loop, name="Studio")
     mac.connect()
     yield mac
     mac.close()
-
-
-def cli(
-    server: RelayServer, token: str, *args: str, code: int = 0, cwd: str | None = None
-) -> subprocess.CompletedProcess[str]:
-    """``claude-bridge ARGS`` as a person runs it, pointed at the relay with CB_RELAY / CB_TOKEN."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("CB_")}
-    env.update(CB_RELAY=server.url, CB_TOKEN=token)
-    result = subprocess.run(
-        [sys.executable, "-m", "relay", *args],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        env=env,
-        cwd=cwd,
-    )
-    assert result.returncode == code, (result.returncode, result.stdout, result.stderr)
-    if code == 2:
-        assert result.stderr.startswith("claude-bridge: "), result.stderr
-    return result
 
 
 def cli_json(server: RelayServer, acct: Account, *args: str) -> Any:
