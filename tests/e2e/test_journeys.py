@@ -58,6 +58,12 @@ def wait_event(phone: httpx.Client, session_id: str, predicate: Any, what: str) 
     )
 
 
+def wait_answered(phone: httpx.Client, session_id: str) -> None:
+    """The first answer arrived and the turn is over."""
+    wait_event(phone, session_id, lambda e: e["kind"] == "assistant", "the answer")
+    wait_state(phone, session_id, "idle")
+
+
 def test_new_session_on_an_untrusted_folder(bridge: Bridge) -> None:
     bridge.start_agent()
     cwd = bridge.folder("fresh", trusted=False)
@@ -66,8 +72,7 @@ def test_new_session_on_an_untrusted_folder(bridge: Bridge) -> None:
             phone, bridge, cwd, prompt="hello there", permission_mode="manual"
         )
         assert snapshot(phone, session_id)["state"] == "starting"
-        wait_event(phone, session_id, lambda e: e["kind"] == "assistant", "the answer")
-        wait_state(phone, session_id, "idle")
+        wait_answered(phone, session_id)
         listed = events(phone, session_id)
     kinds = [(e["kind"], e.get("marker")) for e in listed]
     assert kinds[0] == ("marker", "auto_passed")  # the trust dialog, passed with a line
@@ -223,8 +228,7 @@ def test_agent_restart_reattaches_without_losing_or_doubling(bridge: Bridge) -> 
     cwd = bridge.folder()
     with bridge.phone() as phone:
         session_id = start_session(phone, bridge, cwd, prompt="hello one")
-        wait_event(phone, session_id, lambda e: e["kind"] == "assistant", "the answer")
-        wait_state(phone, session_id, "idle")
+        wait_answered(phone, session_id)
         bridge.stop_agent()  # the tmux server and claude keep running
         bridge.start_agent()
         wait_state(phone, session_id, "idle")
@@ -250,8 +254,7 @@ def test_reboot_revives_the_session_in_the_same_conversation(bridge: Bridge) -> 
     cwd = bridge.folder()
     with bridge.phone() as phone:
         session_id = start_session(phone, bridge, cwd, prompt="hello first life")
-        wait_event(phone, session_id, lambda e: e["kind"] == "assistant", "the answer")
-        wait_state(phone, session_id, "idle")
+        wait_answered(phone, session_id)
         conversation = snapshot(phone, session_id)["conversation_id"]
         bridge.stop_agent()
         bridge.kill_tmux()  # the Mac rebooted: every terminal is gone
@@ -364,8 +367,7 @@ def test_compact_keeps_the_conversation_with_a_marker(bridge: Bridge) -> None:
     cwd = bridge.folder()
     with bridge.phone() as phone:
         session_id = start_session(phone, bridge, cwd, prompt="hello one")
-        wait_event(phone, session_id, lambda e: e["kind"] == "assistant", "the answer")
-        wait_state(phone, session_id, "idle")
+        wait_answered(phone, session_id)
         conversation = snapshot(phone, session_id)["conversation_id"]
         phone.post(f"/api/sessions/{session_id}/messages", json={"text": "/compact"})
         wait_event(
@@ -398,8 +400,7 @@ def test_a_message_to_an_ended_session_reopens_the_same_conversation(bridge: Bri
     cwd = bridge.folder()
     with bridge.phone() as phone:
         session_id = start_session(phone, bridge, cwd, prompt="hello one")
-        wait_event(phone, session_id, lambda e: e["kind"] == "assistant", "the answer")
-        wait_state(phone, session_id, "idle")
+        wait_answered(phone, session_id)
         conversation = snapshot(phone, session_id)["conversation_id"]
         assert phone.post(f"/api/sessions/{session_id}/end").status_code == 200
         ended = wait_state(phone, session_id, "ended")
