@@ -134,6 +134,7 @@ class Runtime:
     burst_until: float = 0.0  # read the screen often until then (a hook said something changed)
     trust_passed: bool = False
     held_not_before: float = 0.0  # after a revive, held messages wait a little
+    launching: bool = False  # its terminal is being (re)made: screen reads wait
 
     @property
     def name(self) -> str:
@@ -331,6 +332,13 @@ class Agent:
         if not record.secret:
             record.secret = secrets.token_urlsafe(32)
         rt = self._runtime(record)
+        rt.launching = True
+        try:
+            return await self._launch_in(rt, record, resume=resume)
+        finally:
+            rt.launching = False
+
+    async def _launch_in(self, rt: Runtime, record: SessionRecord, *, resume: bool) -> Runtime:
         argv = claude_argv(
             self.options.claude,
             str(self.settings_path),
@@ -553,13 +561,17 @@ class Agent:
                     continue
                 # One pane list serves every read for a moment (sessions' reads are staggered);
                 # a pane missing from an older list is looked for again before it counts as gone.
+                if rt.launching:
+                    continue
                 stale = panes is None or woken or now - panes_at > PANES_TTL
                 if stale or rt.name not in (panes or {}):
+                    panes_at = time.time()
                     panes = await self.mux.panes()
-                    panes_at = now
                 rt.wake_screen.clear()
                 assert panes is not None
                 pane = panes.get(rt.name)
+                if rt.launching or (pane is None and panes_at <= rt.record.launched_at):
+                    continue  # a list asked for before this launch says nothing of its pane
                 await self._read_session(rt, pane is not None and not pane.dead, now, pane)
 
     async def _read_session(

@@ -4,6 +4,10 @@ including the dropped-key behaviour of the real program."""
 
 from __future__ import annotations
 
+import asyncio
+from typing import Any
+
+from relay.protocol import SessionInfo
 from tests.e2e.conftest import Bridge, wait_for
 from tests.e2e.test_journeys import (
     events,
@@ -114,3 +118,41 @@ def test_agent_restart_keeps_the_session_and_its_held_messages(fake: Bridge) -> 
         )
         listed = events(phone, session_id)
     assert [e["seq"] for e in listed] == list(range(1, len(listed) + 1))
+
+
+def test_a_session_being_launched_is_never_reported_ended(fake: Bridge) -> None:
+    # The screen reader may look for a session's pane while it is still being made, or get a
+    # list of panes asked for before it existed: neither may report the new session as ended.
+    agent = fake.start_agent()
+    real_panes, real_new_session, real_update = (
+        agent.mux.panes,
+        agent.mux.new_session,
+        agent.link.update,
+    )
+    sent: list[str | None] = []
+
+    async def slow_panes() -> Any:
+        listed = await real_panes()
+        for _ in range(40):  # delivered only once the launches under way have finished
+            if all(rt.pane_alive for rt in agent.runtimes.values()):
+                break
+            await asyncio.sleep(0.05)
+        return listed
+
+    async def slow_new_session(*args: Any) -> Any:
+        await asyncio.sleep(0.3)  # a busy Mac: the screen reader gets turns meanwhile
+        return await real_new_session(*args)
+
+    async def recorded_update(info: SessionInfo) -> None:
+        if info.state is not None:
+            sent.append(info.state)
+        await real_update(info)
+
+    agent.mux.panes = slow_panes  # type: ignore[method-assign]
+    agent.mux.new_session = slow_new_session  # type: ignore[method-assign]
+    agent.link.update = recorded_update  # type: ignore[method-assign]
+    cwd = fake.folder()
+    with fake.phone() as phone:
+        session_id = start_session(phone, fake, cwd, prompt="hello there", permission_mode="manual")
+        wait_event(phone, session_id, lambda e: e["kind"] == "assistant", "the answer")
+    assert sent and sent[0] == "starting" and "ended" not in sent, sent
