@@ -441,8 +441,10 @@ def test_read_only_view_marks_every_request_and_cannot_send(
 
     # leaving the read-only view: requests are no longer marked, and the composer is back
     count = len(seen)
-    page.get_by_role("link", name="Open normally").click()
+    with page.expect_request(lambda r: f"/api/sessions/{sid}" in r.url) as reopened:
+        page.get_by_role("link", name="Open normally").click()
     expect(page.locator(".composer")).to_be_visible()
+    assert reopened.value.headers.get("x-cb-read-only") is None
     later = seen[count:]
     assert later and all(r.headers.get("x-cb-read-only") is None for r in later)
 

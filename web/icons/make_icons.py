@@ -60,7 +60,9 @@ def draw(size: int, scale: float, rounded: bool) -> bytes:
     raw = zlib.compress(b"".join(rows), 9)
 
     def chunk(kind: bytes, data: bytes) -> bytes:
-        return struct.pack("!I", len(data)) + kind + data + struct.pack("!I", zlib.crc32(kind + data))
+        return (
+            struct.pack("!I", len(data)) + kind + data + struct.pack("!I", zlib.crc32(kind + data))
+        )
 
     header = struct.pack("!IIBBBBB", size, size, 8, 6, 0, 0, 0)
     return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", raw) + chunk(b"IEND", b"")
