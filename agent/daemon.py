@@ -617,6 +617,7 @@ class Agent:
                 now=now,
                 missed_hook_close=float(self.config.missed_hook_close),
                 screen_idle_since=rt.idle_since,
+                first_frame_at=rt.first_frame_at,
             )
         )
         if computed.close_turn:

@@ -26,7 +26,9 @@ ignored, so a reopened session does not inherit its predecessor's end.
 
 1. **ended** — the pane / claude process is gone; or ``SessionEnd`` came after the launch, except
    with reason ``clear`` (``/clear`` fires ``SessionEnd`` for the old conversation and then
-   ``SessionStart`` for the new one, in the same process); or the screen reader says claude exited.
+   ``SessionStart`` for the new one, in the same process); or the screen reader says claude exited
+   (a blank screen counts only once claude has drawn something since the launch: before its first
+   frame a slow-loading claude shows a blank screen too).
 2. **starting** — from the launch until claude is up. While no prompt has been submitted in this
    launch, a keyed dialog on screen (folder trust, the ``--resume`` picker …) is a start-up
    dialog: still *starting*. Otherwise claude is up once a screen read shows it (a busy screen, a
@@ -396,6 +398,9 @@ class SessionInputs:
     #: first of the uninterrupted run of idle screen reads ending with the latest one
     #: (:func:`screen_idle_since`); None = not idle or not tracked
     screen_idle_since: float | None = None
+    #: when the screen first showed anything since the launch (None = not yet): a blank screen
+    #: before it is claude still loading, after it claude gone
+    first_frame_at: float | None = None
 
 
 @dataclass(frozen=True)
@@ -429,7 +434,9 @@ def compute(inputs: SessionInputs) -> Computed:
     if h.session_ended and _since_launch(h.ended_at, launched):
         return Computed("ended", None, (f"session-end:{h.end_reason}",), False)
     if screen is not None and screen.exited:
-        return Computed("ended", None, ("screen-exited",), False)
+        if _since_launch(inputs.first_frame_at, launched):
+            return Computed("ended", None, ("screen-exited",), False)
+        return Computed("starting", None, ("no-frame-yet",), False)
 
     # 2. starting
     card = screen.card if screen is not None else None

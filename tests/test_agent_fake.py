@@ -7,6 +7,8 @@ from __future__ import annotations
 import asyncio
 from typing import Any
 
+import pytest
+
 from relay.protocol import SessionInfo
 from tests.e2e.conftest import Bridge, wait_for
 from tests.e2e.test_journeys import (
@@ -156,3 +158,24 @@ def test_a_session_being_launched_is_never_reported_ended(fake: Bridge) -> None:
         session_id = start_session(phone, fake, cwd, prompt="hello there", permission_mode="manual")
         wait_event(phone, session_id, lambda e: e["kind"] == "assistant", "the answer")
     assert sent and sent[0] == "starting" and "ended" not in sent, sent
+
+
+def test_a_slow_cold_start_is_starting_not_stopped(
+    fake: Bridge, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The first run after an install: the screen stays blank for seconds before claude draws.
+    original = fake.env
+    monkeypatch.setattr(fake, "env", lambda: {**original(), "FAKECLAUDE_LOAD_SECONDS": "4"})
+    fake.start_agent()
+    cwd = fake.folder()
+    with fake.phone() as phone:
+        session_id = start_session(phone, fake, cwd, prompt="hello there", permission_mode="manual")
+        seen: list[str] = []
+
+        def answered() -> bool:
+            seen.append(snapshot(phone, session_id)["state"])
+            return any(e["kind"] == "assistant" for e in events(phone, session_id))
+
+        wait_for(answered, 30, "the answer")
+    assert seen[0] == "starting" and "ended" not in seen, seen
+    assert seen.count("starting") >= 10  # polled through the blank seconds

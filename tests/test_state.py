@@ -135,6 +135,7 @@ class Case:
     status_at: float | None = None
     alive: bool = True
     idle_since: float | None = None
+    first_frame: float | None = L + 0.5  # when the screen first showed something
     reasons: tuple[str, ...] = field(default_factory=tuple)  # must all be present
 
 
@@ -565,6 +566,35 @@ CASES = [
     ),
     Case("process gone while starting", (), card("keyed"), L + 0.5, L + 1.0, "ended", alive=False),
     Case("screen says claude exited", STARTED, Screen(exited=True), L + 9.0, L + 9.5, "ended"),
+    Case(
+        "blank screen before the first frame (claude still loading)",
+        (),
+        Screen(exited=True),
+        L + 3.0,
+        L + 3.2,
+        "starting",
+        first_frame=None,
+        reasons=("no-frame-yet",),
+    ),
+    Case(
+        "a frame of an earlier life does not count",
+        (),
+        Screen(exited=True),
+        L + 3.0,
+        L + 3.2,
+        "starting",
+        first_frame=L - 5.0,
+    ),
+    Case(
+        "blank screen after claude drew its first frame",
+        (),
+        Screen(exited=True),
+        L + 9.0,
+        L + 9.2,
+        "ended",
+        first_frame=L + 2.0,
+        reasons=("screen-exited",),
+    ),
 ]
 
 
@@ -580,6 +610,7 @@ def run(case: Case) -> Computed:
             launched_at=L,
             now=case.now,
             screen_idle_since=case.idle_since,
+            first_frame_at=case.first_frame,
         )
     )
 

@@ -21,7 +21,8 @@ frame; ``FAKECLAUDE_DIALOG_DEAF`` (0.01) keys dropped after a dialog appears;
 time before an answer; ``FAKECLAUDE_NOTIFY_SECONDS`` (6) Notification hook for an unanswered
 dialog; ``FAKECLAUDE_HINT_SECONDS`` (10) how long ``← for agents`` and the effort line show;
 ``FAKECLAUDE_SPLIT_WRITES`` (``assistant``; ``all`` / ``off``) which transcript lines are
-written in two pieces, ``FAKECLAUDE_SPLIT_DELAY`` (0.05) the pause between the pieces.
+written in two pieces, ``FAKECLAUDE_SPLIT_DELAY`` (0.05) the pause between the pieces;
+``FAKECLAUDE_LOAD_SECONDS`` (0) a blank screen before anything starts (a cold start).
 
 Prompts are matched by keyword (``scenarios.py``): RUN_BASH, WRITE_FILE, ASK_ME, ASK_TWO,
 MAKE_PLAN, SLOW, SUBAGENT, anything else; plus ``/clear``, ``/compact``, ``/exit``.

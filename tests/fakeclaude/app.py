@@ -934,6 +934,9 @@ def main(argv: list[str] | None = None) -> int:
         import ctypes
 
         ctypes.CDLL(None).prctl(15, b"claude", 0, 0, 0)
+    # A cold start of the real binary (a first run after an install) shows a blank screen
+    # for seconds before its first frame.
+    time.sleep(env_float("FAKECLAUDE_LOAD_SECONDS", 0.0))
     if opts.continue_ and not opts.resume:
         folder = (
             Path(os.environ.get("HOME") or Path.home()) / ".claude" / "projects" / slug(os.getcwd())
