@@ -140,6 +140,38 @@ class Policy:
         categories[category] = "allow"
         return Policy(self.allow_all, categories, tools)
 
+    def changed(self, changes: Any) -> Policy:
+        """This policy with some rules changed, the others kept (``PATCH …/policy``).
+
+        ``changes`` is ``{"reset"?, "allow_all"?, "categories"?, "tools"?}``: ``reset: true``
+        starts from the default (ask for everything), a rule of ``null`` drops that rule. Made
+        on the Mac, against the policy it holds, so a change from elsewhere in between (a card's
+        "always allow") is kept. Raises PolicyError like :meth:`from_json`.
+        """
+        if not isinstance(changes, Mapping):
+            raise PolicyError(
+                "policy changes are a JSON object: {reset, allow_all, categories, tools}"
+            )
+        unknown = set(changes) - {"reset", "allow_all", "categories", "tools"}
+        if unknown:
+            raise PolicyError(f"unknown policy field(s): {', '.join(sorted(map(str, unknown)))}")
+        reset = changes.get("reset", False)
+        if not isinstance(reset, bool):
+            raise PolicyError("reset must be true or false")
+        base = Policy() if reset else self
+        merged: dict[str, Any] = {
+            "allow_all": changes.get("allow_all", base.allow_all),
+            "categories": dict(base.categories),
+            "tools": dict(base.tools),
+        }
+        for field_name in ("categories", "tools"):
+            for name, rule in _mapping(changes.get(field_name), field_name).items():
+                if rule is None:
+                    merged[field_name].pop(name, None)
+                else:
+                    merged[field_name][name] = rule
+        return Policy.from_json(merged)
+
     # -- JSON -----------------------------------------------------------------------------
 
     def to_json(self) -> dict[str, Any]:

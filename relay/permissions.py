@@ -1,4 +1,5 @@
-"""Per-session permission policies from the phone: ``GET`` / ``PUT /api/sessions/{id}/policy``.
+"""Per-session permission policies from the phone: ``GET`` / ``PUT`` / ``PATCH
+/api/sessions/{id}/policy``.
 
 The rules themselves are ``agent/policy.py`` (allow / ask / deny by tool and by category, a
 tool's rule beating its category's, "allow all"; questions and plans always ask).
@@ -10,10 +11,13 @@ Where a policy lives:
   agent's restarts, ``reopen`` and revive, and whether or not the relay is reachable.
 * **The relay keeps a copy** (table ``session_policies``) so the phone can show a session's
   policy while its Mac is offline. The copy is only ever written from what the Mac answered:
-  ``set_policy``, ``create_session`` and an ``answer_card`` with ``always`` return the policy
+  ``set_policy``, ``change_policy``, ``create_session`` and an ``answer_card`` with ``always``
+  return the policy
   the Mac now holds (``data.policy``), and the relay stores that. A session with no copy (one
   started before policies existed) shows the default, with ``known: false``.
-* **Changes need the Mac.** ``PUT`` forwards a ``set_policy`` command and answers 409
+* **Changes need the Mac.** ``PUT`` forwards a ``set_policy`` command (replace the whole
+  policy), ``PATCH`` a ``change_policy`` command (only the rules named; the Mac merges them into
+  what it holds, so a card's "always allow" given meanwhile is kept). Both answer 409
   ``device_offline`` when the Mac is offline (the copy is not changed then), so the phone never
   shows a policy the Mac does not apply.
 """
@@ -30,7 +34,7 @@ from fastapi import APIRouter, Depends
 from pydantic import BaseModel, ConfigDict, Field
 
 from agent.policy import CATEGORIES, TOOL_CATEGORIES, Policy, PolicyError
-from relay.errors import BadRequest
+from relay.errors import BadRequest, Conflict
 from relay.routes import Phone, State, _command, _session, refuse_read_only
 from relay.state import RelayState, iso
 
@@ -127,6 +131,17 @@ class PolicyBody(BaseModel):
     tools: dict[str, str] = Field(default_factory=dict, max_length=200)
 
 
+class PolicyChanges(BaseModel):
+    """``PATCH`` body: only what changes; a rule of ``null`` drops it, ``reset`` starts over."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    reset: bool = False
+    allow_all: bool | None = None
+    categories: dict[str, str | None] = Field(default_factory=dict, max_length=16)
+    tools: dict[str, str | None] = Field(default_factory=dict, max_length=200)
+
+
 @router.get("/sessions/{session_id}/policy")
 async def get_policy(session_id: str, principal: Phone, state: State) -> dict[str, Any]:
     session = await _session(state, principal, session_id)
@@ -145,5 +160,26 @@ async def put_policy(
     answer = await _command(state, session, "set_policy", {"policy": policy.to_json()})
     if "policy" not in answer:  # a Mac that does not echo it: it took what was sent
         await remember(state, session.id, policy.to_json())
+    now_policy, at = await stored(state, session.id)
+    return {"ok": True, **_body(state, session.id, session.device_id, now_policy, at)}
+
+
+@router.patch("/sessions/{session_id}/policy")
+async def patch_policy(
+    session_id: str, body: PolicyChanges, principal: Phone, state: State
+) -> dict[str, Any]:
+    """Change some rules on the session's Mac, which merges them into the policy it holds:
+    nothing changed elsewhere meanwhile is lost (409 ``device_offline`` when it is offline)."""
+    session = await _session(state, principal, session_id)
+    changes = body.model_dump(exclude_defaults=True)
+    if not changes:
+        raise BadRequest("nothing to change: send reset, allow_all, categories or tools")
+    try:
+        Policy().changed(changes)  # 400 before the Mac is asked
+    except PolicyError as exc:
+        raise BadRequest(f"policy: {exc}") from None
+    answer = await _command(state, session, "change_policy", {"changes": changes})
+    if "policy" not in answer:
+        raise Conflict("the Mac did not say which policy it now holds", code="bad_answer")
     now_policy, at = await stored(state, session.id)
     return {"ok": True, **_body(state, session.id, session.device_id, now_policy, at)}
