@@ -978,6 +978,19 @@ class Agent:
         self._save()
         return {"policy": policy.to_json()}
 
+    async def _cmd_change_policy(self, session_id: str, args: dict[str, Any]) -> dict[str, Any]:
+        """Change some rules of the session's policy, keeping the others as this Mac holds them
+        (a card's "always allow" that came in meanwhile is not lost, as it would be by a
+        read-then-replace from the phone)."""
+        record = self._record(session_id)
+        try:
+            policy = _policy(record).changed(args.get("changes"))
+        except policyrules.PolicyError as exc:
+            raise CommandFailed("bad_args", f"policy: {exc}") from exc
+        _set_policy(record, policy)
+        self._save()
+        return {"policy": policy.to_json()}
+
     async def _cmd_delete_history(self, session_id: str, args: dict[str, Any]) -> dict[str, Any]:
         """Retention deleted the session on the relay: drop its event archive and forget it.
 

@@ -33,8 +33,9 @@ claude-bridge session-cost SESSION [--json]
 claude-bridge policy SESSION [--allow-all | --no-allow-all] [--category C=RULE…] [--tool T=RULE…]
                      [--reset] [--json]
     Without changes: the session's permission policy (the relay's copy, also while the Mac is
-    offline). With changes: applied on top of the current policy (--reset: on top of the default,
-    ask for everything) and PUT to the Mac, which must be online; prints the policy it now holds.
+    offline). With changes: sent to the Mac, which must be online, and applied there on top of the
+    policy it holds (--reset: on top of the default, ask for everything); prints the policy it now
+    holds.
     RULE is allow, ask or deny, or unset to drop the rule.
 claude-bridge pin SESSION | unpin SESSION [--json]
     Keep a session (never archived or deleted; an archived one is active again), or let it age.
@@ -839,25 +840,22 @@ def parse_rule(text: str, kind: str) -> tuple[str, str]:
     return name, rule
 
 
-def changed_policy(current: dict[str, Any], args: argparse.Namespace) -> dict[str, Any] | None:
-    """The policy to PUT (the current one with the command's changes), or None for no change."""
-    categories = [parse_rule(c, "category") for c in args.category or []]
-    tools = [parse_rule(t, "tool") for t in args.tool or []]
-    if not (categories or tools or args.reset or args.allow_all is not None):
-        return None
-    base: dict[str, Any] = {} if args.reset else current
-    parts: dict[str, dict[str, str]] = {
-        "categories": dict(base.get("categories") or {}),
-        "tools": dict(base.get("tools") or {}),
-    }
-    for field, rules in (("categories", categories), ("tools", tools)):
-        for name, rule in rules:
-            if rule == "unset":
-                parts[field].pop(name, None)
-            else:
-                parts[field][name] = rule
-    allow_all = bool(base.get("allow_all", False)) if args.allow_all is None else args.allow_all
-    return {"allow_all": allow_all, **parts}
+def policy_changes(args: argparse.Namespace) -> dict[str, Any] | None:
+    """The command's changes as a PATCH body (the Mac merges them into the policy it holds, so
+    nothing changed elsewhere meanwhile is lost), or None for no change."""
+    changes: dict[str, Any] = {}
+    if args.reset:
+        changes["reset"] = True
+    if args.allow_all is not None:
+        changes["allow_all"] = args.allow_all
+    for field, kind, texts in (
+        ("categories", "category", args.category),
+        ("tools", "tool", args.tool),
+    ):
+        rules = [parse_rule(text, kind) for text in texts or []]
+        if rules:
+            changes[field] = {name: None if rule == "unset" else rule for name, rule in rules}
+    return changes or None
 
 
 def policy_lines(session: dict[str, Any], body: dict[str, Any], mac: str) -> list[str]:
@@ -905,10 +903,10 @@ def cmd_policy(args: argparse.Namespace) -> int:
     try:
         session = find_session(relay, args.session)
         path = f"/api/sessions/{_quote(session['id'])}/policy"
-        body: dict[str, Any] = relay.call("GET", path)
-        policy = changed_policy(body["policy"], args)
-        if policy is not None:
-            body = relay.call("PUT", path, json=policy)
+        changes = policy_changes(args)
+        body: dict[str, Any] = (
+            relay.call("PATCH", path, json=changes) if changes else relay.call("GET", path)
+        )
         mac = _device_name(relay, session.get("device_id"))
     finally:
         relay.close()
@@ -916,7 +914,7 @@ def cmd_policy(args: argparse.Namespace) -> int:
         _print_json(body)
         return 0
     out = policy_lines(session, body, mac)
-    if policy is not None:
+    if changes:
         out.insert(0, f"Changed on {mac}.")
     print("\n".join(out))
     return 0

@@ -155,6 +155,32 @@ def test_json_round_trip_and_clear_errors() -> None:
     assert set(CATEGORIES) == {"read", "edit", "execute", "web", "mcp"}
 
 
+def test_changes_merge_into_the_held_policy() -> None:
+    held = Policy.from_json({"categories": {"execute": "allow"}, "tools": {"Bash": "ask"}})
+    changed = held.changed({"categories": {"web": "deny"}, "tools": {"Bash": None}})
+    assert changed.to_json() == {
+        "allow_all": False,
+        "categories": {"execute": "allow", "web": "deny"},
+        "tools": {},
+    }
+    assert held.changed({"allow_all": True}).categories == {"execute": "allow"}
+    assert held.changed({"reset": True, "tools": {"Read": "deny"}}) == Policy(
+        tools={"Read": "deny"}
+    )
+    assert held.changed({"tools": {"Grep": None}}) == held  # dropping no rule is no change
+    bad: list[tuple[Any, str]] = [
+        ({"categories": {"network": "allow"}}, "unknown category 'network'"),
+        ({"tools": {"Bash": "never"}}, "allow, ask or deny"),
+        ({"reset": "yes"}, "reset must be true or false"),
+        ({"allow_all": 1}, "true or false"),
+        ({"policy": {}}, "unknown policy field"),
+        ("allow", "JSON object"),
+    ]
+    for data, message in bad:
+        with pytest.raises(PolicyError, match=message):
+            held.changed(data)
+
+
 def test_a_record_from_before_policies_keeps_its_allow_all() -> None:
     assert from_record({}, allow_all=True) == Policy(allow_all=True)
     assert from_record({"tools": {"Bash": "deny"}}, allow_all=False).decide("Bash") == "deny"
@@ -185,6 +211,10 @@ class PolicyMac:
         data: dict[str, Any] = {}
         if command.name == "set_policy":
             self.policies[sid] = Policy.from_json(command.args["policy"]).to_json()
+            data["policy"] = self.policies[sid]
+        elif command.name == "change_policy":
+            held = Policy.from_json(self.policies.get(sid))
+            self.policies[sid] = held.changed(command.args["changes"]).to_json()
             data["policy"] = self.policies[sid]
         elif command.name == "create_session":
             self.policies[sid] = Policy.from_json(command.args.get("policy")).to_json()
@@ -286,6 +316,66 @@ def test_always_on_a_card_answer_updates_the_relays_copy(
             }
 
     asyncio.run(go())
+
+
+def test_patch_changes_some_rules_and_keeps_what_the_mac_gained_meanwhile(
+    relay: RelayServer, account: Account
+) -> None:
+    handler = PolicyMac()
+    session_id = new_id()
+    base = f"/api/sessions/{session_id}/policy"
+
+    async def go() -> None:
+        headers = {"Authorization": f"Bearer {account.phone_token}"}
+        async with (
+            mac(relay, account.device_token, on_command=handler) as link,
+            httpx.AsyncClient(base_url=relay.url, headers=headers, timeout=15) as client,
+        ):
+            await push(link, session_id, SMALL)
+            put = await client.put(base, json={"tools": {"Bash": "ask"}})
+            assert put.status_code == 200, put.text
+            # The phone read the policy; then a card's "always allow" changed it on the Mac.
+            handler.policies[session_id] = (
+                Policy.from_json(handler.policies[session_id]).always_allow("WebFetch").to_json()
+            )
+            patch = await client.patch(base, json={"tools": {"Bash": None, "Read": "deny"}})
+            assert patch.status_code == 200, patch.text
+            body = patch.json()
+            assert body["ok"] is True and body["policy"] == {
+                "allow_all": False,
+                "categories": {"web": "allow"},
+                "tools": {"Read": "deny"},
+            }
+            command = handler.commands[-1]
+            assert (command.name, command.args) == (
+                "change_policy",
+                {"changes": {"tools": {"Bash": None, "Read": "deny"}}},
+            )
+            assert (await client.get(base)).json()["policy"] == body["policy"]
+            reset = await client.patch(base, json={"reset": True, "allow_all": True})
+            assert reset.json()["policy"] == {"allow_all": True, "categories": {}, "tools": {}}
+            sent = len(handler.commands)
+            for wrong, message in (
+                ({}, "nothing to change"),
+                ({"tools": {"Bash": "maybe"}}, "allow, ask or deny"),
+                ({"categories": {"network": "allow"}}, "unknown category"),
+            ):
+                error = error_of(await client.patch(base, json=wrong), 400, "bad_request")
+                assert message in error["message"], error
+            error_of(await client.patch(base, json={"rules": {}}), 400, "bad_request")
+            assert len(handler.commands) == sent  # nothing wrong reached the Mac
+            marked = await client.patch(
+                base, json={"allow_all": False}, headers={"X-CB-Read-Only": "1"}
+            )
+            error_of(marked, 409, "read_only")
+            error_of(await client.patch("/api/sessions/nope/policy", json={"allow_all": True}),
+                     404, "unknown_session")  # fmt: skip
+
+    asyncio.run(go())
+    wait_until_offline(relay, account)
+    with phone_client(relay, account.phone_token) as client:
+        error_of(client.patch(base, json={"allow_all": False}), 409, "device_offline")
+        assert client.get(base).json()["policy"]["allow_all"] is True  # unchanged
 
 
 def test_a_new_session_can_start_with_a_policy(relay: RelayServer, account: Account) -> None:
@@ -424,6 +514,15 @@ def test_always_on_a_card_allows_the_next_bash_without_a_card(fake: Bridge) -> N
         assert len(allowed) == 1  # the second Bash, allowed by the hook
         shown = phone.get(f"/api/sessions/{session_id}/policy").json()
         assert shown["policy"]["categories"] == {"execute": "allow"}
+        # A change of one rule from the phone keeps the "always" the Mac holds.
+        patched = phone.patch(
+            f"/api/sessions/{session_id}/policy", json={"tools": {"Read": "deny"}}
+        )
+        assert patched.status_code == 200, patched.text
+        now = {"allow_all": False, "categories": {"execute": "allow"}, "tools": {"Read": "deny"}}
+        assert patched.json()["policy"] == now
+    record = fake.agent.registry.get(session_id) if fake.agent else None
+    assert record is not None and record.policy == now
 
 
 def test_questions_are_never_auto_answered_even_with_allow_all(fake: Bridge) -> None:

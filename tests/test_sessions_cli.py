@@ -3,8 +3,8 @@ policy, pin/unpin, retention and subagents — run as processes (``python -m rel
 real relay, with sessions made by pushing captured transcripts over the real link.
 
 The Mac is a ScriptedMac (relay.replay.MacLink on its own loop thread) that records the commands
-it gets and answers ``set_policy`` the way the agent does (agent/daemon.py ``_cmd_set_policy``:
-the policy it now holds, or ``bad_args``), so a test sees exactly what reached the Mac.
+it gets and answers ``set_policy`` / ``change_policy`` the way the agent does (the policy it now
+holds, or ``bad_args``), so a test sees exactly what reached the Mac.
 """
 
 from __future__ import annotations
@@ -21,9 +21,7 @@ from typing import Any
 
 import pytest
 
-from agent.policy import Policy, PolicyError
 from relay import sessions_cli
-from relay.protocol import Command, CommandResult
 from relay.replay import read_lines
 from relay.retention import DAY, Retention
 from tests.conftest import TRANSCRIPTS, Account, RelayServer, phone_client, transcript
@@ -36,27 +34,9 @@ AGENT = "a0f2c7af82d1d7fd7"
 SUB_EVENTS = 4  # the subagent's prompt, its Bash call and result, its report
 
 
-class PolicyMac(ScriptedMac):
-    """Answers ``set_policy`` as the agent does; everything else ``ok``."""
-
-    async def _on_command(self, command: Command) -> CommandResult:
-        if command.name != "set_policy" or command.name in self.fail:
-            return await super()._on_command(command)
-        self.commands.append(command)
-        try:
-            policy = Policy.from_json(command.args.get("policy"))
-        except PolicyError as exc:
-            return CommandResult(
-                command_id=command.command_id, ok=False, code="bad_args", error=f"policy: {exc}"
-            )
-        return CommandResult(
-            command_id=command.command_id, ok=True, data={"policy": policy.to_json()}
-        )
-
-
 @pytest.fixture
-def studio(relay: RelayServer, account: Account, loop: LoopThread) -> Iterator[PolicyMac]:
-    mac = PolicyMac(relay, account.device_token, loop, name="Studio")
+def studio(relay: RelayServer, account: Account, loop: LoopThread) -> Iterator[ScriptedMac]:
+    mac = ScriptedMac(relay, account.device_token, loop, name="Studio")
     mac.connect()
     yield mac
     mac.close()
@@ -125,10 +105,10 @@ def section(out: str, heading: str) -> str:
 
 
 def test_search_splits_this_mac_and_folder_from_other_places(
-    relay: RelayServer, account: Account, studio: PolicyMac, loop: LoopThread, tmp_path: Path
+    relay: RelayServer, account: Account, studio: ScriptedMac, loop: LoopThread, tmp_path: Path
 ) -> None:
     token, _, laptop_id = relay.state.store.create_token(account.account_id, "device", "Laptop")
-    laptop = PolicyMac(relay, token, loop, name="Laptop").connect()
+    laptop = ScriptedMac(relay, token, loop, name="Laptop").connect()
     here_a, here_sub, same_mac_other_folder, other_mac = (new_id("g") for _ in range(4))
     unrelated = new_id("u")
     try:
@@ -197,7 +177,7 @@ def test_search_splits_this_mac_and_folder_from_other_places(
 
 
 def test_rename_by_id_or_offset_and_give_the_automatic_title_back(
-    relay: RelayServer, account: Account, studio: PolicyMac
+    relay: RelayServer, account: Account, studio: ScriptedMac
 ) -> None:
     older, newer = new_id("older"), new_id("newer")
     push(studio, older, "d_bash_permission")
@@ -236,7 +216,7 @@ def test_rename_by_id_or_offset_and_give_the_automatic_title_back(
 
 
 def test_session_cost_prints_the_relays_figures(
-    relay: RelayServer, account: Account, studio: PolicyMac
+    relay: RelayServer, account: Account, studio: ScriptedMac
 ) -> None:
     resumed, delegated = new_id("cost"), new_id("sub")
     push(studio, resumed, "k_resume")
@@ -278,7 +258,7 @@ def test_subagents_lists_summary_lines_and_pages_one_history(
 ) -> None:
     server = make_relay(catchup_page=2)  # the subagent's 4 events take two pages
     acct = server.account()
-    mac = PolicyMac(server, acct.device_token, loop).connect()
+    mac = ScriptedMac(server, acct.device_token, loop).connect()
     session_id, plain = new_id("sub"), new_id("plain")
     try:
         push(mac, plain, "b_idle")
@@ -322,7 +302,7 @@ def test_subagents_lists_summary_lines_and_pages_one_history(
 
 
 def test_policy_shows_and_changes_the_rules_on_the_mac(
-    relay: RelayServer, account: Account, studio: PolicyMac
+    relay: RelayServer, account: Account, studio: ScriptedMac
 ) -> None:
     session_id = new_id("pol")
     push(studio, session_id, "b_idle")
@@ -344,9 +324,11 @@ def test_policy_shows_and_changes_the_rules_on_the_mac(
         "--tool",
         "Bash=deny",
     ).stdout
-    assert studio.command_names() == ["set_policy"]
+    assert studio.command_names() == ["change_policy"]
     want = {"allow_all": False, "categories": {"read": "allow"}, "tools": {"Bash": "deny"}}
-    assert studio.commands[0].args == {"policy": want}
+    assert studio.commands[0].args == {
+        "changes": {"categories": {"read": "allow"}, "tools": {"Bash": "deny"}}
+    }
     assert changed.startswith("Changed on Studio.")
     assert "held and applied by Studio" in changed
     assert "  read     allow" in changed and "tools:   Bash deny" in changed
@@ -356,7 +338,7 @@ def test_policy_shows_and_changes_the_rules_on_the_mac(
     body = cli_json(relay, account, "policy", "-1", "--allow-all", "--tool", "Bash=unset")
     merged = {"allow_all": True, "categories": {"read": "allow"}, "tools": {}}
     assert body["ok"] is True and body["policy"] == merged
-    assert studio.commands[-1].args == {"policy": merged}
+    assert studio.commands[-1].args == {"changes": {"allow_all": True, "tools": {"Bash": None}}}
     allowed = cli(relay, account.phone_token, "policy", session_id).stdout
     assert "allow all: yes" in allowed and "  edit     allow (allow all) (no rule)" in allowed
     reset = cli_json(relay, account, "policy", session_id, "--reset", "--tool", "WebFetch=ask")
@@ -374,10 +356,17 @@ def test_policy_shows_and_changes_the_rules_on_the_mac(
     assert "no category 'files'" in category and "read, edit, execute, web, mcp" in category
     assert len(studio.commands) == sent
     # The Mac refusing is the relay's message.
-    studio.fail["set_policy"] = ("bad_args", "policy: not today")
+    studio.fail["change_policy"] = ("bad_args", "policy: not today")
     refused = cli(relay, account.phone_token, "policy", session_id, "--allow-all", code=2).stderr
     assert "policy: not today (bad_args)" in refused
-    del studio.fail["set_policy"]
+    del studio.fail["change_policy"]
+
+    # A rule the Mac gained meanwhile (a card's "always allow") is kept by a change from here.
+    studio.policies[session_id] = studio.policies[session_id].always_allow("WebFetch")
+    kept = cli_json(relay, account, "policy", session_id, "--tool", "Grep=deny")
+    assert kept["policy"]["categories"] == {"web": "allow"}
+    assert kept["policy"]["tools"] == {"Grep": "deny"}
+    cli_json(relay, account, "policy", session_id, "--reset")
 
     unknown = cli(relay, account.phone_token, "policy", "nope-2", code=2).stderr
     assert "no session nope-2" in unknown
@@ -417,7 +406,7 @@ def test_pin_unpin_and_retention_runs(
     retention: Retention = server.app.state.retention
     clock = Clock()
     retention.clock = clock
-    mac = PolicyMac(server, acct.device_token, loop).connect()
+    mac = ScriptedMac(server, acct.device_token, loop).connect()
     kept, old = new_id("kept"), new_id("old")
     try:
         push(mac, kept, "b_idle")

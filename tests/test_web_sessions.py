@@ -3,7 +3,7 @@ Playwright, against a real relay fed by a scripted Mac over the real link, with 
 transcripts of the real Claude Code (``tests/fixtures/transcripts``).
 
 Search and browse (here / elsewhere, filters), summaries and cost in the lists, the cost in detail,
-pin and unpin, the automatic title, the permission policy editor (``set_policy`` on the Mac, the
+pin and unpin, the automatic title, the permission policy editor (``change_policy`` on the Mac, the
 Mac offline), "always allow", one line per subagent and its paged history, the read-only view
 (``X-CB-Read-Only: 1`` on every request, streams included), archived sessions, the retention
 report. Screenshots at phone size go to ``test-artifacts/screens/``.
@@ -265,7 +265,7 @@ def test_pin_unpin_and_the_automatic_title(
 # -- permissions ---------------------------------------------------------------------------------
 
 
-def test_policy_editor_sends_set_policy_and_says_when_the_mac_is_offline(
+def test_policy_editor_sends_only_its_changes_and_says_when_the_mac_is_offline(
     phone: Phone, scripted: ScriptedMac, relay: RelayServer, account: Account
 ) -> None:
     sid = new_sid()
@@ -287,10 +287,10 @@ def test_policy_editor_sends_set_policy_and_says_when_the_mac_is_offline(
     dialog.get_by_role("button", name="Remove WebFetch").click()
     phone.shot("22-policy-editor", full=True)
     dialog.get_by_role("button", name="Save").click()
-    (command,) = commands(scripted, "set_policy")
+    (command,) = commands(scripted, "change_policy")
     assert command.session_id == sid
-    assert command.args == {
-        "policy": {
+    assert command.args == {  # only what was changed (WebFetch was added and removed)
+        "changes": {
             "allow_all": True,
             "categories": {"read": "allow", "execute": "deny"},
             "tools": {"Bash": "allow"},
@@ -298,7 +298,12 @@ def test_policy_editor_sends_set_policy_and_says_when_the_mac_is_offline(
     }
     expect(page.locator("#toast")).to_have_text("Saved on the Mac.")
     expect(page.locator("dialog")).to_have_count(0)
-    assert api(relay, account, f"/api/sessions/{sid}/policy")["policy"] == command.args["policy"]
+    held = {
+        "allow_all": True,
+        "categories": {"read": "allow", "execute": "deny"},
+        "tools": {"Bash": "allow"},
+    }
+    assert api(relay, account, f"/api/sessions/{sid}/policy")["policy"] == held
 
     # opened again: the relay's copy of what the Mac holds
     actions(page, "Permissions")
@@ -306,6 +311,23 @@ def test_policy_editor_sends_set_policy_and_says_when_the_mac_is_offline(
     expect(dialog.get_by_label("Allow all tools (no dialogs)")).to_be_checked()
     expect(dialog.locator(".pol-row[data-tool='Bash'] select")).to_have_value("allow")
     dialog.get_by_role("button", name="Cancel").click()
+
+    # A rule the Mac gained while the editor was open (a card's "always") is kept; a rule
+    # removed here is dropped, one left alone is not sent.
+    actions(page, "Permissions")
+    scripted.policies[sid] = scripted.policies[sid].always_allow("WebFetch")
+    dialog.get_by_role("button", name="Remove Bash").click()
+    dialog.get_by_label("Edit", exact=True).select_option("ask")
+    dialog.get_by_role("button", name="Save").click()
+    expect(page.locator("dialog")).to_have_count(0)  # closed once the Mac answered
+    assert commands(scripted, "change_policy", 2)[-1].args == {
+        "changes": {"allow_all": True, "categories": {"edit": "ask"}, "tools": {"Bash": None}}
+    }
+    assert api(relay, account, f"/api/sessions/{sid}/policy")["policy"] == {
+        "allow_all": True,
+        "categories": {"read": "allow", "edit": "ask", "execute": "deny", "web": "allow"},
+        "tools": {},
+    }
 
     # the Mac goes offline: the page says so, before and after trying
     scripted.abort()
@@ -319,7 +341,7 @@ def test_policy_editor_sends_set_policy_and_says_when_the_mac_is_offline(
     expect(dialog.locator(".pol-status")).to_have_text(
         "The Mac is offline: permissions change only when it is back."
     )
-    assert len([c for c in scripted.commands if c.name == "set_policy"]) == 1
+    assert len([c for c in scripted.commands if c.name == "change_policy"]) == 2
 
 
 def test_permission_card_always_allow_this_kind(

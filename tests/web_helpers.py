@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
+from agent.policy import Policy, PolicyError
 from relay.protocol import (
     Card,
     CardOption,
@@ -67,7 +68,8 @@ class ScriptedMac:
     """A Mac over the real link: sends transcripts and session updates, records commands.
 
     Commands are answered ``ok`` (with ``answers[name]`` as data when set), or with ``fail[name]``
-    (a ``(code, message)`` pair) when set.
+    (a ``(code, message)`` pair) when set. ``set_policy`` and ``change_policy`` are answered as
+    the agent does (agent/daemon.py): with the policy now held, or ``bad_args``.
     """
 
     server: RelayServer
@@ -81,15 +83,28 @@ class ScriptedMac:
     url: str = ""  # the relay's address, when it differs from ``server.url``
     archive: MemoryArchive = field(default_factory=MemoryArchive)
     offsets: dict[str, int] = field(default_factory=dict)
+    policies: dict[str, Policy] = field(default_factory=dict)  # what the Mac holds, per session
 
     async def _on_command(self, command: Command) -> CommandResult:
         self.commands.append(command)
         if command.name in self.fail:
             code, message = self.fail[command.name]
             return CommandResult(command_id=command.command_id, ok=False, code=code, error=message)
-        return CommandResult(
-            command_id=command.command_id, ok=True, data=self.answers.get(command.name, {})
-        )
+        data = self.answers.get(command.name, {})
+        if command.name in ("set_policy", "change_policy"):
+            held = self.policies.get(command.session_id, Policy())
+            try:
+                if command.name == "set_policy":
+                    policy = Policy.from_json(command.args.get("policy"))
+                else:
+                    policy = held.changed(command.args.get("changes"))
+            except PolicyError as exc:
+                return CommandResult(
+                    command_id=command.command_id, ok=False, code="bad_args", error=f"policy: {exc}"
+                )
+            self.policies[command.session_id] = policy
+            data = {"policy": policy.to_json()}
+        return CommandResult(command_id=command.command_id, ok=True, data=data)
 
     def connect(self) -> ScriptedMac:
         self.link = MacLink(

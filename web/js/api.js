@@ -51,4 +51,3 @@ export const get = (path, opts) => api(path, opts);
 export const post = (path, body) => api(path, { method: "POST", body: body || {} });
 export const patch = (path, body) => api(path, { method: "PATCH", body });
 export const del = (path, body) => api(path, { method: "DELETE", body });
-export const put = (path, body) => api(path, { method: "PUT", body });

@@ -1,6 +1,6 @@
 // A session's cost in detail and its permission policy (dialogs); the retention report (settings).
 
-import { get, post, put } from "./api.js";
+import { get, patch, post } from "./api.js";
 import { ago, append, count, h, usd } from "./dom.js";
 import { t } from "./i18n.js";
 import { modal, showError, toast } from "./ui.js";
@@ -43,7 +43,7 @@ function rule(value, label, none) {
   return el;
 }
 
-/** GET / PUT /api/sessions/{id}/policy: allow all, a rule per category, rules per tool. */
+/** GET / PATCH (only what changed: the Mac keeps an "always" given meanwhile) …/policy. */
 export async function showPolicy(id, readOnly) {
   const box = h("div", null, h("p.muted", null, t("loading")));
   const status = h("p.pol-status", { role: "alert" });
@@ -90,10 +90,11 @@ export async function showPolicy(id, readOnly) {
     save.disabled = true;
     status.textContent = "";
     try {
-      await put(`/api/sessions/${enc(id)}/policy`, {
+      const was = (m, k) => m[k] || null, diff = (pairs, old) => Object.fromEntries(pairs.filter(([k, v]) => v !== was(old, k)));
+      await patch(`/api/sessions/${enc(id)}/policy`, {
         allow_all: all.checked,
-        categories: Object.fromEntries(cats.map((c, i) => [c, picks[i].value]).filter(([, v]) => v)),
-        tools: Object.fromEntries(tools),
+        categories: diff(cats.map((c, i) => [c, picks[i].value || null]), policy.categories),
+        tools: diff([...tools, ...Object.keys(policy.tools).filter((k) => !tools.has(k)).map((k) => [k, null])], policy.tools),
       });
       toast(t("pol_saved"));
       dialog.close();
