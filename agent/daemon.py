@@ -448,13 +448,14 @@ class Agent:
 
     async def _watch_loop(self) -> None:
         """Wake the transcript reader as soon as Claude Code writes (the 700 ms poll stays as a
-        safety net: file events can be missed, e.g. on network file systems)."""
-        from watchfiles import awatch
+        safety net: file events can be missed, e.g. on network file systems). inotify on Linux
+        (no cost while idle), watchfiles elsewhere: see agent/watch.py."""
+        from agent.watch import changes
 
         root = self.options.claude_home / "projects"
         root.mkdir(parents=True, exist_ok=True)
         try:
-            async for _ in awatch(root, debounce=5, step=5, stop_event=self._stopping):
+            async for _ in changes(root, self._stopping):
                 self._wake_transcripts.set()
         except (OSError, RuntimeError) as exc:
             _log.warning("file watching is off (%s); transcripts are read every %s s", exc,
