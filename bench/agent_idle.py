@@ -11,7 +11,7 @@ one is idle (and 5 s more, so start-up work is over), the CPU time (utime + stim
 --quick), and shown as a share of one core:
 
 * the agent process (all its threads), split into its main thread (the asyncio loop: screens,
-  transcripts, the relay link) and the others (watchfiles' polling thread, to_thread workers);
+  transcripts, the relay link) and the others (to_thread workers; watchfiles' polling thread where inotify is not used);
 * its only child, the tmux control-mode client (``tmux -C``) the agent reads screens through;
 * the tmux server of the sessions (it renders the panes and answers capture-pane).
 
@@ -314,7 +314,7 @@ def report(result: dict[str, Any]) -> list[Row]:
             print(
                 f"| … its main thread (asyncio loop) | {main * 100:.2f} % | {main * 100 / n:.3f} % |"
             )
-            print(f"| … its other threads (watchfiles, to_thread) | {rest * 100:.2f} % | "
+            print(f"| … its other threads (to_thread, watchfiles) | {rest * 100:.2f} % | "
                   f"{rest * 100 / n:.3f} % |")  # fmt: skip
     print(f"| all three | {sum(cpu.values()) * 100:.2f} % | {sum(cpu.values()) * 100 / n:.3f} % |")
     slices = result["slices"]
