@@ -24,6 +24,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from agent import autopass
 from agent import held as heldrules
 from agent import policy as policyrules
 from agent.archive import DiskArchive
@@ -74,7 +75,6 @@ TICK = 0.05
 PANES_TTL = 0.5  # how long one list of panes (alive, size, cursor) is reused
 BURST_SECONDS = 1.0  # after a hook, read the screen every BURST_INTERVAL for this long
 BURST_INTERVAL = 0.1
-AUTO_PASS_TRUST = "🔐 Folder trust was accepted so the session could start"
 REVIVED_TEXT = "🔁 The Mac restarted, so the session was reopened in the same conversation"
 
 
@@ -93,10 +93,6 @@ def _is_no(card: DetectedCard, answer: str | list[str] | None) -> bool:
         return False
     label = next((o.label for o in card.options if o.key == answer), "")
     return label.strip().lower().startswith("no")
-
-
-def _is_trust(card: DetectedCard) -> bool:
-    return card.kind == "keyed" and "trust" in (card.title + " " + card.text).lower()
 
 
 class CommandFailed(Exception):
@@ -132,7 +128,10 @@ class Runtime:
     wake_screen: asyncio.Event = field(default_factory=asyncio.Event)
     next_screen: float = 0.0
     burst_until: float = 0.0  # read the screen often until then (a hook said something changed)
-    trust_passed: bool = False
+    trust_passed: bool = False  # start-up dialogs other than those passed by rule go to the phone
+    passing: asyncio.Task[None] | None = None  # a dialog being passed by rule (agent/autopass.py)
+    pass_failed: set[str] = field(default_factory=set)  # dialogs that would not pass: cards
+    model_changed_at: float | None = None  # the phone changed the model (its confirmation passes)
     held_not_before: float = 0.0  # after a revive, held messages wait a little
     launching: bool = False  # its terminal is being (re)made: screen reads wait
 
@@ -370,6 +369,8 @@ class Agent:
         rt.screen_at = None
         rt.first_frame_at = None
         rt.trust_passed = False
+        rt.model_changed_at = None
+        rt.pass_failed.clear()
         rt.pane_alive = True
         rt.computed = None
         rt.sent.clear()
@@ -624,15 +625,17 @@ class Agent:
         if computed.close_turn:
             rt.hooks = close_open_turn(rt.hooks)
         startup_card = rt.screen.card if rt.screen and computed.state == "starting" else None
-        if startup_card is not None and not _is_trust(startup_card) and rt.trust_passed:
+        if startup_card is not None and not autopass.is_trust(startup_card) and rt.trust_passed:
             # A start-up dialog we do not pass by ourselves (an API key, a login…): ask the person.
             computed = dataclasses.replace(
                 computed, state="waiting", reasons=(*computed.reasons, "startup-dialog")
             )
         previous = rt.state
         rt.computed = computed
+        if self._auto_pass(rt, now):
+            rt.next_screen = now + BURST_INTERVAL  # the dialog goes; read again soon
+            return
         self._track_card(rt)
-        await self._auto_pass(rt, now)
         busy = computed.state == "busy"
         interval = self.config.preview_read_interval if busy else self.config.screen_read_interval
         if now < rt.burst_until:
@@ -665,25 +668,61 @@ class Agent:
             rt.card_seen_at = time.monotonic()
         rt.card = card
 
-    async def _auto_pass(self, rt: Runtime, now: float) -> None:
-        """Folder trust while starting is passed without asking, with a line in the conversation."""
-        screen = rt.screen
-        if screen is None or screen.card is None or rt.trust_passed:
-            return
-        card = screen.card
-        if not _is_trust(card):
-            rt.trust_passed = True  # no trust dialog this time: other dialogs go to the phone
-            return
+    def _auto_pass(self, rt: Runtime, now: float) -> bool:
+        """True while the dialog on screen is one the agent passes by itself (SPEC §4, rules in
+        agent/autopass.py): its keys are pressed in the background and it never becomes a card."""
+        card = rt.screen.card if rt.screen is not None else None
+        if card is None:
+            return False
+        if rt.passing is not None and not rt.passing.done():
+            return True
+        if card.fingerprint in rt.pass_failed:
+            return False
+        prompted = rt.hooks.last_prompt_at is not None and (
+            rt.hooks.last_prompt_at >= rt.record.launched_at
+        )
+        since = now - rt.model_changed_at if rt.model_changed_at is not None else None
+        decision = autopass.decide(
+            card,
+            starting=not prompted,
+            since_model_change=since,
+            model_switch_window=float(self.config.model_switch_window),
+        )
+        if decision is None:
+            if not prompted:
+                rt.trust_passed = True  # a start-up dialog of another kind: the person's
+            return False
         if rt.first_frame_at is None or now - rt.first_frame_at < FIRST_FRAME_QUIET:
+            return True  # keys now would be dropped: pass it on a later read
+        rt.passing = asyncio.create_task(self._pass_dialog(rt, card, decision))
+        return True
+
+    async def _pass_dialog(
+        self, rt: Runtime, card: DetectedCard, decision: autopass.AutoPass
+    ) -> None:
+        groups = keys_for(card, decision.key) if decision.key is not None else [["Enter"]]
+        try:
+            async with rt.keys:
+                await asyncio.sleep(DIALOG_SETTLE)  # keys right after a dialog appears are lost
+                await self._press(rt, groups)
+                closed = await self._confirm_closed(rt, card, groups)
+        except (PaneGone, MuxError):
             return
-        yes = next((o.key for o in card.options if o.label.lower().startswith("yes")), None)
-        if yes is None:
+        if not closed:
+            _log.warning(
+                "session %s: the %s dialog did not take %s; it is shown as a card instead",
+                rt.record.id, decision.kind, groups,
+            )  # fmt: skip
+            rt.pass_failed.add(card.fingerprint)
+            rt.wake_screen.set()
             return
-        async with rt.keys:
-            await self.mux.send_keys(rt.name, keys_for(card, yes))
-        rt.trust_passed = True
+        _log.info("session %s: passed the %s dialog", rt.record.id, decision.kind)
+        if decision.kind == "trust":
+            rt.trust_passed = True
+        if decision.kind == "model":
+            rt.model_changed_at = None  # one change, one confirmation
+        self._add_marker(rt.record, MarkerKind.AUTO_PASSED, decision.line)
         rt.wake_screen.set()
-        self._add_marker(rt.record, MarkerKind.AUTO_PASSED, AUTO_PASS_TRUST)
 
     # -- held messages ------------------------------------------------------------------------
 
@@ -727,7 +766,10 @@ class Agent:
                 if dismiss or interrupt:
                     await self.mux.send_keys(rt.name, [["Escape"]])
                     await asyncio.sleep(0.3)
-                typed = await self._paste_and_submit(rt, heldrules.block_text(messages))
+                block = heldrules.block_text(messages)
+                if autopass.changes_model(block):
+                    rt.model_changed_at = time.time()  # its "Switch model?" passes (SPEC §4)
+                typed = await self._paste_and_submit(rt, block)
             except PaneGone:
                 typed = False
             record.held = heldrules.mark(record.held, ids, "typed" if typed else "failed")
@@ -892,6 +934,8 @@ class Agent:
                 _set_policy(record, policy)
                 self._save()
             changed["policy"] = policy.to_json()
+        if card.title.strip() == autopass.MODEL_PICKER_TITLE:
+            rt.model_changed_at = time.time()  # its "Switch model?" passes (SPEC §4)
         async with rt.keys:
             settle = rt.card_seen_at + DIALOG_SETTLE - time.monotonic()
             if settle > 0:

@@ -223,6 +223,45 @@ def test_clear_keeps_the_session_and_starts_a_new_conversation(bridge: Bridge) -
         assert snapshot(phone, session_id)["id"] == session_id
 
 
+def test_model_switch_from_the_phone_is_confirmed_without_a_card(bridge: Bridge) -> None:
+    # Mid-conversation, 2.1.328 asks "Switch model?" (the history is cached for the old model);
+    # the phone asked for the change, so the agent confirms it and says so in the conversation.
+    bridge.start_agent()
+    cwd = bridge.folder()
+    with bridge.phone() as phone:
+        session_id = start_session(phone, bridge, cwd, prompt="hello there")
+        wait_answered(phone, session_id)
+        phone.post(f"/api/sessions/{session_id}/messages", json={"text": "/model sonnet"})
+        cards: list[Any] = []
+
+        def switched() -> Any:
+            cards.append(snapshot(phone, session_id)["card"])
+            return next(
+                (
+                    e
+                    for e in events(phone, session_id)
+                    if "Set model to `Sonnet" in e.get("text", "")
+                ),
+                None,
+            )
+
+        done = wait_for(switched, 30, "the model switch")
+        assert done["kind"] == "marker" and done["marker"] == "local_command"
+        passed = [e for e in events(phone, session_id) if e.get("marker") == "auto_passed"]
+        assert [e["text"] for e in passed] == [
+            "🔀 Model switch confirmed: Yes, switch to Sonnet 5.5"
+        ]
+        assert not [c for c in cards if c], cards  # never a card on the phone
+        wait_state(phone, session_id, "idle")
+        phone.post(f"/api/sessions/{session_id}/messages", json={"text": "hello on sonnet"})
+        wait_event(
+            phone,
+            session_id,
+            lambda e: e["kind"] == "assistant" and e["seq"] > done["seq"],
+            "an answer on the new model",
+        )
+
+
 def test_agent_restart_reattaches_without_losing_or_doubling(bridge: Bridge) -> None:
     bridge.start_agent()
     cwd = bridge.folder()

@@ -1,0 +1,119 @@
+"""Dialogs the agent passes by itself, without a card (SPEC §4) — pure rules, no I/O.
+
+Each pass presses the option a person starting the session that way would pick, and leaves one
+line in the conversation saying so:
+
+* **Folder trust** while the session starts (no prompt submitted yet in this launch): claude was
+  opened in that folder from the phone on purpose. Captured: ``a_startup_trust``.
+* **Development channels** while starting: the warning Claude Code draws when it was started with
+  ``--dangerously-load-development-channels`` (the person chose that flag). Title, text and
+  options are those of 2.1.328's ``DevChannelsDialog`` (``WARNING: Loading development channels``,
+  ``I am using this for local development`` / ``Exit``); 2.1.328 does not draw it without a
+  claude.ai login, so it is not in the captures.
+* **Claude in Chrome** while starting: the one-time notice about the browser extension (title
+  ``Claude in Chrome``, Enter continues), likewise from 2.1.328's ``ClaudeInChromeOnboarding``
+  (drawn only for a claude.ai subscriber; not in the captures either).
+* **Model switch** within ``model_switch_window`` seconds (30 s) after the model was changed
+  from the phone (``/model …`` typed, or the model picker answered): ``Switch model?`` with
+  ``Yes, switch to <model>`` / ``No, go back``. Captured: ``l_model/07`` and ``09``. Outside the
+  window it stays a card: somebody else changed the model, the person decides.
+
+Anything else is a card for the person.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal, Protocol
+
+PassKind = Literal["trust", "channels", "chrome", "model"]
+
+TRUST_LINE = "🔐 Folder trust was accepted so the session could start"
+CHANNELS_LINE = (
+    "🧪 Development channels were allowed so the session could start "
+    "(claude was started with --dangerously-load-development-channels)"
+)
+CHROME_LINE = "🌐 The Claude in Chrome notice was passed so the session could start"
+MODEL_LINE = "🔀 Model switch confirmed: {choice}"
+
+CHANNELS_TITLE = "Loading development channels"
+CHANNELS_YES = "I am using this for local development"
+CHROME_TITLE = "Claude in Chrome"
+MODEL_TITLE = "Switch model?"
+MODEL_YES = "Yes, switch to"
+MODEL_PICKER_TITLE = "Select model"  # /model's picker (l_model/02): answering it changes the model
+
+
+class OptionLike(Protocol):
+    @property
+    def key(self) -> str: ...
+    @property
+    def label(self) -> str: ...
+
+
+class CardLike(Protocol):
+    @property
+    def kind(self) -> str: ...
+    @property
+    def title(self) -> str: ...
+    @property
+    def text(self) -> str: ...
+    @property
+    def options(self) -> tuple[OptionLike, ...] | list[OptionLike]: ...
+
+
+@dataclass(frozen=True)
+class AutoPass:
+    kind: PassKind
+    key: str | None  # the option to pick; None = press Enter (a notice with no options)
+    line: str  # what the conversation says about it
+
+
+def is_trust(card: CardLike) -> bool:
+    return card.kind == "keyed" and "trust" in (card.title + " " + card.text).lower()
+
+
+def _option(card: CardLike, starts: str) -> OptionLike | None:
+    wanted = starts.lower()
+    return next((o for o in card.options if o.label.strip().lower().startswith(wanted)), None)
+
+
+def decide(
+    card: CardLike,
+    *,
+    starting: bool,
+    since_model_change: float | None,
+    model_switch_window: float,
+) -> AutoPass | None:
+    """What to press for ``card``, or None when it is the person's to answer.
+
+    ``starting``: no prompt was submitted since the launch. ``since_model_change``: seconds since
+    the phone changed the model (None = it did not).
+    """
+    if starting:
+        if is_trust(card):
+            yes = _option(card, "yes")
+            return AutoPass("trust", yes.key, TRUST_LINE) if yes else None
+        if CHANNELS_TITLE.lower() in card.title.lower():
+            yes = _option(card, CHANNELS_YES)
+            return AutoPass("channels", yes.key, CHANNELS_LINE) if yes else None
+        if card.title.strip() == CHROME_TITLE:
+            # No options of its own; read from its footer ("Enter to continue · …") when drawn.
+            enter = next((o.key for o in card.options if o.key == "Enter"), None)
+            if enter is not None or not card.options:
+                return AutoPass("chrome", enter, CHROME_LINE)
+    if (
+        card.title.strip() == MODEL_TITLE
+        and since_model_change is not None
+        and 0 <= since_model_change <= model_switch_window
+    ):
+        yes = _option(card, MODEL_YES)
+        if yes is not None:
+            return AutoPass("model", yes.key, MODEL_LINE.format(choice=yes.label.strip()))
+    return None
+
+
+def changes_model(text: str) -> bool:
+    """Typed text that changes the model (``/model`` with or without a name)."""
+    first = text.strip().split(maxsplit=1)
+    return bool(first) and first[0] == "/model"
