@@ -64,7 +64,8 @@ export function actionSheet(title, actions) {
     h("form", { method: "dialog" }, h("button.sheet-cancel", { value: "cancel" }, t("cancel")))));
   for (const action of actions) {
     const button = h("button.sheet-item", { type: "button", class: action.danger ? "danger" : "" }, action.label);
-    button.addEventListener("click", () => { dialog.close(); action.run(); });
+    // Removed now, not on "close": the action may open the next dialog first.
+    button.addEventListener("click", () => { dialog.close(); dialog.remove(); action.run(); });
     list.append(button);
   }
   return dialog;
