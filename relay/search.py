@@ -64,13 +64,14 @@ automatic one comes back). Errors: 400 ``query_too_long``, ``bad_state``, ``bad_
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import copy
 import json
 import logging
 import re
 import sqlite3
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Annotated, Any, Final
@@ -525,10 +526,22 @@ def save_digest(conn: sqlite3.Connection, before: Digest, after: Digest) -> None
 
 
 class SearchIndex:
-    """The search index and summary snapshots: a store ``LineObserver`` and a session watcher."""
+    """The search index and summary snapshots: a store ``LineObserver`` and a session watcher.
 
-    def __init__(self, store: Store) -> None:
+    A snapshot taken is also kept in ``summaries`` (session id → summary; the relay's
+    ``RelayState.summaries``), so the account stream's ``session`` events carry it and a phone
+    showing a list need not fetch the whole list again for one changed summary.
+    """
+
+    def __init__(
+        self,
+        store: Store,
+        summaries: dict[str, str] | None = None,
+        publish: Callable[[Session], None] | None = None,
+    ) -> None:
         self.store = store
+        self.summaries: dict[str, str] = {} if summaries is None else summaries
+        self._publish = publish
         self._tasks: set[asyncio.Task[None]] = set()
 
     def setup(self, conn: sqlite3.Connection) -> None:
@@ -551,6 +564,9 @@ class SearchIndex:
                 after = digest_lines(before, conversation_id, lines, now)
                 after.active_day = day_text(now)
                 save_digest(conn, before, after)
+                if after.summary != before.summary:
+                    # Read by the session event published once these lines are committed.
+                    self.summaries[session_id] = after.summary
         except Exception:
             conn.execute("ROLLBACK TO search")
             _log.exception("search index of session %s not updated", session_id)
@@ -563,28 +579,37 @@ class SearchIndex:
         """A session the Mac reports ended gets its summary snapshot if a turn was left open."""
         if after.state != "ended" or (before is not None and before.state == "ended"):
             return
-        task = asyncio.get_running_loop().create_task(self.session_ended(session.id))
+        task = asyncio.get_running_loop().create_task(self.session_ended(session))
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
 
-    async def session_ended(self, session_id: str) -> None:
-        def job(conn: sqlite3.Connection) -> None:
-            digest = load_digest(conn, session_id)
+    async def session_ended(self, session: Session) -> None:
+        def job(conn: sqlite3.Connection) -> str | None:
+            digest = load_digest(conn, session.id)
             if digest is not None and digest.pending:
                 ended = copy.copy(digest)
                 ended.take_snapshot("end", time.time())
                 save_digest(conn, digest, ended)
+                if ended.summary != digest.summary:
+                    return ended.summary
+            return None
 
         try:
-            await self.store.write(job)
+            summary = await self.store.write(job)
         except Exception:
-            _log.exception("end-of-session summary of %s not taken", session_id)
+            _log.exception("end-of-session summary of %s not taken", session.id)
+            return
+        if summary is not None:
+            self.summaries[session.id] = summary
+            if self._publish is not None:
+                with contextlib.suppress(NotFound):  # deleted meanwhile: nothing to show
+                    self._publish(await self.store.get_session(session.account_id, session.id))
 
 
 def install(state: RelayState) -> SearchIndex:
     """Titles, summaries and the search index for a running relay (see relay/app.py)."""
     state.store.add_observer(titles.TitleObserver())
-    index = SearchIndex(state.store)
+    index = SearchIndex(state.store, state.summaries, state.publish_session)
     state.store.add_observer(index)
     state.watchers.append(index.watch)
     return index

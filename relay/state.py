@@ -36,6 +36,9 @@ class RelayState:
     pair_limiter: RateLimiter = field(init=False)
     started_at: float = field(default_factory=time.time)
     watchers: list[SessionWatcher] = field(default_factory=list)  # e.g. Web Push (relay/push.py)
+    # Summary snapshots taken since the relay started (relay/search.py), by session id: the
+    # ``session`` events carry them, so phones showing lists need not re-read every summary.
+    summaries: dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.pair_limiter = RateLimiter(int(self.config.pair_attempts_per_minute))
@@ -94,7 +97,11 @@ class RelayState:
     # -- publishing to /api/stream -----------------------------------------------
 
     def publish_session(self, session: Session) -> None:
-        self.hub.publish_account(session.account_id, "session", self.session_json(session))
+        body = self.session_json(session)
+        summary = self.summaries.get(session.id)
+        if summary is not None:
+            body["summary"] = summary
+        self.hub.publish_account(session.account_id, "session", body)
 
     def publish_device(self, account_id: str, device_id: str) -> None:
         link = self.live.link(device_id)

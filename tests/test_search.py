@@ -20,7 +20,7 @@ from relay.protocol import LineRecord, SessionInfo
 from relay.replay import read_lines
 from relay.search import day_text, match_expression
 from relay.titles import prompt_gist, rename
-from tests.conftest import Account, RelayServer, mac, phone_client, transcript
+from tests.conftest import Account, RelayServer, SSEReader, mac, phone_client, transcript
 
 # -- transcripts -------------------------------------------------------------------------------
 
@@ -559,6 +559,51 @@ def test_summary_is_taken_at_turn_end_and_compaction(relay: RelayServer, account
         # Reading it again changes nothing: never regenerated on open.
         assert summary_of(client, session_id) == last
         assert search(client, "exercised")["elsewhere"][0]["summary"] == last["summary"]
+
+
+def test_session_events_carry_a_new_summary(relay: RelayServer, account: Account) -> None:
+    # A phone showing lists keeps them current from the account stream alone.
+    session_id = new_id()
+    t = Transcript()
+    headers = {"Authorization": f"Bearer {account.phone_token}"}
+
+    async def run() -> tuple[list[Any], list[Any]]:
+        async with (
+            httpx.AsyncClient(base_url=relay.url, headers=headers, timeout=15) as c,
+            c.stream("GET", "/api/stream") as r,
+        ):
+            reader = SSEReader(r)
+            assert (await reader.next()).event == "snapshot"
+            async with mac(relay, account.device_token) as link:
+
+                async def summaries_seen(count: int) -> list[Any]:
+                    seen: list[Any] = []
+                    while len(seen) < count:
+                        msg = await reader.next(10)
+                        body = json.loads(msg.data)
+                        if msg.event == "session" and body["id"] == session_id:
+                            seen.append(body.get("summary"))
+                    return seen
+
+                await link.send_lines(session_id, "conv", [t.user("map the heron nests")], cwd="/w")
+                first = await summaries_seen(1)
+                await link.send_lines(session_id, "conv", [t.say("Mapped."), t.turn_end()])
+                second = await summaries_seen(1)
+                # Ended mid-turn: the end-of-session snapshot is published too.
+                await link.send_lines(session_id, "conv", [t.user("count the eggs")])
+                await summaries_seen(1)
+                await link.update(SessionInfo(session_id=session_id, state="ended"))
+                after_end = await summaries_seen(1)
+                while after_end[-1] == second[0]:  # the state change, then the snapshot
+                    after_end += await summaries_seen(1)
+                return [first, second], after_end
+
+    (first, second), after_end = asyncio.run(run())
+    assert first == [None]  # no snapshot yet: the key is left out, the phone keeps its own
+    assert second == ["Map the heron nests → Mapped."]
+    assert after_end[-1] == "Count the eggs"
+    with phone_client(relay, account.phone_token) as client:
+        assert summary_of(client, session_id)["summary"] == "Count the eggs"
 
 
 def test_summary_names_the_files_of_the_turn(relay: RelayServer, account: Account) -> None:
