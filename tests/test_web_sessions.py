@@ -29,6 +29,7 @@ from tests.test_web import Phone, commands, new_sid, relay_client, wait_for
 from tests.web_helpers import (
     LoopThread,
     ScriptedMac,
+    assistant_line,
     permission_card,
     tool_use_line,
     user_line,
@@ -168,6 +169,37 @@ def test_search_by_title_and_by_touched_file_here_and_elsewhere(
     page.get_by_role("button", name="Clear search").click()
     expect(page.locator(".found")).to_have_count(0)
     expect(mac.locator(".session-row")).to_have_count(3)
+
+
+def test_the_lists_follow_new_summaries_and_pins_from_the_account_stream(
+    phone: Phone, scripted: ScriptedMac, relay: RelayServer, account: Account
+) -> None:
+    sid = new_sid()
+    scripted.send_json_lines(sid, [user_line("count the herons", str(uuid.uuid4()))])
+    scripted.update(sid, state="busy")
+    page = phone.login(account).open("/")
+    row = page.locator(f".session-row[data-id='{sid}']")
+    expect(row).to_have_count(1)
+    expect(row.locator(".badge").first).to_have_text("Working")
+    lists: list[str] = []
+    page.on("request", lambda r: lists.append(r.url) if r.url.endswith("/api/sessions") else None)
+    # the turn ends: its summary snapshot reaches the list by the stream alone
+    scripted.send_json_lines(
+        sid,
+        [
+            assistant_line("Seven herons.", str(uuid.uuid4())),
+            {"type": "system", "subtype": "turn_duration", "durationMs": 900,
+             "uuid": str(uuid.uuid4())},
+        ],
+    )  # fmt: skip
+    scripted.update(sid, state="idle")
+    expect(row.locator(".row-sum")).to_have_text("Count the herons → Seven herons.")
+    expect(row.locator(".badge").first).to_have_text("Idle")
+    # pinned elsewhere (another phone, the CLI): this phone's list shows it too
+    with relay_client(relay, account) as c:
+        assert c.post(f"/api/sessions/{sid}/pin").status_code == 200
+    expect(row.get_by_role("img", name="Pinned")).to_have_count(1)
+    assert lists == [], lists  # no list was read again for it
 
 
 def test_cost_in_the_list_and_in_detail(

@@ -65,14 +65,12 @@ class App {
         this.sessions.set(s.id, { ...(this.sessions.get(s.id) || {}), ...s });
         if (this.view && this.view.id === s.id) this.view.onSession(s);
         this.changed();
-        if (this.screen === "overview") this.refreshLists(1500);
       },
       session_stage: (d) => {
         const s = this.sessions.get(d.session_id);
-        if (s) s.stage = d.stage;
+        if (s) Object.assign(s, { stage: d.stage, pinned: d.pinned ?? s.pinned });
         if (this.view && this.view.id === d.session_id) this.view.onSession({ stage: d.stage });
         this.changed();
-        this.refreshLists(300);
       },
       session_deleted: (d) => { this.sessions.delete(d.session_id); this.changed(); },
       device: (d) => {
@@ -122,7 +120,8 @@ class App {
     this.changed();
   }
 
-  /** Summaries, stages and pins: the account stream does not carry them. */
+  /** Summaries, stages and pins of every session, when the account stream (re)starts; after
+   * that, its session and session_stage events carry their changes. */
   refreshLists(ms) {
     clearTimeout(this.listTimer);
     this.listTimer = setTimeout(async () => {
