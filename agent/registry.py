@@ -118,12 +118,15 @@ class RegistryDamaged(RuntimeError):
 def revive_candidates(
     records: list[SessionRecord], now: float, window_hours: float, limit: int
 ) -> list[SessionRecord]:
-    """Sessions to reopen after a reboot: alive within the window, newest first, at most limit."""
+    """Sessions to reopen after a reboot: alive within the window, newest first, at most limit.
+
+    Sessions alive until the reboot were last seen alive at the same moment (the registry is
+    saved for all at once): then the most recently created comes first."""
     cutoff = now - window_hours * 3600
     recent = [
         r
         for r in records
         if r.alive and not r.ended_by_person and not r.resting and r.last_alive_at >= cutoff
     ]
-    recent.sort(key=lambda r: r.last_alive_at, reverse=True)
+    recent.sort(key=lambda r: (r.last_alive_at, r.created_at), reverse=True)
     return recent[:limit]

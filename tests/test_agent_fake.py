@@ -5,6 +5,8 @@ including the dropped-key behaviour of the real program."""
 from __future__ import annotations
 
 import asyncio
+import json
+from datetime import datetime
 from typing import Any
 
 import pytest
@@ -179,3 +181,51 @@ def test_a_slow_cold_start_is_starting_not_stopped(
         wait_for(answered, 30, "the answer")
     assert seen[0] == "starting" and "ended" not in seen, seen
     assert seen.count("starting") >= 10  # polled through the blank seconds
+
+
+def test_a_reboot_revives_the_five_newest_and_types_held_messages_later(fake: Bridge) -> None:
+    fake.start_agent()
+    with fake.phone() as phone:
+        ids = []
+        for i in range(6):
+            ids.append(start_session(phone, fake, fake.folder(f"w{i}"), prompt=f"hello {i}"))
+        for sid in ids:
+            wait_event(phone, sid, lambda e: e["kind"] == "assistant", "the first answer")
+        newest = ids[-1]
+        wait_state(phone, newest, "idle")
+        phone.post(f"/api/sessions/{newest}/messages", json={"text": "SLOW please"})
+        wait_state(phone, newest, "busy")
+        held = phone.post(f"/api/sessions/{newest}/messages", json={"text": "held over the reboot"})
+        assert held.json()["state"] == "held"
+        fake.stop_agent()
+        fake.kill_tmux()  # the Mac rebooted
+        # All six were alive until then: as the registry saves them every few seconds, they were
+        # last seen alive at the same moment (newest first then means the newest created).
+        registry = fake.data / "sessions.json"
+        saved = json.loads(registry.read_text())
+        last = max(r["last_alive_at"] for r in saved["sessions"])
+        for record in saved["sessions"]:
+            record["last_alive_at"] = last
+        registry.write_text(json.dumps(saved))
+        fake.start_agent()
+
+        def revived(sid: str) -> Any:
+            return next((e for e in events(phone, sid) if e.get("marker") == "revived"), None)
+
+        lines = {sid: wait_for(lambda s=sid: revived(s), 30, "a revive line") for sid in ids[1:]}
+        typed = wait_event(
+            phone,
+            newest,
+            lambda e: e["kind"] == "user" and e["text"] == "held over the reboot",
+            "the held message",
+        )
+        oldest = snapshot(phone, ids[0])
+        assert oldest["state"] == "ended" and revived(ids[0]) is None  # the sixth waits
+    assert fake.agent is not None
+    launched = [fake.agent.registry.sessions[sid].launched_at for sid in ids[1:]]
+    assert launched == sorted(launched, reverse=True)  # newest first
+    assert not fake.agent.registry.sessions[ids[0]].alive
+    after = datetime.fromisoformat(typed["timestamp"]) - datetime.fromisoformat(
+        lines[newest]["timestamp"]
+    )
+    assert after.total_seconds() >= 2.3, after  # held messages wait 2.5 s after a revive

@@ -173,6 +173,16 @@ def test_revive_picks_the_newest_five_alive_within_twelve_hours() -> None:
     assert [r.id for r in chosen] == ["s0", "s1", "s2", "s3", "s4"]
 
 
+def test_revive_breaks_a_tie_of_last_alive_by_creation() -> None:
+    now = time.time()  # all six alive until the reboot: saved alive at the same moment
+    records = [
+        SessionRecord(id=f"c{i}", cwd="/w", created_at=now - 3600 + i * 60, last_alive_at=now)
+        for i in (3, 0, 5, 1, 4, 2)
+    ]
+    chosen = revive_candidates(records, now, window_hours=12, limit=5)
+    assert [r.id for r in chosen] == ["c5", "c4", "c3", "c2", "c1"]
+
+
 # -- held messages ---------------------------------------------------------------------------
 
 
