@@ -240,11 +240,9 @@ def test_overview_lists_macs_sessions_and_states(
     expect(mac.locator("h2")).to_have_text("Studio")
     rows = mac.locator(".session-row")
     expect(rows).to_have_count(4)
-    badges = {
-        sid: mac.locator(f".session-row[data-id='{sid}'] .badge").first.inner_text()
-        for sid in (busy, waiting, idle, grouped)
-    }
-    assert badges == {busy: "Coding", waiting: "Permission", idle: "Idle", grouped: "Stopped"}
+    badges = {busy: "Coding", waiting: "Permission", idle: "Idle", grouped: "Stopped"}
+    for sid, badge in badges.items():  # each as soon as its live state has arrived
+        expect(mac.locator(f".session-row[data-id='{sid}'] .badge").first).to_have_text(badge)
     expect(mac.locator(f".session-row[data-id='{idle}'] .row-title")).to_have_text("Docs rewrite")
     expect(mac.locator("h3.group")).to_have_text("Side projects")
     # list order within the Mac: ungrouped first, in position order, then the group
