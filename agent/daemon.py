@@ -874,7 +874,13 @@ class Agent:
         text = str(args.get("text", ""))
         if not text.strip():
             raise CommandFailed("empty_message", "the message is empty")
-        message = heldrules.new_message(text)
+        sender_id = args.get("message_id")
+        sender_id = sender_id if isinstance(sender_id, str) and sender_id else None
+        known = next((m for m in record.held if sender_id and m.id == sender_id), None)
+        if known is not None:
+            # A retry of a message this Mac already has (its answer was lost): never twice.
+            return {"message_id": known.id, "state": known.state, "duplicate": True}
+        message = heldrules.new_message(text, message_id=sender_id)
         record.held.append(message)
         self._save()
         rt = self._runtime(record)

@@ -50,9 +50,13 @@ def decide(situation: Situation, now_requested: bool) -> Delivery:
     return Delivery.TYPE_NOW
 
 
-def new_message(text: str, now: float | None = None) -> HeldMessage:
+def new_message(text: str, now: float | None = None, message_id: str | None = None) -> HeldMessage:
+    """A message to hold; ``message_id`` is the sender's own id when it gave one."""
     return HeldMessage(
-        id=secrets.token_hex(6), text=text, state="held", created_at=now or time.time()
+        id=message_id or secrets.token_hex(6),
+        text=text,
+        state="held",
+        created_at=now or time.time(),
     )
 
 

@@ -94,6 +94,9 @@ class SessionPatch(BaseModel):
 class MessageBody(BaseModel):
     text: str = Field(min_length=1)
     now: bool = False
+    # Chosen by the sender and sent again with a retry: the Mac keeps one message per id, so a
+    # retry after a lost answer is never typed twice.
+    id: str | None = Field(default=None, pattern=r"^[A-Za-z0-9_-]{8,64}$")
 
 
 class CardAnswer(BaseModel):
@@ -399,7 +402,10 @@ async def send_message(
             f"a message is limited to {limit:,} characters", code="text_too_large"
         )
     session = await _session(state, principal, session_id)
-    return await _command(state, session, "send", {"text": body.text, "now": body.now})
+    args: dict[str, Any] = {"text": body.text, "now": body.now}
+    if body.id is not None:
+        args["message_id"] = body.id
+    return await _command(state, session, "send", args)
 
 
 @router.post("/sessions/{session_id}/cards/{card_id}")

@@ -229,3 +229,31 @@ def test_a_reboot_revives_the_five_newest_and_types_held_messages_later(fake: Br
         lines[newest]["timestamp"]
     )
     assert after.total_seconds() >= 2.3, after  # held messages wait 2.5 s after a revive
+
+
+def test_a_message_sent_again_with_its_id_is_typed_once(fake: Bridge) -> None:
+    # The phone's answer was lost (a cut link, a timeout) and it sends the message again.
+    fake.start_agent()
+    cwd = fake.folder()
+    with fake.phone() as phone:
+        session_id = start_session(phone, fake, cwd, prompt="SLOW please", permission_mode="manual")
+        wait_state(phone, session_id, "busy")
+        url = f"/api/sessions/{session_id}/messages"
+        body = {"text": "only once please", "id": "m1730000000000abcd"}
+        first = phone.post(url, json=body).json()
+        again = phone.post(url, json=body).json()
+        assert first["state"] == "held" and "duplicate" not in first
+        assert again == {"ok": True, "message_id": body["id"], "state": "held", "duplicate": True}
+        held = snapshot(phone, session_id)["held"]
+        mine = [(m["id"], m["state"]) for m in held if m["text"] == body["text"]]
+        assert mine == [(body["id"], "held")]
+        wait_event(phone, session_id, lambda e: e["text"] == "only once please", "the held message")
+        later = wait_for(  # even after it was typed
+            lambda: (a := phone.post(url, json=body).json())["state"] == "typed" and a, 10, "typed"
+        )
+        assert later["duplicate"] is True
+        wait_state(phone, session_id, "idle")
+        bad = phone.post(url, json={"text": "x", "id": "no spaces allowed"})
+        assert bad.status_code == 400, bad.text
+        typed = [e for e in events(phone, session_id) if e.get("text") == "only once please"]
+    assert len(typed) == 1
