@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from playwright.sync_api import Browser, BrowserContext, Page, expect, sync_playwright
+from playwright.sync_api import Browser, BrowserContext, Page, Route, expect, sync_playwright
 
 from relay.app import WEB_DIR
 from tests.conftest import Account, RelayServer, free_port
@@ -358,6 +358,7 @@ def test_held_message_is_shown_held_then_typed(
     page.get_by_label("Message Claude…").fill("then run the unit tests")
     page.locator("button.send").click()
     (send,) = commands(scripted, "send")
+    assert re.fullmatch(r"[A-Za-z0-9_-]{8,64}", send.args.pop("message_id"))  # the page's own id
     assert send.args == {"text": "then run the unit tests", "now": False}
     expect(page.get_by_label("Message Claude…")).to_have_value("")
     scripted.update(sid, held=[held("m-1", "then run the unit tests")])
@@ -379,7 +380,11 @@ def test_send_now_and_interrupt(phone: Phone, scripted: ScriptedMac, account: Ac
     page.get_by_label("Message Claude…").fill("stop, run only the unit tests")
     page.get_by_role("button", name="Send now").click()
     (send,) = commands(scripted, "send")
-    assert send.args == {"text": "stop, run only the unit tests", "now": True}
+    assert {**send.args, "message_id": "-"} == {
+        "text": "stop, run only the unit tests",
+        "now": True,
+        "message_id": "-",
+    }
     page.get_by_role("button", name="Interrupt").click()
     commands(scripted, "interrupt")
 
@@ -397,6 +402,38 @@ def test_a_refused_message_stays_in_the_box(
     page.locator("button.send").click()
     expect(page.locator("#toast")).to_have_text("the Mac could not take it")
     expect(box).to_have_value("hello")
+
+
+def test_a_send_retried_after_a_lost_answer_keeps_its_id(
+    phone: Phone, scripted: ScriptedMac, account: Account
+) -> None:
+    sid = new_sid()
+    scripted.send_transcript(sid, "b_idle")
+    scripted.update(sid, state="idle")
+    page = phone.login(account).open(f"/#/s/{sid}")
+    calls: list[Route] = []
+
+    def lose_the_first_answer(route: Route) -> None:
+        calls.append(route)
+        if len(calls) == 1:
+            route.fetch()  # the relay and the Mac get it…
+            route.abort("connectionreset")  # …and the answer is lost on its way back
+        else:
+            route.continue_()
+
+    page.route("**/api/sessions/*/messages", lose_the_first_answer)
+    box = page.get_by_label("Message Claude…")
+    box.fill("deploy to staging")
+    page.locator("button.send").click()
+    expect(box).to_have_value("deploy to staging")  # given back, to try again
+    page.locator("button.send").click()
+    expect(box).to_have_value("")
+    box.fill("and then to production")
+    page.locator("button.send").click()
+    first, retry, other = commands(scripted, "send", 3)
+    assert first.args["text"] == retry.args["text"] == "deploy to staging"
+    assert first.args["message_id"] == retry.args["message_id"]  # the Mac keeps one
+    assert other.args["message_id"] != first.args["message_id"]
 
 
 def test_sending_to_a_stopped_session_reopens_it(

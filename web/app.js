@@ -1,7 +1,7 @@
-// The control page: one account stream (/api/stream) for every Mac and session, one session stream
-// for the session on screen, a cache on the phone for when either cannot be reached, and a band
-// that says honestly what is wrong. Screens: #/ overview, #/s/<id> session (#/s/<id>/read
-// read-only; …/agent/<agent id> a subagent's history), #/new, #/settings.
+// The control page: an account stream (/api/stream) for every Mac and session, a stream for the
+// session on screen, a phone cache for when either is unreachable, a band saying what is wrong.
+// Screens: #/ overview, #/s/<id> session (#/s/<id>/read read-only; …/agent/<agent id> a
+// subagent's history), #/new, #/settings.
 
 import { extraHeaders, get, onReachability, setReadOnly } from "./js/api.js";
 import * as cache from "./js/cache.js";
@@ -120,8 +120,7 @@ class App {
     this.changed();
   }
 
-  /** Summaries, stages and pins of every session, when the account stream (re)starts; after
-   * that, its session and session_stage events carry their changes. */
+  /** All summaries, stages and pins (then the stream's events carry their changes). */
   refreshLists(ms) {
     clearTimeout(this.listTimer);
     this.listTimer = setTimeout(async () => {

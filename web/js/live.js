@@ -1,6 +1,6 @@
 // One EventSource with honest state. The browser reconnects by itself after a network error
-// (sending Last-Event-ID); when the relay answered with an error instead, the stream is closed for
-// good and we reopen it ourselves after a pause, asking ``check`` first what went wrong.
+// (sending Last-Event-ID); after an error answer from the relay we reopen it after a pause,
+// asking ``check`` first what went wrong.
 // A read-only view marks every request, so it reads streams with fetch (EventSource has no headers).
 
 import { extraHeaders } from "./api.js";

@@ -479,15 +479,18 @@ export class SessionView {
   async send(now) {
     const text = this.input.value.trim();
     if (!text) { this.input.focus(); return; }
-    const local = { id: "local-" + Date.now(), text };
+    // A retry keeps its id: never typed twice.
+    const local = this.failed?.text === text ? this.failed : { id: "m" + Date.now() + Math.random().toString(36).slice(2, 6), text };
     this.sending.push(local);
     this.input.value = "";
     this.grow();
     this.renderHeld();
     try {
-      const result = await post(`/api/sessions/${encodeURIComponent(this.id)}/messages`, { text, now });
+      const result = await post(`/api/sessions/${encodeURIComponent(this.id)}/messages`, { text, now, id: local.id });
+      this.failed = null;
       if (result && result.reopened) toast(t("reopened"));
     } catch (error) {
+      this.failed = local;
       if (!this.input.value) this.input.value = text;
       this.grow();
       this.refused(error);
