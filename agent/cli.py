@@ -8,6 +8,7 @@ import json
 import logging
 import os
 import platform
+import shlex
 import shutil
 import signal
 import subprocess
@@ -20,6 +21,7 @@ import httpx
 DEFAULT_DATA = Path("~/.claude-bridge")
 TOKEN_FILE = "device-token"
 RELAY_FILE = "relay-url"
+CLAUDE_ARGS_FILE = "claude-args.json"
 LAUNCHD_LABEL = "com.claude-bridge.agent"
 SYSTEMD_UNIT = "claude-bridge-agent.service"
 
@@ -88,6 +90,35 @@ def resolve_link(args: argparse.Namespace, folder: Path) -> tuple[str, str]:
     return relay, token
 
 
+def resolve_claude_args(args: argparse.Namespace, folder: Path) -> list[str]:
+    """The extra claude arguments: given now (then remembered), forgotten, or remembered."""
+    from agent.launch import BadClaudeArgs, check_claude_args
+
+    path = folder / CLAUDE_ARGS_FILE
+    if args.no_claude_args:
+        path.unlink(missing_ok=True)
+        return []
+    if args.claude_arg:
+        try:
+            extra = check_claude_args(list(args.claude_arg))
+        except BadClaudeArgs as exc:
+            _fail(str(exc))
+        path.write_text(json.dumps(extra))
+        return extra
+    try:
+        saved = json.loads(path.read_text())
+        if not isinstance(saved, list) or not all(isinstance(a, str) for a in saved):
+            raise ValueError("not a list of arguments")
+        return check_claude_args(saved)
+    except FileNotFoundError:
+        return []
+    except (ValueError, TypeError, BadClaudeArgs) as exc:
+        _fail(
+            f"{path} cannot be used ({exc})",
+            "pass the extra arguments again with --claude-arg, or --no-claude-args",
+        )
+
+
 def _read(path: Path) -> str:
     try:
         return path.read_text().strip()
@@ -116,6 +147,7 @@ def cmd_agent(args: argparse.Namespace) -> int:
         level=getattr(logging, args.log_level.upper()),
         format="%(asctime)s %(levelname)s %(name)s: %(message)s",
     )
+    extra = resolve_claude_args(args, folder)
     options = AgentOptions(
         data_dir=folder,
         relay_url=relay,
@@ -124,8 +156,11 @@ def cmd_agent(args: argparse.Namespace) -> int:
         mux_program=program,
         mux_socket=args.socket,
         revive=not args.no_revive,
+        claude_args=tuple(extra),
     )
     print(f"claude-bridge agent: data in {folder}, relay {relay}, claude {claude}, mux {program}")
+    if extra:
+        print(f"  every session starts with: {shlex.join(extra)} (--no-claude-args forgets them)")
     return asyncio.run(_run(options, configmod.load()))
 
 
@@ -276,6 +311,16 @@ def add_commands(sub: Any) -> None:
     agent.add_argument("--data", metavar="DIR", help=f"agent data folder (default {DEFAULT_DATA})")
     agent.add_argument(
         "--claude", metavar="PATH", help="the claude command (default: claude on PATH)"
+    )
+    agent.add_argument(
+        "--claude-arg",
+        metavar="ARG",
+        action="append",
+        help="an extra argument for every claude it starts, e.g. --claude-arg=--chrome or "
+        "--claude-arg=--add-dir --claude-arg=~/shared (repeat it; remembered)",
+    )
+    agent.add_argument(
+        "--no-claude-args", action="store_true", help="forget the remembered extra arguments"
     )
     agent.add_argument("--mux", choices=["auto", "tmux", "zeropty"], default="auto")
     agent.add_argument("--socket", default="claude-bridge", help="the multiplexer socket name")

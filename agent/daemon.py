@@ -158,6 +158,7 @@ class AgentOptions:
     env: dict[str, str] | None = None  # the sessions' base environment (default: the agent's)
     watch: bool = True  # wake on file changes
     polling_only: bool = False  # the seed's plain polling: no file events, hook wakes or bursts
+    claude_args: tuple[str, ...] = ()  # the person's extra claude arguments (agent --claude-arg)
 
 
 def _now_iso() -> str:
@@ -345,6 +346,7 @@ class Agent:
             resume=record.conversation_id if resume else None,
             permission_mode=record.permission_mode,
             model=record.model,
+            extra=self.options.claude_args,
         )
         if not resume and record.conversation_id is None:
             record.conversation_id = record.id  # --session-id names the first conversation

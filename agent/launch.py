@@ -18,8 +18,45 @@ _VERSION = re.compile(r"(\d+\.\d+\.\d+)")
 _DROP = ("TMUX", "TMUX_PANE", "CB_HOOK", "CB_HOOK_WAIT", "CB_HOOK_MAX_TIME")
 
 
+# Flags the agent sets itself for every session, or that would take the session out of its
+# hands (print mode, skipping every permission for all sessions at once).
+OWN_FLAGS = frozenset(
+    {
+        "--settings", "--session-id", "--resume", "-r", "--continue", "-c", "--fork-session",
+        "--permission-mode", "--model", "--print", "-p", "--output-format", "--input-format",
+        "--dangerously-skip-permissions", "--allow-dangerously-skip-permissions",
+        "--version", "-v", "--help", "-h",
+    }
+)  # fmt: skip
+
+
 class ClaudeMissing(RuntimeError):
     """The claude command was not found or does not run."""
+
+
+class BadClaudeArgs(ValueError):
+    """Extra claude arguments the agent cannot pass; the message says which and why."""
+
+
+def check_claude_args(args: list[str]) -> list[str]:
+    """Extra arguments for every ``claude`` the agent starts (``agent --claude-arg``), e.g.
+    ``--chrome``, ``--add-dir DIR``, ``--mcp-config FILE``: checked, returned as given.
+
+    Refused: a first word that is not a flag (it would become the first prompt), and the flags
+    the agent sets per session (OWN_FLAGS: settings, conversation, permission mode, model…).
+    """
+    if args and not args[0].startswith("-"):
+        raise BadClaudeArgs(f"{args[0]!r} is not a flag: extra claude arguments start with one")
+    for arg in args:
+        flag = arg.split("=", 1)[0]
+        if flag in OWN_FLAGS:
+            raise BadClaudeArgs(
+                f"{flag} is set by claude-bridge for each session; choose it per session "
+                "(permission mode and model when opening one) instead"
+            )
+        if "\n" in arg or "\0" in arg:
+            raise BadClaudeArgs(f"{arg[:40]!r}: an argument cannot hold a newline")
+    return list(args)
 
 
 def find_claude(explicit: str | None = None) -> str:
@@ -66,8 +103,10 @@ def claude_argv(
     resume: str | None = None,
     permission_mode: str | None = None,
     model: str | None = None,
+    extra: tuple[str, ...] | list[str] = (),
 ) -> list[str]:
-    """``claude --settings …`` plus a new conversation id or the one to resume."""
+    """``claude --settings …`` plus a new conversation id or the one to resume, then the
+    person's own extra arguments (checked by :func:`check_claude_args`)."""
     argv = [claude, "--settings", settings]
     if resume:
         argv += ["--resume", resume]
@@ -79,7 +118,7 @@ def claude_argv(
         argv += ["--permission-mode", permission_mode]
     if model:
         argv += ["--model", model]
-    return argv
+    return argv + list(extra)
 
 
 def session_env(base: Mapping[str, str], hook_env: Mapping[str, str]) -> dict[str, str]:

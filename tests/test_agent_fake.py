@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import subprocess
 from datetime import datetime
 from typing import Any
 
@@ -257,3 +258,17 @@ def test_a_message_sent_again_with_its_id_is_typed_once(fake: Bridge) -> None:
         assert bad.status_code == 400, bad.text
         typed = [e for e in events(phone, session_id) if e.get("text") == "only once please"]
     assert len(typed) == 1
+
+
+def test_every_session_starts_with_the_persons_extra_claude_arguments(fake: Bridge) -> None:
+    shared = fake.folder("shared")
+    fake.start_agent(claude_args=("--add-dir", shared, "--chrome"))
+    with fake.phone() as phone:
+        session_id = start_session(phone, fake, fake.folder(), prompt="hello there")
+        wait_event(phone, session_id, lambda e: e["kind"] == "assistant", "the answer")
+    shown = subprocess.run(
+        ["tmux", "-L", fake.socket, "display", "-p", "-t", f"cb-{session_id}",
+         "#{pane_start_command}"],
+        capture_output=True, text=True, check=True,
+    ).stdout  # fmt: skip
+    assert shown.strip().strip('"').endswith(f"--add-dir {shared} --chrome"), shown

@@ -3,7 +3,9 @@ held-message rules, the claude command line."""
 
 from __future__ import annotations
 
+import argparse
 import json
+import re
 import time
 from pathlib import Path
 
@@ -11,7 +13,8 @@ import pytest
 
 from agent import held
 from agent.archive import DiskArchive
-from agent.launch import claude_argv, session_env, version_warning
+from agent.cli import resolve_claude_args
+from agent.launch import BadClaudeArgs, check_claude_args, claude_argv, session_env, version_warning
 from agent.registry import Registry, RegistryDamaged, SessionRecord, revive_candidates
 from agent.transcript import TranscriptFollower, project_slug, read_complete_lines, transcript_path
 from relay.protocol import NumberedEvent
@@ -239,6 +242,59 @@ def test_claude_argv_for_new_resumed_and_moded_sessions() -> None:
     ]
     with pytest.raises(ValueError):
         claude_argv("claude", "/h", permission_mode="yolo")
+    extra = ["--chrome", "--add-dir", "/Users/ada/shared"]
+    assert claude_argv("claude", "/h", session_id="s1", extra=extra) == [
+        "claude", "--settings", "/h", "--session-id", "s1", *extra,
+    ]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--chrome"],
+        ["--add-dir", "/Users/ada/shared", "--add-dir=/tmp/more"],
+        ["--mcp-config", "/Users/ada/mcp.json", "--dangerously-load-development-channels", "x"],
+        [],
+    ],
+)
+def test_extra_claude_args_a_person_may_give(args: list[str]) -> None:
+    assert check_claude_args(args) == args
+
+
+@pytest.mark.parametrize(
+    ("args", "why"),
+    [
+        (["hello"], "is not a flag"),
+        (["--model", "opus"], "--model is set by claude-bridge"),
+        (["--permission-mode=bypassPermissions"], "--permission-mode is set by claude-bridge"),
+        (["--chrome", "--dangerously-skip-permissions"], "--dangerously-skip-permissions"),
+        (["-p"], "-p is set by claude-bridge"),
+        (["--resume", "abc"], "--resume is set"),
+        (["--add-dir", "a\nb"], "newline"),
+    ],
+)
+def test_extra_claude_args_the_agent_refuses(args: list[str], why: str) -> None:
+    with pytest.raises(BadClaudeArgs, match=re.escape(why)):
+        check_claude_args(args)
+
+
+def test_extra_claude_args_are_remembered_and_forgotten(tmp_path: Path) -> None:
+    def options(**given: object) -> argparse.Namespace:
+        return argparse.Namespace(**{"claude_arg": None, "no_claude_args": False, **given})
+
+    assert resolve_claude_args(options(), tmp_path) == []
+    given = ["--add-dir", "/Users/ada/shared"]
+    assert resolve_claude_args(options(claude_arg=given), tmp_path) == given
+    assert resolve_claude_args(options(), tmp_path) == given  # the next start, as a service
+    with pytest.raises(SystemExit) as refused:
+        resolve_claude_args(options(claude_arg=["--model", "opus"]), tmp_path)
+    assert refused.value.code == 2
+    assert resolve_claude_args(options(), tmp_path) == given  # a refused change changes nothing
+    (tmp_path / "claude-args.json").write_text('{"not": "a list"}')
+    with pytest.raises(SystemExit):
+        resolve_claude_args(options(), tmp_path)
+    assert resolve_claude_args(options(no_claude_args=True), tmp_path) == []
+    assert resolve_claude_args(options(), tmp_path) == []
 
 
 def test_session_env_keeps_the_agents_environment_and_drops_tmux() -> None:
