@@ -71,6 +71,7 @@ DIALOG_SETTLE = 0.4  # a key sent within ~10 ms of a dialog appearing is dropped
 TYPE_CONFIRM = 1.5  # how long a paste or an Enter may take to show on screen
 KEY_GAP = 0.06  # between key groups, so each is drawn before the next (multi-step answers)
 REGISTRY_SAVE_EVERY = 5.0
+DEVICE_ID_FILE = "device-id"  # this Mac's id at its relay, written when the link opens
 TICK = 0.05
 PANES_TTL = 0.5  # how long one list of panes (alive, size, cursor) is reused
 BURST_SECONDS = 1.0  # after a hook, read the screen every BURST_INTERVAL for this long
@@ -433,6 +434,9 @@ class Agent:
     # -- the relay ------------------------------------------------------------------------
 
     async def _on_linked(self, welcome: Welcome) -> None:
+        # Which Mac this is, for the commands run here (`search --here`, `open`); not a secret.
+        with contextlib.suppress(OSError):
+            (self.data / DEVICE_ID_FILE).write_text(welcome.device_id + "\n")
         self.follower_rewind()
         self._wake_transcripts.set()
         for rt in self.runtimes.values():

@@ -21,8 +21,8 @@ claude-bridge sessions [--json]
 claude-bridge search [QUERY…] [--mac MAC] [--cwd DIR | --here] [--state S] [--group G]
                      [--archived | --active] [--since DATE] [--until DATE] [--limit N] [--json]
     GET /api/search: ranked by title, summary, files touched, tools, Mac, folder and date (no
-    QUERY: browse, newest activity first). With --mac and/or --cwd (--here: the current folder)
-    the results come in two sections, "This Mac / this folder" and "Other places"; without them,
+    QUERY: browse, newest activity first). With --mac and/or --cwd (--here: the current folder,
+    and this Mac when its agent is linked to the same account) the results come in two sections, "This Mac / this folder" and "Other places"; without them,
     one list. Each result: id, title, Mac, folder, state, last active, summary.
 claude-bridge rename SESSION TITLE… | rename SESSION --auto
     PATCH the title (the id never changes); --auto forgets a person's title so the automatic one
@@ -136,8 +136,21 @@ def pick_offset(sessions: Sequence[dict[str, Any]], offset: int) -> dict[str, An
     return ordered[offset - 1]
 
 
+def this_mac(devices: Sequence[dict[str, Any]]) -> dict[str, Any] | None:
+    """The Mac this command runs on, when its agent has linked to this relay's account (the
+    agent writes its device id in its data folder, ``$CB_AGENT_DIR`` or ~/.claude-bridge)."""
+    folder = os.path.expanduser(os.environ.get("CB_AGENT_DIR") or "~/.claude-bridge")
+    try:
+        with open(os.path.join(folder, "device-id"), encoding="utf-8") as handle:
+            device_id = handle.read().strip()
+    except OSError:
+        return None
+    return next((d for d in devices if d["id"] == device_id), None)
+
+
 def pick_device(devices: Sequence[dict[str, Any]], wanted: str | None) -> dict[str, Any]:
-    """The Mac named by ``--device`` (id or name), else the only online one."""
+    """The Mac named by ``--device`` (id or name), else the only online one, else this Mac
+    when it is one of several online."""
     listing = "; ".join(
         f"{d['name']} ({d['id']}, {'online' if d.get('online') else 'offline'})" for d in devices
     )
@@ -160,6 +173,9 @@ def pick_device(devices: Sequence[dict[str, Any]], wanted: str | None) -> dict[s
     online = [d for d in devices if d.get("online")]
     if len(online) == 1:
         return online[0]
+    here = this_mac(online)
+    if here is not None:
+        return here
     if not devices:
         raise CommandError(
             "no Mac is paired with this relay", "pair one: `claude-bridge pair --kind device`"
@@ -597,6 +613,8 @@ def search_params(args: argparse.Namespace, devices: Sequence[dict[str, Any]]) -
     params: dict[str, Any] = {"q": " ".join(args.query).strip()}
     if args.mac is not None:
         params["device_id"] = pick_device(devices, args.mac)["id"]
+    elif args.here and (here := this_mac(devices)) is not None:
+        params["device_id"] = here["id"]  # this Mac and this folder
     cwd = args.cwd if args.cwd is not None else (os.getcwd() if args.here else None)
     if cwd is not None:
         params["cwd"] = cwd if cwd.startswith("/") else os.path.abspath(os.path.expanduser(cwd))
@@ -675,7 +693,7 @@ def search_row(item: dict[str, Any]) -> list[str]:
 def cmd_search(args: argparse.Namespace) -> int:
     relay = _connect(args, read_only=True)
     try:
-        devices = relay.devices() if args.mac is not None else []
+        devices = relay.devices() if args.mac is not None or args.here else []
         params = search_params(args, devices)
         body: dict[str, Any] = relay.call("GET", "/api/search", params=params)
     finally:
@@ -1212,7 +1230,10 @@ def add_commands(sub: Any) -> None:
         help='a folder: sessions in it or below listed apart ("this folder")',
     )
     place.add_argument(
-        "--here", action="store_true", help="the current folder, as --cwd $PWD (never by default)"
+        "--here",
+        action="store_true",
+        help="this folder (as --cwd $PWD) and, when its agent is linked here, this Mac "
+        "(never by default)",
     )
     finder.add_argument(
         "--state",

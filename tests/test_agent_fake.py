@@ -34,6 +34,8 @@ def test_trust_is_passed_and_the_first_prompt_waits_for_the_prompt_box(fake: Bri
         listed = events(phone, session_id)
     assert listed[0].get("marker") == "auto_passed"
     assert [e["text"] for e in listed if e["kind"] == "user"] == ["hello there"]
+    # The agent notes which Mac it is at its relay, for `search --here` and `open` run here.
+    assert (fake.data / "device-id").read_text().strip() == fake.account.device_id
 
 
 def test_permission_yes_then_no_leaves_a_stuck_card(fake: Bridge) -> None:

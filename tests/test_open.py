@@ -16,6 +16,7 @@ import subprocess
 import sys
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -59,11 +60,18 @@ def studio(relay: RelayServer, account: Account, loop: LoopThread) -> Iterator[L
 
 
 def cli(
-    server: RelayServer, token: str, *args: str, code: int = 0, cwd: str | None = None
+    server: RelayServer,
+    token: str,
+    *args: str,
+    code: int = 0,
+    cwd: str | None = None,
+    agent_dir: str | None = None,
 ) -> subprocess.CompletedProcess[str]:
-    """``claude-bridge ARGS`` as a person runs it, pointed at the relay with CB_RELAY / CB_TOKEN."""
+    """``claude-bridge ARGS`` as a person runs it, pointed at the relay with CB_RELAY / CB_TOKEN;
+    ``agent_dir`` is this machine's agent folder (none by default: never the real one)."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("CB_")}
     env.update(CB_RELAY=server.url, CB_TOKEN=token)
+    env["CB_AGENT_DIR"] = agent_dir or "/nonexistent/claude-bridge-agent"
     result = subprocess.run(
         [sys.executable, "-m", "relay", *args],
         capture_output=True,
@@ -163,7 +171,7 @@ def test_open_an_unknown_id_creates_a_session_with_exactly_that_id(
 
 
 def test_a_new_session_needs_one_online_mac_or_device(
-    relay: RelayServer, account: Account, loop: LoopThread
+    relay: RelayServer, account: Account, loop: LoopThread, tmp_path: Path
 ) -> None:
     store = relay.state.store
     second_token, _, second_id = store.create_token(account.account_id, "device", "Laptop")
@@ -182,6 +190,18 @@ def test_a_new_session_needs_one_online_mac_or_device(
         ).stderr
         assert "no Mac 'Nope'" in unknown
         assert first.commands == [] and second.commands == []
+
+        # Run on a Mac whose agent is linked to this account: that Mac is the one meant.
+        here = tmp_path / "agent"
+        here.mkdir()
+        (here / "device-id").write_text(second_id + "\n")
+        on_laptop = cli(
+            relay, account.phone_token, "open", "--session", new_id(), "--cwd", "/w", "--json",
+            agent_dir=str(here),
+        ).stdout  # fmt: skip
+        assert json.loads(on_laptop)["session"]["device_id"] == second_id
+        assert second.command_names() == ["create_session"] and first.commands == []
+        second.commands.clear()
 
         made = open_json(relay, account, "--session", chosen, "--device", second_id, "--cwd", "/w")
         assert made["session"]["device_id"] == second_id

@@ -146,11 +146,24 @@ def test_search_splits_this_mac_and_folder_from_other_places(
     plain = cli(relay, account.phone_token, "search", "gazelle", cwd=str(tmp_path)).stdout
     assert "This Mac" not in plain and "Other places" not in plain
     assert all(i in plain for i in (here_a, here_sub, same_mac_other_folder, other_mac))
-    # --here is the current folder.
+    # --here is the current folder…
     local = cli(relay, account.phone_token, "search", "--here", cwd=str(tmp_path)).stdout
     assert section(local, f"This Mac / this folder: {tmp_path} (1)").count(unrelated) == 1
     assert "Sessions, most recently active first:" in local  # no query: browse
     assert here_a in section(local, "Other places")
+    # … and this Mac too when its agent is linked to this account (it wrote its device id).
+    agent_dir = tmp_path / "agent"
+    agent_dir.mkdir()
+    (agent_dir / "device-id").write_text(account.device_id + "\n")
+    on_studio = cli(
+        relay, account.phone_token, "search", "--here", cwd=str(tmp_path), agent_dir=str(agent_dir)
+    ).stdout
+    assert section(on_studio, f"This Mac / this folder: Studio · {tmp_path} (1)").count(unrelated)
+    (agent_dir / "device-id").write_text("mac_of_another_account\n")
+    unknown_mac = cli(
+        relay, account.phone_token, "search", "--here", cwd=str(tmp_path), agent_dir=str(agent_dir)
+    ).stdout
+    assert f"This Mac / this folder: {tmp_path} (1)" in unknown_mac  # the folder alone
 
     # Filters go to the relay as they are.
     api(relay, account, "PATCH", f"/api/sessions/{here_a}", json={"group": "infra"})
