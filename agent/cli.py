@@ -103,6 +103,7 @@ def resolve_claude_args(args: argparse.Namespace, folder: Path) -> list[str]:
             extra = check_claude_args(list(args.claude_arg))
         except BadClaudeArgs as exc:
             _fail(str(exc))
+        folder.mkdir(mode=0o700, parents=True, exist_ok=True)  # a first run: nothing there yet
         path.write_text(json.dumps(extra))
         return extra
     try:

@@ -18,6 +18,7 @@ import asyncio
 import json
 import os
 import platform
+import shlex
 import sys
 import time
 import uuid
@@ -124,11 +125,14 @@ def cmd_relay(args: argparse.Namespace) -> int:
 
 def cmd_up(args: argparse.Namespace) -> int:
     """The one command for a person: the relay on loopback, this machine's agent, a pairing link."""
+    from agent.cli import resolve_claude_args
+
+    agent_dir = _local_agent_dir(args)
+    extra = resolve_claude_args(args, agent_dir)  # a refused argument stops here, before anything
     cfg = _config(args)
     store = _store(cfg)
     account = store.ensure_account()
     code = store.create_pair_code(account, "phone", "phone")
-    agent_dir = _local_agent_dir(args)
     token_file = agent_dir / "device-token"
     if not token_file.exists():
         token, _, _ = store.create_token(account, "device", platform.node() or "this Mac")
@@ -149,7 +153,8 @@ def cmd_up(args: argparse.Namespace) -> int:
         f"{int(float(cfg.pair_code_ttl) // 60)} minutes)"
     )
     _print_qr(link)
-    return asyncio.run(_serve_with_agent(cfg, args, agent_dir, token_file.read_text().strip()))
+    token = token_file.read_text().strip()
+    return asyncio.run(_serve_with_agent(cfg, args, agent_dir, token, extra))
 
 
 def _local_agent_dir(args: argparse.Namespace) -> Path:
@@ -159,7 +164,7 @@ def _local_agent_dir(args: argparse.Namespace) -> Path:
 
 
 async def _serve_with_agent(
-    cfg: configmod.Config, args: argparse.Namespace, agent_dir: Path, token: str
+    cfg: configmod.Config, args: argparse.Namespace, agent_dir: Path, token: str, extra: list[str]
 ) -> int:
     import logging
     import signal
@@ -203,11 +208,15 @@ async def _serve_with_agent(
             token=token,
             claude=claude,
             mux_program=program,
+            mux_socket=args.socket,
+            claude_args=tuple(extra),
         )
         agent = Agent(options, cfg)
         try:
             await agent.start()
             print(f"  local agent:  running claude {agent.claude_version} in {program}", flush=True)
+            if extra:
+                print(f"  claude args:  {shlex.join(extra)}", flush=True)
         except ClaudeMissing as exc:
             print(f"  no local agent: {exc}", flush=True)
             agent = None
@@ -423,6 +432,16 @@ def build_parser() -> argparse.ArgumentParser:
         "--agent-data", metavar="DIR", help="the local agent's folder (~/.claude-bridge)"
     )
     up.add_argument("--claude", metavar="PATH", help="the claude command (default: claude on PATH)")
+    up.add_argument(
+        "--claude-arg",
+        metavar="ARG",
+        action="append",
+        help="an extra argument for every claude it starts, as for `claude-bridge agent`",
+    )
+    up.add_argument(
+        "--no-claude-args", action="store_true", help="forget the remembered extra arguments"
+    )
+    up.add_argument("--socket", default="claude-bridge", help="the agent's multiplexer socket name")
     up.set_defaults(func=cmd_up)
 
     relay = sub.add_parser("relay", help="run the relay (FastAPI under uvicorn)")

@@ -3,14 +3,20 @@
 from __future__ import annotations
 
 import json
+import os
+import re
+import secrets
+import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import httpx
 
 from relay.store import Store
-from tests.conftest import RelayServer, transcript
+from tests.conftest import RelayServer, free_port, transcript
+from tests.fake_bridge import FAKE as FAKE_CLAUDE
 
 
 def cli(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
@@ -135,3 +141,54 @@ def test_store_opened_by_the_cli_and_the_relay_together(tmp_path: Path) -> None:
         assert [r["name"] for r in rows] == ["x"]
     finally:
         running.close()
+
+
+def test_up_runs_the_relay_and_this_machines_agent_and_pairs_a_phone(tmp_path: Path) -> None:
+    port, socket_name = free_port(), f"cbup-{secrets.token_hex(4)}"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CB_")}
+    env["HOME"] = str(tmp_path / "home")  # the agent reads ~/.claude: never the real one
+    agent_dir = tmp_path / "agent"
+    base = [sys.executable, "-m", "relay", "up", "--data", str(tmp_path / "relay"),
+            "--agent-data", str(agent_dir), "--port", str(port), "--claude", FAKE_CLAUDE,
+            "--socket", socket_name]  # fmt: skip
+
+    refused = subprocess.run(
+        [*base, "--claude-arg=--model"], capture_output=True, text=True, env=env, timeout=60
+    )
+    assert refused.returncode == 2, refused
+    assert "--model is set by claude-bridge" in refused.stderr
+    assert not (tmp_path / "relay").exists()  # stopped before anything was made
+
+    up = subprocess.Popen(
+        [*base, "--claude-arg=--chrome"],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
+    )  # fmt: skip
+    try:
+        out: list[str] = []
+        deadline = time.monotonic() + 60
+        assert up.stdout is not None
+        while not any("Press Ctrl-C" in line for line in out):
+            assert time.monotonic() < deadline and up.poll() is None, "".join(out)
+            out.append(up.stdout.readline())
+        text = "".join(out)
+        assert f"control page: http://127.0.0.1:{port}/" in text
+        assert (
+            "local agent:  running claude 2.1.328 in" in text and "claude args:  --chrome" in text
+        )
+        code = re.search(rf"open http://127\.0\.0\.1:{port}/pair\.html#(\S+)", text)
+        assert code is not None, text
+        paired = httpx.post(f"http://127.0.0.1:{port}/api/pair", json={"code": code.group(1)})
+        assert paired.status_code == 200, paired.text
+        phone = {"Authorization": f"Bearer {paired.json()['token']}"}
+        macs = httpx.get(f"http://127.0.0.1:{port}/api/devices", headers=phone).json()["devices"]
+        assert [m["online"] for m in macs] == [True]  # this machine's agent, linked
+        up.send_signal(signal.SIGINT)
+        assert up.wait(30) == 0
+    finally:
+        if up.poll() is None:
+            up.kill()
+            up.wait()
+        if up.stdout is not None:
+            up.stdout.close()
+        subprocess.run(["tmux", "-L", socket_name, "kill-server"], capture_output=True, check=False)
+    assert json.loads((agent_dir / "claude-args.json").read_text()) == ["--chrome"]
