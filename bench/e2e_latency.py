@@ -124,6 +124,11 @@ def measure(
         claude_home=home / ".claude", env=env, polling_only=(mode == "plain polling"),
     )  # fmt: skip
     _agent, loop, thread = start_agent(options)
+    deadline = time.monotonic() + 30
+    while relay.state.live.link(account.device_id) is None:  # the link opens in the background
+        if time.monotonic() > deadline:
+            raise SystemExit("the agent did not link to the relay within 30 s")
+        time.sleep(0.02)
     headers = {"Authorization": f"Bearer {account.phone_token}"}
     line_ms: list[float] = []
     card_ms: list[float] = []
@@ -131,6 +136,7 @@ def measure(
         with httpx.Client(base_url=relay.url, headers=headers, timeout=30) as phone:
             created = phone.post("/api/sessions", json={"device_id": account.device_id, "cwd": cwd,
                                                         "permission_mode": "manual"})  # fmt: skip
+            assert created.status_code == 201, created.text
             session_id = created.json()["id"]
             transcript = home / ".claude" / "projects" / _slug(cwd) / f"{session_id}.jsonl"
             growth = FileGrowth(transcript).start()

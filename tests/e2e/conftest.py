@@ -181,6 +181,13 @@ class Bridge:
         if errors:
             raise errors[0]
         assert self.agent is not None
+        # Linked, as a person sees it on the phone before starting a session there (the link
+        # opens in the background: a session asked for before it would find the Mac offline).
+        wait_for(
+            lambda: self.relay.state.live.link(self.account.device_id) is not None,
+            30,
+            "the Mac online",
+        )
         return self.agent
 
     def stop_agent(self) -> None:
