@@ -244,14 +244,30 @@ async def test_the_root_removed_falls_back_to_watchfiles(
     assert f"{root} was removed" in caplog.text
 
 
+def inotify_fds_watching(folder: Path) -> set[int]:
+    """The inotify descriptors of this process that watch ``folder`` (by its inode, from
+    /proc/self/fdinfo): another test's descriptor closing meanwhile cannot be mistaken for it,
+    even when the number is reused."""
+    inode = f"ino:{os.stat(folder).st_ino:x} "
+    found = set()
+    for fd in inotify_fds():
+        try:
+            with open(f"/proc/self/fdinfo/{fd}", encoding="ascii") as info:
+                if any(line.startswith("inotify ") and inode in line for line in info):
+                    found.add(fd)
+        except OSError:
+            continue
+    return found
+
+
 @linux_only
 @pytest.mark.parametrize("end", ["stop", "cancel"])
 @aio
 async def test_stop_or_cancel_ends_it_and_closes_the_descriptor(tmp_path: Path, end: str) -> None:
-    before = inotify_fds()
+    assert inotify_fds_watching(tmp_path) == set()
     wakes = Wakes(tmp_path)
     await wakes.started()
-    mine = inotify_fds() - before
+    mine = inotify_fds_watching(tmp_path)
     assert len(mine) == 1
     if end == "stop":
         await wakes.close()  # fails on a timeout if the iterator does not end
@@ -259,7 +275,7 @@ async def test_stop_or_cancel_ends_it_and_closes_the_descriptor(tmp_path: Path, 
         wakes.task.cancel()
         with pytest.raises(asyncio.CancelledError):
             await asyncio.wait_for(wakes.task, WAIT)
-    assert not mine & inotify_fds()
+    assert not mine & inotify_fds_watching(tmp_path)
 
 
 # -- the fallback -----------------------------------------------------------------------
