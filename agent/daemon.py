@@ -69,6 +69,7 @@ CARD_CONFIRM_TIMEOUT = 4.0  # how long an answered card may stay on screen befor
 CARD_RETRY_AFTER = 0.8
 DIALOG_SETTLE = 0.4  # a key sent within ~10 ms of a dialog appearing is dropped: wait a little
 TYPE_CONFIRM = 1.5  # how long a paste or an Enter may take to show on screen
+ESCAPE_CONFIRM = 1.5  # how long Esc may take to stop a turn or close a dialog on screen
 KEY_GAP = 0.06  # between key groups, so each is drawn before the next (multi-step answers)
 REGISTRY_SAVE_EVERY = 5.0
 DEVICE_ID_FILE = "device-id"  # this Mac's id at its relay, written when the link opens
@@ -770,8 +771,7 @@ class Agent:
             try:
                 await self._quiet_after_first_frame(rt)
                 if dismiss or interrupt:
-                    await self.mux.send_keys(rt.name, [["Escape"]])
-                    await asyncio.sleep(0.3)
+                    await self._escape(rt)
                 block = heldrules.block_text(messages)
                 if autopass.changes_model(block):
                     rt.model_changed_at = time.time()  # its "Switch model?" passes (SPEC §4)
@@ -783,6 +783,25 @@ class Agent:
             self._save()
         rt.wake_screen.set()
         await self._send_update(rt)
+
+    async def _escape(self, rt: Runtime) -> None:
+        """Esc, until the screen shows the turn stopped or the dialog closed; once more if not.
+
+        On a busy Mac the terminal may read Esc together with the paste that follows it as one
+        escape sequence and drop both: the text would then wait behind the turn instead of
+        interrupting it. So the paste goes only once the Esc is seen to have worked (or after a
+        second try: Claude Code then holds the text until the turn ends, as it would anyway)."""
+        for _ in range(2):
+            await self.mux.send_keys(rt.name, [["Escape"]])
+            deadline = time.monotonic() + ESCAPE_CONFIRM
+            while time.monotonic() < deadline:
+                await asyncio.sleep(0.1)
+                capture = await self.mux.capture(rt.name)
+                facts = read_screen(render(capture.text, capture.width, capture.height))
+                if not (facts.busy or (facts.card is not None and facts.card.kind != "stuck")):
+                    await asyncio.sleep(0.1)  # let the prompt settle before the paste
+                    return
+        _log.warning("session %s: Esc did not stop the turn; typing anyway", rt.record.id)
 
     async def _quiet_after_first_frame(self, rt: Runtime) -> None:
         """Claude Code drops keys sent in the first ~0.5 s after its first frame."""
