@@ -186,7 +186,12 @@ def test_a_slow_cold_start_is_starting_not_stopped(
     assert seen.count("starting") >= 10  # polled through the blank seconds
 
 
-def test_a_reboot_revives_the_five_newest_and_types_held_messages_later(fake: Bridge) -> None:
+def test_a_reboot_revives_the_five_newest_and_types_held_messages_later(
+    fake: Bridge, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # A SLOW turn that cannot end before the reboot: the held message must still be held then.
+    original = fake.env
+    monkeypatch.setattr(fake, "env", lambda: {**original(), "FAKECLAUDE_SLOW_SECONDS": "120"})
     fake.start_agent()
     with fake.phone() as phone:
         ids = []
@@ -201,6 +206,7 @@ def test_a_reboot_revives_the_five_newest_and_types_held_messages_later(fake: Br
         held = phone.post(f"/api/sessions/{newest}/messages", json={"text": "held over the reboot"})
         assert held.json()["state"] == "held"
         fake.stop_agent()
+        assert fake.data.joinpath("sessions.json").read_text().count('"state": "held"') == 1
         fake.kill_tmux()  # the Mac rebooted
         # All six were alive until then: as the registry saves them every few seconds, they were
         # last seen alive at the same moment (newest first then means the newest created).
