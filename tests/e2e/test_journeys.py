@@ -247,7 +247,12 @@ def test_model_switch_from_the_phone_is_confirmed_without_a_card(bridge: Bridge)
 
         done = wait_for(switched, 30, "the model switch")
         assert done["kind"] == "marker" and done["marker"] == "local_command"
-        passed = [e for e in events(phone, session_id) if e.get("marker") == "auto_passed"]
+        # The line is added once the agent has seen the dialog close: it may follow a moment later.
+        passed = wait_for(
+            lambda: [e for e in events(phone, session_id) if e.get("marker") == "auto_passed"],
+            10,
+            "the switch line",
+        )
         assert [e["text"] for e in passed] == [
             "🔀 Model switch confirmed: Yes, switch to Sonnet 5.5"
         ]
