@@ -796,8 +796,7 @@ class Agent:
             deadline = time.monotonic() + ESCAPE_CONFIRM
             while time.monotonic() < deadline:
                 await asyncio.sleep(0.1)
-                capture = await self.mux.capture(rt.name)
-                facts = read_screen(render(capture.text, capture.width, capture.height))
+                facts = await self._screen_now(rt)
                 if not (facts.busy or (facts.card is not None and facts.card.kind != "stuck")):
                     await asyncio.sleep(0.1)  # let the prompt settle before the paste
                     return
@@ -811,9 +810,13 @@ class Agent:
         if wait > 0:
             await asyncio.sleep(wait)
 
-    async def _draft(self, rt: Runtime) -> str:
+    async def _screen_now(self, rt: Runtime) -> ScreenFacts:
+        """A fresh read of the session's screen, outside the screen loop's schedule."""
         capture = await self.mux.capture(rt.name)
-        return read_screen(render(capture.text, capture.width, capture.height)).draft
+        return read_screen(render(capture.text, capture.width, capture.height))
+
+    async def _draft(self, rt: Runtime) -> str:
+        return (await self._screen_now(rt)).draft
 
     async def _wait_draft(self, rt: Runtime, present: bool, timeout: float) -> bool:
         deadline = time.monotonic() + timeout
@@ -995,8 +998,7 @@ class Agent:
         started = time.monotonic()
         while time.monotonic() < deadline:
             await asyncio.sleep(0.15)
-            capture = await self.mux.capture(rt.name)
-            facts = read_screen(render(capture.text, capture.width, capture.height))
+            facts = await self._screen_now(rt)
             now = time.time()
             rt.screen, rt.screen_at = facts, now
             rt.idle_since = screen_idle_since(rt.idle_since, facts, now)
