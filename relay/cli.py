@@ -38,7 +38,9 @@ def _config(args: argparse.Namespace) -> configmod.Config:
         if value is not None:
             overrides[name] = value
     try:
-        return configmod.load(overrides)
+        cfg = configmod.load(overrides)
+        configmod.trusted_networks(str(cfg.trusted_proxies))  # a typo stops here, not mid-start
+        return cfg
     except configmod.ConfigError as exc:
         _fail(str(exc))
 
@@ -94,7 +96,7 @@ def _check_port_free(cfg: configmod.Config) -> None:
 def _serve(cfg: configmod.Config, log_level: str) -> int:
     import uvicorn
 
-    from relay.app import create_app
+    from relay.app import create_app, server_options
 
     _check_port_free(cfg)
     uvicorn.run(
@@ -102,8 +104,8 @@ def _serve(cfg: configmod.Config, log_level: str) -> int:
         host=str(cfg.host),
         port=int(cfg.port),
         log_level=log_level,
-        ws_max_size=int(cfg.max_link_message_bytes),
         timeout_graceful_shutdown=3,
+        **server_options(cfg),  # forwarded headers only from trusted_proxies
     )
     return 0
 
@@ -174,7 +176,7 @@ async def _serve_with_agent(
     from agent.daemon import Agent, AgentOptions
     from agent.launch import ClaudeMissing, find_claude
     from agent.mux import MuxError, find_program
-    from relay.app import create_app
+    from relay.app import create_app, server_options
 
     server = uvicorn.Server(
         uvicorn.Config(
@@ -182,8 +184,8 @@ async def _serve_with_agent(
             host=str(cfg.host),
             port=int(cfg.port),
             log_level=args.log_level,
-            ws_max_size=int(cfg.max_link_message_bytes),
             timeout_graceful_shutdown=3,
+            **server_options(cfg),  # forwarded headers only from trusted_proxies
         )
     )
     serving = asyncio.create_task(server.serve())
