@@ -452,7 +452,13 @@ class PushSender:
     async def post(self, target: Target, headers: dict[str, str], body: bytes) -> int:
         """POST to ``target.address``; Host and the TLS name (SNI, certificate) stay the host's."""
         if self._client is None:
-            self._client = httpx.AsyncClient(timeout=self.timeout, follow_redirects=False)
+            # No kept-alive connections: they are keyed by address, and one opened (and its
+            # certificate checked) for one host must not carry another host's push.
+            self._client = httpx.AsyncClient(
+                timeout=self.timeout,
+                follow_redirects=False,
+                limits=httpx.Limits(max_keepalive_connections=0),
+            )
         netloc = urlsplit(target.endpoint).netloc.rsplit("@", 1)[-1]
         response = await self._client.post(
             target.url(),
