@@ -298,6 +298,9 @@ def test_a_failed_push_says_only_failed(make_relay: Any) -> None:
                 "/api/push/subscribe", json={"endpoint": endpoint, "keys": BrowserKeys.new().json()}
             )
             assert answer.status_code == 200, answer.text
+            # The subscriptions file is the relay user's only, like the rest of its data (5).
+            book = server.config.data_path / "push.json"
+            assert stat.S_IMODE(book.stat().st_mode) == 0o600
             service.status = 500
             failed = client.post("/api/push/test", json={"endpoint": endpoint})
             assert strict_json(failed.text) == {"ok": False, "status": "failed"}
