@@ -29,7 +29,15 @@ import pytest
 from relay import push
 from relay.protocol import Command, CommandResult
 from relay.replay import read_lines
-from tests.conftest import Account, RelayServer, free_port, mac, phone_client, transcript
+from tests.conftest import (
+    Account,
+    RelayServer,
+    SSEReader,
+    free_port,
+    mac,
+    phone_client,
+    transcript,
+)
 from tests.test_push import BrowserKeys, PushService
 
 JSON = {"content-type": "application/json"}
@@ -90,7 +98,8 @@ def test_non_finite_numbers_are_refused_and_nothing_changes(
 def test_a_stored_non_finite_number_still_reads_as_json(
     relay: RelayServer, account: Account
 ) -> None:
-    """A relay whose database already holds an infinite position (written before the check)."""
+    """A relay whose database already holds an infinite position (written before the check):
+    the account's stream, which every page of the account reads, stays JSON."""
     sid = str(uuid.uuid4())
     push_lines(relay, account, sid)
     asyncio.run(relay.state.store.update_session(account.account_id, sid, position=float("inf")))
@@ -99,6 +108,23 @@ def test_a_stored_non_finite_number_still_reads_as_json(
             answer = client.get(path)
             assert answer.status_code == 200, answer.text
             strict_json(answer.text)
+
+    async def stream() -> list[Any]:
+        headers = {"Authorization": f"Bearer {account.phone_token}"}
+        async with (
+            httpx.AsyncClient(base_url=relay.url, headers=headers, timeout=15) as client,
+            client.stream("GET", "/api/stream") as response,
+        ):
+            reader = SSEReader(response)
+            snapshot = await reader.next()
+            renamed = await client.patch(f"/api/sessions/{sid}", json={"title": "renamed"})
+            assert renamed.status_code == 200, renamed.text
+            update = await reader.next()
+            return [strict_json(snapshot.data), strict_json(update.data)]
+
+    snapshot, update = asyncio.run(stream())
+    assert [s["position"] for s in snapshot["sessions"] if s["id"] == sid] == [0.0]
+    assert update["id"] == sid and update["position"] == 0.0
 
 
 def test_the_relay_json_encoder_refuses_non_finite_values() -> None:
