@@ -152,8 +152,13 @@ class ForwardedHeaders:
         else:
             if chain:
                 scope["client"] = (chain[0], 0)
+        # Of a list, the value our proxy wrote is the last: the ones before came from further out.
         proto = forwarded.get(b"x-forwarded-proto", b"").decode("latin-1").split(",")[-1]
         proto = proto.strip().lower()
+        host = forwarded.get(b"x-forwarded-host", b"").split(b",")[-1].strip()
+        scope["headers"] = [(k, v) for k, v in headers if k != b"x-forwarded-host"]
+        if host:
+            scope["headers"].append((b"x-forwarded-host", host))  # one value: relay/auth.py
         if proto in ("http", "https"):
             secure = proto == "https"
             if scope["type"] == "websocket":

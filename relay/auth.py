@@ -83,8 +83,7 @@ def check_origin(conn: HTTPConnection) -> None:
             )
         origin = referer
     scheme, sep, rest = origin.partition("://")
-    host = conn.headers.get("x-forwarded-host", "").split(",")[0].strip()
-    host = host or conn.headers.get("host", "")
+    host = conn.headers.get("x-forwarded-host") or conn.headers.get("host", "")
     own = _origin_of(conn.url.scheme, host)
     theirs = _origin_of(scheme, rest.split("/", 1)[0])
     if sep and host and theirs == own:
