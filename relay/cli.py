@@ -93,12 +93,24 @@ def _check_port_free(cfg: configmod.Config) -> None:
             )
 
 
+def _warn_old_proxy_setting(cfg: configmod.Config) -> None:
+    """uvicorn's FORWARDED_ALLOW_IPS no longer applies: say what replaced it."""
+    if os.environ.get("FORWARDED_ALLOW_IPS") and not cfg.trusted_proxies:
+        print(
+            "claude-bridge: FORWARDED_ALLOW_IPS is ignored; name the proxy in CB_TRUSTED_PROXIES "
+            "(forwarded headers are believed only from there)",
+            file=sys.stderr,
+            flush=True,
+        )
+
+
 def _serve(cfg: configmod.Config, log_level: str) -> int:
     import uvicorn
 
     from relay.app import create_app, server_options
 
     _check_port_free(cfg)
+    _warn_old_proxy_setting(cfg)
     uvicorn.run(
         create_app(cfg),
         host=str(cfg.host),
@@ -144,6 +156,7 @@ def cmd_up(args: argparse.Namespace) -> int:
             handle.write(token + "\n")
     store.close()
     _check_port_free(cfg)
+    _warn_old_proxy_setting(cfg)
     link = _pair_link(cfg, code)
     print("claude-bridge is starting on this machine.")
     print(f"  relay data:   {cfg.data_path}")

@@ -210,7 +210,8 @@ def test_relay_data_is_private_whatever_the_umask(tmp_path: Path, cli_env: dict[
     for name in ("relay.db", "vapid.pem"):
         (data / name).chmod(0o644)
     port = free_port()
-    proc = _start_relay(data, port, cli_env)
+    # uvicorn's own variable would trust every address's X-Forwarded-For: it has no effect.
+    proc = _start_relay(data, port, {**cli_env, "FORWARDED_ALLOW_IPS": "*"})
     try:
         _wait_healthy(proc, port)
         with httpx.Client(base_url=f"http://127.0.0.1:{port}") as anonymous:
@@ -231,6 +232,7 @@ def test_relay_data_is_private_whatever_the_umask(tmp_path: Path, cli_env: dict[
     told = [line for line in second.splitlines() if "tightened" in line]
     assert len(told) == 1, second
     assert str(data) in told[0] and "relay.db" in told[0]
+    assert "CB_TRUSTED_PROXIES" in second
 
 
 # -- 6. push endpoints: https, public addresses only, checked again when sending -----------------
