@@ -3,23 +3,25 @@
 from __future__ import annotations
 
 import asyncio
+import ipaddress
 import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager, suppress
 from pathlib import Path
+from typing import Any
 
 from fastapi import Depends, FastAPI, Request
-from fastapi.exception_handlers import http_exception_handler
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse, Response
+from fastapi.responses import Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from relay import link, permissions, push, retention, routes, search, usage
-from relay.config import Config
+from relay.config import Config, Network, trusted_networks
 from relay.errors import PayloadTooLarge, RelayError
 from relay.hub import Hub
+from relay.jsontext import JSONText
 from relay.state import RelayState
 from relay.store import Store
 
@@ -58,7 +60,7 @@ class BodyLimit:
             limit=self.limit,
         )
         if declared is not None and declared.isdigit() and int(declared) > self.limit:
-            await JSONResponse(too_large.body(), status_code=413)(scope, receive, send)
+            await JSONText(too_large.body(), status_code=413)(scope, receive, send)
             return
         received = 0
         started = False
@@ -87,11 +89,92 @@ class BodyLimit:
         with suppress(_BodyTooLarge):
             await self.app(scope, limited_receive, tracking_send)
         if exceeded and not started:
-            await JSONResponse(too_large.body(), status_code=413)(scope, receive, send)
+            await JSONText(too_large.body(), status_code=413)(scope, receive, send)
 
 
 class _BodyTooLarge(Exception):
     pass
+
+
+_FORWARDED = frozenset(
+    {b"x-forwarded-for", b"x-forwarded-proto", b"x-forwarded-host", b"x-real-ip", b"forwarded"}
+)
+
+
+class ForwardedHeaders:
+    """Forwarded headers from a trusted proxy set the client, scheme and host; from anyone else
+    they are removed, so no later part (rate limits, the origin check, cookies) can read them.
+
+    uvicorn's own handling is off (see ``server_options``): it trusts 127.0.0.1 by default,
+    which lets any local process, or a proxy that passes the header through, pick the client
+    address, and it keeps no record of who the peer was.
+    """
+
+    def __init__(self, app: ASGIApp, trusted: tuple[Network, ...]) -> None:
+        self.app = app
+        self.trusted = trusted
+
+    def _is_trusted(self, host: str) -> bool:
+        try:
+            address = ipaddress.ip_address(host)
+        except ValueError:
+            return False
+        return any(address in net for net in self.trusted)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] not in ("http", "websocket"):
+            await self.app(scope, receive, send)
+            return
+        headers: list[tuple[bytes, bytes]] = scope["headers"]
+        forwarded: dict[bytes, bytes] = {}
+        for key, value in headers:
+            if key in _FORWARDED:  # several lines of one header read as one list
+                forwarded[key] = forwarded[key] + b"," + value if key in forwarded else value
+        if not forwarded:
+            await self.app(scope, receive, send)
+            return
+        scope = dict(scope)
+        peer = scope.get("client")
+        if not (peer and self._is_trusted(str(peer[0]))):
+            scope["headers"] = [(k, v) for k, v in headers if k not in _FORWARDED]
+            await self.app(scope, receive, send)
+            return
+        chain = [
+            h.strip() for h in forwarded.get(b"x-forwarded-for", b"").decode("latin-1").split(",")
+        ]
+        chain = [h for h in chain if h]
+        # The client is the nearest address that is not one of our proxies (the ones before it
+        # were written by the client itself and prove nothing).
+        for hop in reversed(chain):
+            if not self._is_trusted(hop):
+                scope["client"] = (hop, 0)
+                break
+        else:
+            if chain:
+                scope["client"] = (chain[0], 0)
+        # Of a list, the value our proxy wrote is the last: the ones before came from further out.
+        proto = forwarded.get(b"x-forwarded-proto", b"").decode("latin-1").split(",")[-1]
+        proto = proto.strip().lower()
+        host = forwarded.get(b"x-forwarded-host", b"").split(b",")[-1].strip()
+        scope["headers"] = [(k, v) for k, v in headers if k != b"x-forwarded-host"]
+        if host:
+            scope["headers"].append((b"x-forwarded-host", host))  # one value: relay/auth.py
+        if proto in ("http", "https"):
+            secure = proto == "https"
+            if scope["type"] == "websocket":
+                scope["scheme"] = "wss" if secure else "ws"
+            else:
+                scope["scheme"] = proto
+        await self.app(scope, receive, send)
+
+
+def server_options(config: Config) -> dict[str, Any]:
+    """The uvicorn settings of every way the relay is started (relay/cli.py, the tests)."""
+    return {
+        "ws_max_size": int(config.max_link_message_bytes),
+        # Forwarded headers are ForwardedHeaders' job, trusting only ``trusted_proxies``.
+        "proxy_headers": False,
+    }
 
 
 class SecurityHeaders:
@@ -143,6 +226,7 @@ def create_app(config: Config) -> FastAPI:
         docs_url=None,
         redoc_url=None,
         openapi_url=None,  # every route needs a login; the API is described in README.md
+        default_response_class=JSONText,  # never NaN / Infinity (relay/jsontext.py)
         # A read-only view (X-CB-Read-Only) can change nothing, whichever router serves it.
         dependencies=[Depends(routes.refuse_read_only)],
     )
@@ -154,7 +238,7 @@ def create_app(config: Config) -> FastAPI:
             headers["www-authenticate"] = "Bearer"
         if "retry_after" in exc.details:
             headers["retry-after"] = str(exc.details["retry_after"])
-        return JSONResponse(exc.body(), status_code=exc.status, headers=headers)
+        return JSONText(exc.body(), status_code=exc.status, headers=headers)
 
     @app.exception_handler(RequestValidationError)
     async def validation_error(_: Request, exc: RequestValidationError) -> Response:
@@ -162,20 +246,38 @@ def create_app(config: Config) -> FastAPI:
         first = errors[0] if errors else {}
         where = ".".join(str(p) for p in first.get("loc", ()) if p != "body")
         kind = first.get("type", "")
+        status = 400
         if kind == "json_invalid" or "decode" in str(first.get("msg", "")).lower():
             code, message = "bad_json", "the request body is not valid JSON (UTF-8)"
+        elif kind == "finite_number":
+            # Well-formed, but a value no phone could read back (JSON has no NaN / Infinity).
+            status, code = 422, "not_finite"
+            message = f"{where or 'request'}: must be a finite number, not NaN or infinity"
         else:
             code = "bad_request"
             message = f"{where or 'request'}: {first.get('msg', 'invalid value')}"
-        return JSONResponse({"error": {"code": code, "message": message}}, status_code=400)
+        return JSONText({"error": {"code": code, "message": message}}, status_code=status)
 
     @app.exception_handler(StarletteHTTPException)
     async def http_error(request: Request, exc: StarletteHTTPException) -> Response:
-        # FastAPI reports a body that is not UTF-8 as a bare HTTPException(400); say it clearly.
-        if exc.status_code == 400 and isinstance(exc.__cause__, UnicodeDecodeError):
-            body = {"code": "bad_json", "message": "the request body is not valid JSON (UTF-8)"}
-            return JSONResponse({"error": body}, status_code=400)
-        return await http_exception_handler(request, exc)
+        """Starlette's own errors (no route, wrong method, an unreadable body) in the relay's
+        error body, never ``{"detail": …}``."""
+        status = exc.status_code
+        if status == 400 and exc.__cause__ is not None:
+            # FastAPI could not read the body: not UTF-8, or nested deeper than a parser goes.
+            code, message = "bad_json", "the request body is not valid JSON (UTF-8)"
+        elif status == 404:
+            code, message = "not_found", f"nothing at {request.url.path[:200]}"
+        elif status == 405:
+            code = "method_not_allowed"
+            message = f"{request.method} is not accepted at {request.url.path[:200]}"
+        else:
+            code, message = f"http_{status}", str(exc.detail)
+        return JSONText(
+            {"error": {"code": code, "message": message}},
+            status_code=status,
+            headers=dict(exc.headers or {}),
+        )
 
     app.include_router(routes.router)
     app.include_router(push.router)  # /api/push/*: Web Push (relay/push.py)
@@ -191,4 +293,6 @@ def create_app(config: Config) -> FastAPI:
     # Added last = outermost: even a 413 from the body limit carries the security headers.
     app.add_middleware(BodyLimit, limit=int(config.max_body_bytes))
     app.add_middleware(SecurityHeaders)
+    # Outermost: every part below sees the client and scheme only a trusted proxy may change.
+    app.add_middleware(ForwardedHeaders, trusted=trusted_networks(str(config.trusted_proxies)))
     return app

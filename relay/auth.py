@@ -56,7 +56,24 @@ def authenticate(conn: HTTPConnection, store: Store, kind: str, method: str = "G
     return principal
 
 
+_DEFAULT_PORTS = {"http": "80", "https": "443"}
+
+
+def _origin_of(scheme: str, netloc: str) -> str:
+    """``scheme://host[:port]`` in one spelling: lower case, no default port."""
+    scheme, netloc = scheme.lower(), netloc.lower()
+    host, sep, port = netloc.rpartition(":")
+    if sep and "]" not in port and port == _DEFAULT_PORTS.get(scheme):
+        netloc = host
+    return f"{scheme}://{netloc}"
+
+
 def check_origin(conn: HTTPConnection) -> None:
+    """The page's own origin only: same scheme, same host and port as the relay was reached at.
+
+    That is the Host header and the connection's scheme, or the X-Forwarded-Host / -Proto of a
+    trusted proxy (``trusted_proxies``; relay/app.py drops them from anyone else).
+    """
     origin = conn.headers.get("origin")
     if origin is None:
         referer = conn.headers.get("referer")
@@ -65,16 +82,27 @@ def check_origin(conn: HTTPConnection) -> None:
                 "a change made with the login cookie needs an Origin header", code="bad_origin"
             )
         origin = referer
-    host = conn.headers.get("host", "")
-    scheme_sep = origin.find("://")
-    origin_host = origin[scheme_sep + 3 :].split("/", 1)[0] if scheme_sep >= 0 else ""
-    forwarded_host = conn.headers.get("x-forwarded-host", "")
-    if origin_host not in {host, forwarded_host} or not origin_host:
-        raise Forbidden(f"requests from {origin} are not accepted", code="bad_origin")
+    scheme, sep, rest = origin.partition("://")
+    host = conn.headers.get("x-forwarded-host") or conn.headers.get("host", "")
+    own = _origin_of(conn.url.scheme, host)
+    theirs = _origin_of(scheme, rest.split("/", 1)[0])
+    if sep and host and theirs == own:
+        return
+    message = f"requests from {origin[:200]} are not accepted"
+    if sep and host and theirs.split("://", 1)[1] == own.split("://", 1)[1]:
+        message += (
+            f"; the relay was reached over {conn.url.scheme}: behind an https proxy, set "
+            "trusted_proxies (CB_TRUSTED_PROXIES) to the proxy's address"
+        )
+    raise Forbidden(message, code="bad_origin")
 
 
 class RateLimiter:
-    """A sliding window per key (client address): at most ``limit`` attempts per ``window`` s."""
+    """A sliding window per key (client address): at most ``limit`` attempts per ``window`` s.
+
+    The address is the peer's, or the client's as a trusted proxy reports it: a header a client
+    sets itself never chooses its bucket (relay/app.py ForwardedHeaders).
+    """
 
     def __init__(self, limit: int, window: float = 60.0) -> None:
         self.limit = limit

@@ -38,7 +38,9 @@ def _config(args: argparse.Namespace) -> configmod.Config:
         if value is not None:
             overrides[name] = value
     try:
-        return configmod.load(overrides)
+        cfg = configmod.load(overrides)
+        configmod.trusted_networks(str(cfg.trusted_proxies))  # a typo stops here, not mid-start
+        return cfg
     except configmod.ConfigError as exc:
         _fail(str(exc))
 
@@ -91,19 +93,31 @@ def _check_port_free(cfg: configmod.Config) -> None:
             )
 
 
+def _warn_old_proxy_setting(cfg: configmod.Config) -> None:
+    """uvicorn's FORWARDED_ALLOW_IPS no longer applies: say what replaced it."""
+    if os.environ.get("FORWARDED_ALLOW_IPS") and not cfg.trusted_proxies:
+        print(
+            "claude-bridge: FORWARDED_ALLOW_IPS is ignored; name the proxy in CB_TRUSTED_PROXIES "
+            "(forwarded headers are believed only from there)",
+            file=sys.stderr,
+            flush=True,
+        )
+
+
 def _serve(cfg: configmod.Config, log_level: str) -> int:
     import uvicorn
 
-    from relay.app import create_app
+    from relay.app import create_app, server_options
 
     _check_port_free(cfg)
+    _warn_old_proxy_setting(cfg)
     uvicorn.run(
         create_app(cfg),
         host=str(cfg.host),
         port=int(cfg.port),
         log_level=log_level,
-        ws_max_size=int(cfg.max_link_message_bytes),
         timeout_graceful_shutdown=3,
+        **server_options(cfg),  # forwarded headers only from trusted_proxies
     )
     return 0
 
@@ -142,6 +156,7 @@ def cmd_up(args: argparse.Namespace) -> int:
             handle.write(token + "\n")
     store.close()
     _check_port_free(cfg)
+    _warn_old_proxy_setting(cfg)
     link = _pair_link(cfg, code)
     print("claude-bridge is starting on this machine.")
     print(f"  relay data:   {cfg.data_path}")
@@ -174,7 +189,7 @@ async def _serve_with_agent(
     from agent.daemon import Agent, AgentOptions
     from agent.launch import ClaudeMissing, find_claude
     from agent.mux import MuxError, find_program
-    from relay.app import create_app
+    from relay.app import create_app, server_options
 
     server = uvicorn.Server(
         uvicorn.Config(
@@ -182,8 +197,8 @@ async def _serve_with_agent(
             host=str(cfg.host),
             port=int(cfg.port),
             log_level=args.log_level,
-            ws_max_size=int(cfg.max_link_message_bytes),
             timeout_graceful_shutdown=3,
+            **server_options(cfg),  # forwarded headers only from trusted_proxies
         )
     )
     serving = asyncio.create_task(server.serve())

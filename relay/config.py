@@ -8,6 +8,7 @@ setting is missing from the README, so adding one here means documenting it ther
 
 from __future__ import annotations
 
+import ipaddress
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -142,7 +143,16 @@ SETTINGS: tuple[Setting, ...] = (
     Setting(
         "pair_attempts_per_minute",
         10,
-        "Pairing attempts allowed per client address per minute.",
+        "Pairing attempts allowed per client address per minute (a code also dies after 5 "
+        "wrong guesses).",
+        "relay",
+    ),
+    Setting(
+        "trusted_proxies",
+        "",
+        "Addresses of the reverse proxies in front of the relay (comma-separated IPs or "
+        "networks, e.g. 127.0.0.1); only their X-Forwarded-For / -Proto / -Host headers are "
+        "believed. Empty = none: every forwarded header is ignored.",
         "relay",
     ),
     Setting("token_ttl_days", 365.0, "Days a paired token stays valid; 0 = no expiry.", "relay"),
@@ -168,6 +178,14 @@ SETTINGS: tuple[Setting, ...] = (
         "push_ttl",
         3600,
         "Seconds a push service keeps a notification for a phone that is not reachable.",
+        "relay",
+    ),
+    Setting(
+        "push_allowed_hosts",
+        "",
+        "Push service hosts allowed although they are not public https servers (comma-separated "
+        "host names or addresses, e.g. a private push service): they may use http and resolve "
+        "to private addresses. Empty = none: only https hosts with public addresses.",
         "relay",
     ),
     Setting("push_timeout", 10.0, "Seconds the relay waits for a push service to answer.", "relay"),
@@ -291,3 +309,21 @@ def load(
             raise ConfigError(f"unknown setting {name!r}")
         values[name] = _coerce(known, raw)
     return Config(values)
+
+
+Network = ipaddress.IPv4Network | ipaddress.IPv6Network
+
+
+def trusted_networks(raw: str) -> tuple[Network, ...]:
+    """The ``trusted_proxies`` setting: comma-separated addresses or networks."""
+    networks = []
+    for item in (part.strip() for part in raw.split(",")):
+        if not item:
+            continue
+        try:
+            networks.append(ipaddress.ip_network(item, strict=False))
+        except ValueError:
+            raise ConfigError(
+                f"trusted_proxies (CB_TRUSTED_PROXIES): {item!r} is not an address or network"
+            ) from None
+    return tuple(networks)

@@ -4,16 +4,18 @@ The same code appears in the log, in the API body (``{"error": {"code", "message
 the page, so a person can look it up. Each error says what happened and what to do.
 
     RelayError
-    ├── BadRequest            400  bad_request, bad_json, bad_after, bad_limit
+    ├── BadRequest            400  bad_request, bad_json, bad_after, bad_limit, bad_push_endpoint
     ├── Unauthorized          401  unauthorized, token_revoked, token_expired, bad_pair_code
     ├── Forbidden             403  bad_origin, wrong_token_kind
     ├── NotFound              404  not_found, unknown_session, unknown_device, unknown_phone,
-    │                              unknown_subagent
+    │                              unknown_subagent, unknown_message
+    ├── MethodNotAllowed      405  method_not_allowed
     ├── Conflict              409  device_offline, epoch_mismatch, after_beyond_last,
     │                              history_unavailable, session_locked, session_exists,
     │                              card_closed, read_only, session_archived, command_failed (or the Mac's own
     │                              code)
     ├── PayloadTooLarge       413  body_too_large, text_too_large
+    ├── Unprocessable         422  not_finite, bad_session_id
     ├── TooManyRequests       429  pair_rate_limited
     └── GatewayTimeout        504  device_timeout
 
@@ -66,9 +68,22 @@ class Conflict(RelayError):
     code = "conflict"
 
 
+class MethodNotAllowed(RelayError):
+    status = 405
+    code = "method_not_allowed"
+
+
 class PayloadTooLarge(RelayError):
     status = 413
     code = "body_too_large"
+
+
+class Unprocessable(RelayError):
+    """Well-formed JSON with a value the relay refuses (a number that is not finite, an id that
+    is not a UUID)."""
+
+    status = 422
+    code = "unprocessable"
 
 
 class TooManyRequests(RelayError):

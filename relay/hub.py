@@ -9,10 +9,11 @@ and closed rather than silently skipped. Frames are encoded once per event, not 
 from __future__ import annotations
 
 import asyncio
-import json
 from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
+
+from relay.jsontext import dumps
 
 
 def sse_frame(data: str, *, event: str | None = None, id: int | None = None) -> bytes:
@@ -136,7 +137,7 @@ class Hub:
         subs = self._accounts.get(account_id)
         if not subs:
             return
-        frames = [(0, sse_frame(json.dumps(data, separators=(",", ":")), event=event))]
+        frames = [(0, sse_frame(dumps(data), event=event))]  # never NaN / Infinity
         for sub in list(subs):
             sub.offer(frames)
 

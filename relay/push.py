@@ -9,6 +9,14 @@ The standards, each a few lines here rather than a library (only ``cryptography`
 * RFC 8291 (message encryption, ``aes128gcm`` of RFC 8188): the payload is encrypted for the
   subscription's keys, so the push service only ever carries ciphertext.
 
+A subscription's endpoint comes from a phone, so the relay posts only where a push service can
+be: an ``https`` URL whose host resolves to public addresses only (no loopback, private,
+link-local, unique-local, carrier-grade NAT, multicast or cloud-metadata address). It is checked
+when the phone subscribes and again for every send, where the host is resolved once and the
+connection goes to exactly the address checked (a DNS answer that changes in between cannot
+send it inside the network). ``push_allowed_hosts`` names the exceptions (a private push
+service). A phone only ever hears "sent" or "failed", never what the other side answered.
+
 Subscriptions are kept per account in ``push.json`` in the data folder, each tied to the phone that
 made it: when that phone is revoked or logs out, it gets no more notifications.
 
@@ -26,10 +34,11 @@ import ipaddress
 import json
 import logging
 import os
+import socket
 import struct
 import threading
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Iterable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Annotated, Any, Literal
@@ -41,12 +50,13 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.hazmat.primitives.asymmetric.utils import decode_dss_signature
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from fastapi import APIRouter, Depends, Request
-from pydantic import BaseModel, Field
+from pydantic import Field
 
 from relay.config import Config
 from relay.errors import BadRequest, Conflict
+from relay.jsontext import dumps
 from relay.protocol import SessionInfo
-from relay.routes import Phone
+from relay.routes import Body, Phone
 from relay.state import RelayState
 from relay.store import Session
 
@@ -58,9 +68,6 @@ RECORD_SIZE = 4096
 MAX_PAYLOAD = 3000  # bytes of JSON; one aes128gcm record holds at most 3,993
 MAX_SUBSCRIPTIONS = 20  # per account
 JWT_LIFETIME = 12 * 3600  # seconds; RFC 8292 allows up to 24 h
-
-# (url, headers, body) → HTTP status of the push service's answer
-Poster = Callable[[str, dict[str, str], bytes], Awaitable[int]]
 
 
 def b64u(data: bytes) -> str:
@@ -206,7 +213,9 @@ class SubscriptionBook:
     def _save(self) -> None:
         data = {"subscriptions": [asdict(s) for s in self._items.values()]}
         temp = self.path.with_suffix(".tmp")
-        temp.write_text(json.dumps(data, indent=1))
+        fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)  # the relay's user only
+        with os.fdopen(fd, "w") as f:
+            f.write(json.dumps(data, indent=1, allow_nan=False))
         os.replace(temp, self.path)
 
     def add(self, sub: Subscription) -> None:
@@ -316,24 +325,111 @@ def payload_for(notice: Notice, lang: str) -> dict[str, Any]:
 # ---------------------------------------------------------------------------------------------
 
 
-def check_endpoint(endpoint: str) -> None:
-    """Push services are https; plain http is accepted only on this machine (local testing)."""
-    parts = urlsplit(endpoint)
-    host = parts.hostname or ""
-    if parts.scheme == "https" and host:
-        return
-    if parts.scheme == "http" and host:
-        try:
-            loopback = host == "localhost" or ipaddress.ip_address(host).is_loopback
-        except ValueError:
-            loopback = False
-        if loopback:
-            return
-    raise BadRequest(f"a push endpoint must be an https:// address, not {endpoint[:80]!r}")
+Address = ipaddress.IPv4Address | ipaddress.IPv6Address
+
+# Not public although Python's ``is_global`` may say so, or said so in older versions.
+_NOT_PUBLIC = tuple(
+    ipaddress.ip_network(n)
+    for n in (
+        "100.64.0.0/10",  # carrier-grade NAT (RFC 6598)
+        "169.254.0.0/16",  # link-local, where cloud metadata services answer (169.254.169.254)
+        "100.100.100.200/32",  # Alibaba Cloud metadata
+        "192.0.0.0/24",  # IETF protocol assignments (e.g. 192.0.0.192, Oracle Cloud metadata)
+        "fd00:ec2::/32",  # AWS metadata over IPv6 (inside fc00::/7 too)
+        "64:ff9b::/96",  # NAT64: the IPv4 address it embeds is checked instead
+    )
+)
+
+
+def is_public(address: Address) -> bool:
+    """Whether a push may go to ``address``: a globally routed unicast address only."""
+    if isinstance(address, ipaddress.IPv6Address):
+        embedded = address.ipv4_mapped or address.sixtofour
+        if embedded is None and address in ipaddress.ip_network("64:ff9b::/96"):
+            embedded = ipaddress.IPv4Address(int(address) & 0xFFFFFFFF)
+        if embedded is not None:
+            return is_public(embedded)
+    if not address.is_global or address.is_multicast or address.is_unspecified:
+        return False
+    return not any(address in net for net in _NOT_PUBLIC if net.version == address.version)
+
+
+async def resolve(host: str, port: int) -> list[Address]:
+    """Every address ``host`` resolves to now (one lookup); [] when it does not resolve."""
+    try:
+        return [ipaddress.ip_address(host)]
+    except ValueError:
+        pass
+    try:
+        infos = await asyncio.get_running_loop().getaddrinfo(host, port, type=socket.SOCK_STREAM)
+    except (OSError, UnicodeError):
+        return []
+    found: list[Address] = []
+    for info in infos:
+        address = ipaddress.ip_address(str(info[4][0]).split("%", 1)[0])
+        if address not in found:
+            found.append(address)
+    return found
+
+
+@dataclass(frozen=True)
+class Target:
+    """Where one push goes: the endpoint, and the one address checked for it."""
+
+    endpoint: str
+    host: str
+    port: int
+    address: Address
+
+    def url(self) -> str:
+        """The endpoint with its host replaced by the checked address (no second lookup)."""
+        parts = urlsplit(self.endpoint)
+        literal = f"[{self.address}]" if self.address.version == 6 else str(self.address)
+        return parts._replace(netloc=f"{literal}:{self.port}").geturl()
+
+
+def _refused(endpoint: str, why: str) -> BadRequest:
+    return BadRequest(f"push endpoint {endpoint[:80]!r} refused: {why}", code="bad_push_endpoint")
+
+
+def allowed_hosts(raw: str) -> frozenset[str]:
+    """The ``push_allowed_hosts`` setting as a set of lower-case host names or addresses."""
+    return frozenset(h.strip().lower().strip("[]") for h in raw.split(",") if h.strip())
+
+
+async def check_endpoint(endpoint: str, allowed: Iterable[str] = ()) -> Target:
+    """The endpoint's target when a push may go there; BadRequest ``bad_push_endpoint`` if not.
+
+    Resolves the host once: the caller connects to ``Target.address``, not to the name again.
+    """
+    try:
+        parts = urlsplit(endpoint)
+        port = parts.port
+    except ValueError:
+        raise _refused(endpoint, "it is not a URL; it must be an https:// address") from None
+    host = (parts.hostname or "").lower()
+    listed = host in set(allowed)
+    if not host or parts.username is not None or parts.password is not None:
+        raise _refused(endpoint, "it must be an https:// address of a push service")
+    if parts.scheme != "https" and not (listed and parts.scheme == "http"):
+        raise _refused(endpoint, "push services are https:// addresses")
+    port = port or (443 if parts.scheme == "https" else 80)
+    addresses = await resolve(host, port)
+    if not addresses:
+        raise _refused(endpoint, f"{host} does not resolve; check the address or try again")
+    if not listed:
+        inside = [a for a in addresses if not is_public(a)]
+        if inside:
+            raise _refused(
+                endpoint,
+                f"{host} resolves to {inside[0]}, which is not a public address; push services "
+                "are on the internet (a private one must be named in push_allowed_hosts)",
+            )
+    return Target(endpoint, host, port, addresses[0])
 
 
 class PushSender:
-    """Encrypts, signs and posts notifications; ``post`` is the single I/O seam (tests swap it)."""
+    """Encrypts, signs and posts notifications, each to the address checked for it."""
 
     def __init__(
         self,
@@ -342,27 +438,40 @@ class PushSender:
         subject: str,
         ttl: int,
         timeout: float,
-        post: Poster | None = None,
+        allowed: frozenset[str] = frozenset(),
     ) -> None:
         self.vapid = vapid
         self.book = book
         self.subject = subject
         self.ttl = ttl
         self.timeout = timeout
+        self.allowed = allowed
         self._client: httpx.AsyncClient | None = None
-        self.post: Poster = post or self._httpx_post
         self._tasks: set[asyncio.Task[None]] = set()
 
-    async def _httpx_post(self, url: str, headers: dict[str, str], body: bytes) -> int:
+    async def post(self, target: Target, headers: dict[str, str], body: bytes) -> int:
+        """POST to ``target.address``; Host and the TLS name (SNI, certificate) stay the host's."""
         if self._client is None:
-            self._client = httpx.AsyncClient(timeout=self.timeout, follow_redirects=False)
-        response = await self._client.post(url, headers=headers, content=body)
+            # No kept-alive connections: they are keyed by address, and one opened (and its
+            # certificate checked) for one host must not carry another host's push.
+            self._client = httpx.AsyncClient(
+                timeout=self.timeout,
+                follow_redirects=False,
+                limits=httpx.Limits(max_keepalive_connections=0),
+            )
+        netloc = urlsplit(target.endpoint).netloc.rsplit("@", 1)[-1]
+        response = await self._client.post(
+            target.url(),
+            headers={**headers, "Host": netloc},
+            content=body,
+            extensions={"sni_hostname": target.host},
+        )
         return response.status_code
 
     def request(
         self, sub: Subscription, payload: dict[str, Any], urgency: str = "normal"
     ) -> tuple[dict[str, str], bytes]:
-        data = json.dumps(payload, ensure_ascii=False, separators=(",", ":")).encode()
+        data = dumps(payload).encode()
         if len(data) > MAX_PAYLOAD:
             raise ValueError("push payload too large")
         body = encrypt(data, unb64u(sub.p256dh), unb64u(sub.auth))
@@ -379,10 +488,19 @@ class PushSender:
     async def send(
         self, sub: Subscription, payload: dict[str, Any], urgency: str = "normal"
     ) -> int:
-        """Send one notification; forget the subscription when the service says it is gone."""
+        """Send one notification; forget the subscription when the service says it is gone.
+
+        The answer's HTTP status, or 0 when nothing was sent (refused endpoint, network error).
+        """
         headers, body = self.request(sub, payload, urgency)
         try:
-            status = await self.post(sub.endpoint, headers, body)
+            # Checked again now: the name may resolve elsewhere than when the phone subscribed.
+            target = await check_endpoint(sub.endpoint, self.allowed)
+        except BadRequest as exc:
+            _log.warning("push not sent: %s", exc.message)
+            return 0
+        try:
+            status = await self.post(target, headers, body)
         except (httpx.HTTPError, OSError) as exc:
             _log.warning("push to %s failed: %s", urlsplit(sub.endpoint).netloc, exc)
             return 0
@@ -408,7 +526,7 @@ class PushSender:
 class Push:
     """Web Push for one relay: keys, subscriptions, the sender and the session watcher."""
 
-    def __init__(self, state: RelayState, post: Poster | None = None) -> None:
+    def __init__(self, state: RelayState) -> None:
         config: Config = state.config
         data = config.data_path
         self.state = state
@@ -424,7 +542,7 @@ class Push:
             subject,
             int(config.push_ttl),
             float(config.push_timeout),
-            post,
+            allowed_hosts(str(config.push_allowed_hosts)),
         )
 
     def watch(
@@ -463,8 +581,8 @@ class Push:
         await self.sender.close()
 
 
-def install(state: RelayState, post: Poster | None = None) -> Push:
-    push = Push(state, post)
+def install(state: RelayState) -> Push:
+    push = Push(state)
     state.watchers.append(push.watch)
     return push
 
@@ -484,19 +602,19 @@ def _push(request: Request) -> Push:
 PushDep = Annotated[Push, Depends(_push)]
 
 
-class SubscriptionKeys(BaseModel):
+class SubscriptionKeys(Body):
     p256dh: str = Field(min_length=80, max_length=100)
     auth: str = Field(min_length=16, max_length=32)
 
 
-class SubscribeBody(BaseModel):
+class SubscribeBody(Body):
     endpoint: str = Field(min_length=10, max_length=2048)
     keys: SubscriptionKeys
     turn_end: bool = False  # also notify when a turn ends
     lang: Literal["en", "ko"] = "en"
 
 
-class UnsubscribeBody(BaseModel):
+class UnsubscribeBody(Body):
     endpoint: str = Field(min_length=10, max_length=2048)
 
 
@@ -518,8 +636,8 @@ async def key(principal: Phone, push: PushDep) -> dict[str, str]:
 
 @router.post("/subscribe")
 async def subscribe(body: SubscribeBody, principal: Phone, push: PushDep) -> dict[str, Any]:
-    check_endpoint(body.endpoint)
     _check_keys(body.keys)
+    await check_endpoint(body.endpoint, push.sender.allowed)
     existing = push.book.get(body.endpoint)
     if existing is not None and existing.account_id != principal.account_id:
         push.book.remove(body.endpoint)  # the browser now belongs to another login
@@ -554,5 +672,6 @@ async def test_notification(
         raise BadRequest("this browser is not subscribed; turn notifications on first")
     text = _TEXT.get(sub.lang, _TEXT["en"])
     payload = {"session_id": "", "title": text["test"], "body": text["test_body"], "kind": "test"}
-    status = await push.sender.send(sub, payload)
-    return {"ok": 200 <= status < 300, "status": status}
+    sent = 200 <= await push.sender.send(sub, payload) < 300
+    # Only sent or failed: what a push endpoint answered (or that it did not) stays in the log.
+    return {"ok": sent, "status": "sent" if sent else "failed"}

@@ -4,18 +4,19 @@ from __future__ import annotations
 
 import functools
 import json
+import re
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Depends, Path, Query, Request
 from fastapi.responses import JSONResponse, Response
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 from sse_starlette import EventSourceResponse
 from starlette.requests import HTTPConnection
 
 from relay import seq as seqrules
 from relay import subagents, usage
 from relay.auth import COOKIE_NAME, authenticate
-from relay.errors import BadRequest, Conflict, NotFound, PayloadTooLarge
+from relay.errors import BadRequest, Conflict, NotFound, PayloadTooLarge, Unprocessable
 from relay.history import fetch_page
 from relay.protocol import CommandName, CommandResult
 from relay.sse import account_updates, last_event_id, session_events
@@ -62,15 +63,42 @@ def phone(request: Request) -> Principal:
 Phone = Annotated[Principal, Depends(phone)]
 
 
-# -- bodies ------------------------------------------------------------------------
+# -- bodies and ids ----------------------------------------------------------------
 
 
-class PairBody(BaseModel):
+class Body(BaseModel):
+    """The base of every request body: a number must be finite. ``1e999``, ``"Infinity"`` and
+    ``NaN`` are refused (422 ``not_finite``): one of them stored would reach every phone of the
+    account, whose JSON.parse cannot read it."""
+
+    model_config = ConfigDict(allow_inf_nan=False)
+
+
+# What ``claude --session-id`` takes; sessions the phone starts get one, in one spelling.
+_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", re.IGNORECASE)
+# Any id a path may name (a session a Mac reported, a held message): a bad one is a clear 404
+# before it is looked up or sent anywhere.
+_PATH_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:-]{0,199}")
+_MESSAGE_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
+
+
+def session_uuid(raw: str) -> str:
+    """``raw`` as a canonical (lower-case) UUID; 422 ``bad_session_id`` when it is not one."""
+    if not _UUID.fullmatch(raw):
+        raise Unprocessable(
+            f"session_id must be a UUID like {new_session_id()} (what `claude --session-id` "
+            f"takes), not {raw[:80]!r}; or leave it out and the relay picks one",
+            code="bad_session_id",
+        )
+    return raw.lower()
+
+
+class PairBody(Body):
     code: str = Field(min_length=4, max_length=64)
     name: str | None = Field(default=None, max_length=100)
 
 
-class NewSession(BaseModel):
+class NewSession(Body):
     device_id: str
     cwd: str = Field(min_length=1, max_length=4096)
     prompt: str | None = None
@@ -79,19 +107,19 @@ class NewSession(BaseModel):
         | None
     ) = None
     model: str | None = Field(default=None, max_length=200)
-    session_id: str | None = Field(default=None, min_length=1, max_length=200)
+    session_id: str | None = None  # a UUID (checked by session_uuid: a clear 422)
     allow_all: bool = False  # answer every permission request with "allow" (no dialogs)
     policy: dict[str, Any] | None = None  # first permission rules (relay/permissions.py)
 
 
-class SessionPatch(BaseModel):
+class SessionPatch(Body):
     title: str | None = Field(default=None, max_length=500)
     group: str | None = Field(default=None, max_length=200)
     locked: bool | None = None
     position: float | None = None
 
 
-class MessageBody(BaseModel):
+class MessageBody(Body):
     text: str = Field(min_length=1)
     now: bool = False
     # Chosen by the sender and sent again with a retry: the Mac keeps one message per id, so a
@@ -99,7 +127,7 @@ class MessageBody(BaseModel):
     id: str | None = Field(default=None, pattern=r"^[A-Za-z0-9_-]{8,64}$")
 
 
-class CardAnswer(BaseModel):
+class CardAnswer(Body):
     key: str | None = Field(default=None, max_length=32)
     keys: list[str] | None = Field(default=None, max_length=64)
     text: str | None = None
@@ -117,6 +145,8 @@ async def health() -> dict[str, str]:
 
 @router.post("/pair")
 async def pair(body: PairBody, request: Request, state: State) -> Response:
+    # The peer's address, or the client's as a trusted proxy names it (relay/app.py
+    # ForwardedHeaders): a header a client sends itself never picks its bucket.
     client = request.client.host if request.client else "unknown"
     state.pair_limiter.check(client)
     token, kind, subject_id = await state.store.redeem_pair_code(body.code, body.name)
@@ -128,8 +158,7 @@ async def pair(body: PairBody, request: Request, state: State) -> Response:
             max_age=int(float(state.config.token_ttl_days) * 86400) or None,
             httponly=True,
             samesite="strict",
-            secure=request.url.scheme == "https"
-            or request.headers.get("x-forwarded-proto") == "https",
+            secure=request.url.scheme == "https",  # https as seen by a trusted proxy too
             path="/",
         )
     return response
@@ -213,6 +242,7 @@ async def sessions(principal: Phone, state: State) -> dict[str, Any]:
 async def create_session(body: NewSession, principal: Phone, state: State) -> dict[str, Any]:
     from relay import permissions  # it imports this module
 
+    session_id = session_uuid(body.session_id) if body.session_id is not None else None
     if body.policy is not None:
         permissions.check(body.policy)  # 400 before anything starts
     devices = {d.id: d for d in await state.store.list_devices(principal.account_id)}
@@ -220,7 +250,7 @@ async def create_session(body: NewSession, principal: Phone, state: State) -> di
     if device is None:
         raise NotFound(f"no Mac {body.device_id} in this account", code="unknown_device")
     link = state.live.require_link(device.id, device.name)
-    session_id = body.session_id or new_session_id()
+    session_id = session_id or new_session_id()
     session = await state.store.create_session(
         principal.account_id, device.id, session_id, body.cwd
     )
@@ -239,6 +269,10 @@ async def create_session(body: NewSession, principal: Phone, state: State) -> di
 
 
 async def _session(state: RelayState, principal: Principal, session_id: str) -> Session:
+    if not _PATH_ID.fullmatch(session_id):
+        raise NotFound(
+            f"no session {session_id[:80]!r}: session ids are UUIDs", code="unknown_session"
+        )
     return await state.store.get_session(principal.account_id, session_id)
 
 
@@ -389,6 +423,11 @@ async def _command(
     result = await link.command(name, session.id, args, float(state.config.command_timeout))
     _check(result)
     await permissions.remember_from_result(state, session.id, result.data)  # "always allow"
+    if result.data.get("reopened") is True and session.mark is not None:
+        # The Mac reopened an ended or resting session to carry this out (a message to it):
+        # it runs again, so the mark goes, as after POST …/reopen.
+        session = await state.store.update_session(session.account_id, session.id, mark=None)
+        state.publish_session(session)
     return {"ok": True, **result.data}
 
 
@@ -430,6 +469,8 @@ async def cancel_held(
 ) -> dict[str, Any]:
     """Take back a message that is still held (one already typed cannot be)."""
     session = await _session(state, principal, session_id)
+    if not _MESSAGE_ID.fullmatch(message_id):
+        raise NotFound(f"no held message {message_id[:80]!r}", code="unknown_message")
     return await _command(state, session, "cancel_held", {"message_id": message_id})
 
 

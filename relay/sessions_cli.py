@@ -567,7 +567,7 @@ def cmd_sessions(args: argparse.Namespace) -> int:
         json.dump(rows, sys.stdout, ensure_ascii=False)
         print()
     elif not rows:
-        print("No sessions yet. Start one: claude-bridge open --session NAME --cwd DIR")
+        print('No sessions yet. Start one: claude-bridge open --session "$(uuidgen)" --cwd DIR')
     else:
         print("\n".join(table(rows)))
     return 0
@@ -1197,7 +1197,7 @@ def add_commands(sub: Any) -> None:
         "--session",
         required=True,
         metavar="ID|-N",
-        help="a session id (started with that id when none exists) or -1, -2 … by creation",
+        help="a session id (a UUID: started with that id when none exists) or -1, -2 … by creation",
     )
     opener.add_argument("--device", metavar="MAC", help="Mac id or name for a new session")
     opener.add_argument("--cwd", metavar="DIR", help="folder of a new session (default: here)")

@@ -8,7 +8,6 @@ the store; a stream that falls behind gets ``resync`` and is closed.
 
 from __future__ import annotations
 
-import json
 import time
 from collections.abc import AsyncIterator
 
@@ -18,12 +17,13 @@ from relay import seq as seqrules
 from relay.errors import RelayError
 from relay.history import fetch_page
 from relay.hub import Close, Subscriber, sse_frame
+from relay.jsontext import dumps
 from relay.state import RelayState
 from relay.store import Principal, Session
 
 
 def _json(data: object) -> str:
-    return json.dumps(data, separators=(",", ":"))
+    return dumps(data)  # never NaN / Infinity: JSON.parse on the page would fail
 
 
 def last_event_id(conn: HTTPConnection) -> int | None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -69,7 +70,9 @@ class RelayState:
             "cwd": session.cwd,
             "title": session.title,
             "group": session.group,
-            "position": session.position,
+            # A position stored before numbers were checked may be infinite: JSON has no such
+            # number (the whole list would fail to encode), so it reads as 0, the default.
+            "position": session.position if math.isfinite(session.position) else 0.0,
             "locked": session.locked,
             "mark": mark,
             "state": state,

@@ -12,6 +12,7 @@ import asyncio
 import contextlib
 import functools
 import hashlib
+import hmac
 import json
 import secrets
 import sqlite3
@@ -26,6 +27,7 @@ from relay import seq as seqrules
 from relay import subagents
 from relay.config import Config
 from relay.convert import BRIDGE_CONVERSATION, Conversion, ConversionLimits, convert_line
+from relay.datadir import DATABASE, secure_folder
 from relay.errors import Conflict, NotFound, Unauthorized
 from relay.protocol import (
     DisplayEvent,
@@ -73,13 +75,16 @@ CREATE TABLE IF NOT EXISTS tokens (
     expires_at REAL,
     revoked_at REAL
 );
-CREATE TABLE IF NOT EXISTS pair_codes (
-    hash TEXT PRIMARY KEY,
+DROP TABLE IF EXISTS pair_codes;
+CREATE TABLE IF NOT EXISTS pairing_codes (
+    id TEXT PRIMARY KEY,
+    secret_hash TEXT NOT NULL,
     account_id TEXT NOT NULL REFERENCES accounts(id),
     kind TEXT NOT NULL,
     name TEXT NOT NULL,
     expires_at REAL NOT NULL,
-    used_at REAL
+    used_at REAL,
+    failures INTEGER NOT NULL DEFAULT 0
 );
 CREATE TABLE IF NOT EXISTS sessions (
     id TEXT PRIMARY KEY,
@@ -124,7 +129,17 @@ CREATE TABLE IF NOT EXISTS events (
 DEFAULT_ACCOUNT = "default"
 TOKEN_BYTES = 24
 PAIR_CODE_ALPHABET = "ABCDEFGHJKLMNPQRSTUVWXYZ23456789"  # no 0/O, 1/I: read aloud and typed
-PAIR_CODE_LENGTH = 10
+# A pairing code is a public id (4 characters) and a secret (12 characters: 60 bits), shown as
+# ABCD-EFGH-JKLM-NPQR. A wrong secret for a live id counts against that code, which dies after
+# PAIR_CODE_GUESSES of them: a guess succeeds with a chance of at most 5 in 2**60.
+PAIR_CODE_ID_LENGTH = 4
+PAIR_CODE_SECRET_LENGTH = 12
+PAIR_CODE_GUESSES = 5
+_UNKNOWN_CODE = "this pairing code is unknown, used or expired; run `claude-bridge pair` again"
+
+
+def _pair_chars(count: int) -> str:
+    return "".join(secrets.choice(PAIR_CODE_ALPHABET) for _ in range(count))
 
 
 def hash_secret(secret: str) -> str:
@@ -232,8 +247,8 @@ EventListener = Callable[[str, str, list[tuple[int, str]]], None]
 class Store:
     def __init__(self, config: Config) -> None:
         self.config = config
-        self.path = config.data_path / "relay.db"
-        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.path = config.data_path / DATABASE
+        secure_folder(self.path.parent)  # 0700 / 0600 whatever the umask (relay/datadir.py)
         self._limits = ConversionLimits.from_config(config)
         self._local = threading.local()
         self._listeners: list[EventListener] = []
@@ -386,41 +401,67 @@ class Store:
         return Principal(token_id, token_hash, account_id, kind, subject_id)
 
     def create_pair_code(self, account_id: str, kind: str, name: str) -> str:
-        code = "".join(secrets.choice(PAIR_CODE_ALPHABET) for _ in range(PAIR_CODE_LENGTH))
-        expires = time.time() + float(self.config.pair_code_ttl)
+        """A one-time code, ``ABCD-EFGH-JKLM-NPQR``: its first group is its id, the rest secret."""
+        now = time.time()
+        expires = now + float(self.config.pair_code_ttl)
 
-        def job(conn: sqlite3.Connection, _: list[Callable[[], None]]) -> None:
+        def job(conn: sqlite3.Connection, _: list[Callable[[], None]]) -> str:
+            conn.execute("DELETE FROM pairing_codes WHERE expires_at <= ?", (now,))
+            while True:
+                code_id = _pair_chars(PAIR_CODE_ID_LENGTH)
+                if not conn.execute(
+                    "SELECT 1 FROM pairing_codes WHERE id = ?", (code_id,)
+                ).fetchone():
+                    break  # ids of live codes are unique, so a guess counts against one code
+            secret = _pair_chars(PAIR_CODE_SECRET_LENGTH)
             conn.execute(
-                "INSERT INTO pair_codes (hash, account_id, kind, name, expires_at)"
-                " VALUES (?, ?, ?, ?, ?)",
-                (hash_secret(code), account_id, kind, name, expires),
+                "INSERT INTO pairing_codes (id, secret_hash, account_id, kind, name, expires_at)"
+                " VALUES (?, ?, ?, ?, ?, ?)",
+                (code_id, hash_secret(code_id + secret), account_id, kind, name, expires),
             )
+            return code_id + secret
 
-        self._writer.run_sync(job)
-        return code
+        plain = self._writer.run_sync(job)
+        return "-".join(plain[i : i + 4] for i in range(0, len(plain), 4))
 
     async def redeem_pair_code(self, code: str, name: str | None) -> tuple[str, str, str]:
-        """Trade a one-time code for a new token: (token, kind, subject_id)."""
-        normalized = code.strip().upper().replace("-", "").replace(" ", "")
+        """Trade a one-time code for a new token: (token, kind, subject_id).
 
-        def job(conn: sqlite3.Connection, _: list[Callable[[], None]]) -> tuple[str, str, str]:
+        A wrong secret for a live code's id is counted against that code (committed, not rolled
+        back with the refusal); after PAIR_CODE_GUESSES of them the code no longer works.
+        """
+        normalized = "".join(code.split()).replace("-", "").upper()
+        code_id = normalized[:PAIR_CODE_ID_LENGTH]
+
+        def job(
+            conn: sqlite3.Connection, _: list[Callable[[], None]]
+        ) -> tuple[str, str, str] | str:
             row = conn.execute(
-                "SELECT account_id, kind, name, expires_at, used_at FROM pair_codes WHERE hash = ?",
-                (hash_secret(normalized),),
+                "SELECT secret_hash, account_id, kind, name, expires_at, used_at, failures"
+                " FROM pairing_codes WHERE id = ?",
+                (code_id,),
             ).fetchone()
             now = time.time()
-            if row is None or row[4] is not None or row[3] <= now:
-                raise Unauthorized(
-                    "this pairing code is unknown, used or expired; run `claude-bridge pair` again",
-                    code="bad_pair_code",
+            if row is None or row[5] is not None or row[4] <= now:
+                return _UNKNOWN_CODE
+            secret_hash, account_id, kind, default_name, _, _, failures = row
+            if failures >= PAIR_CODE_GUESSES:
+                return (
+                    f"this pairing code was tried with a wrong secret {PAIR_CODE_GUESSES} times "
+                    "and no longer works; run `claude-bridge pair` again"
                 )
-            account_id, kind, default_name, _, _ = row
-            conn.execute(
-                "UPDATE pair_codes SET used_at = ? WHERE hash = ?", (now, hash_secret(normalized))
-            )
+            if not hmac.compare_digest(hash_secret(normalized), secret_hash):
+                conn.execute(
+                    "UPDATE pairing_codes SET failures = failures + 1 WHERE id = ?", (code_id,)
+                )
+                return _UNKNOWN_CODE
+            conn.execute("UPDATE pairing_codes SET used_at = ? WHERE id = ?", (now, code_id))
             return account_id, kind, name or default_name
 
-        account_id, kind, final_name = await self._writer.run(job)
+        found = await self._writer.run(job)
+        if isinstance(found, str):
+            raise Unauthorized(found, code="bad_pair_code")
+        account_id, kind, final_name = found
         token, _, subject_id = await asyncio.to_thread(
             self.create_token, account_id, kind, final_name
         )

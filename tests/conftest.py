@@ -18,7 +18,7 @@ import pytest
 import uvicorn
 
 from relay import config as configmod
-from relay.app import create_app
+from relay.app import create_app, server_options
 from relay.protocol import DeviceInfo
 from relay.replay import MacLink
 from relay.state import RelayState
@@ -58,8 +58,8 @@ class RelayServer:
                 host="127.0.0.1",
                 port=self.port,
                 log_level="warning",
-                ws_max_size=int(self.config.max_link_message_bytes),
                 timeout_graceful_shutdown=1,
+                **server_options(self.config),  # as relay/cli.py starts it
             )
         )
         self.thread = threading.Thread(target=self.server.run, daemon=True)

@@ -11,10 +11,10 @@ from __future__ import annotations
 import json
 import os
 import re
-import secrets
 import subprocess
 import sys
 import time
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -92,8 +92,9 @@ def open_json(server: RelayServer, acct: Account, *args: str) -> dict[str, Any]:
     return body
 
 
-def new_id(prefix: str = "s") -> str:
-    return f"{prefix}-{secrets.token_hex(5)}"
+def new_id() -> str:
+    """A fresh session id: a UUID, as `claude --session-id` takes (the relay refuses others)."""
+    return str(uuid.uuid4())
 
 
 def wait_offline(server: RelayServer, acct: Account) -> None:
@@ -146,7 +147,9 @@ def test_open_an_explicit_id_reopens_an_ended_session_and_shows_a_running_one(
 def test_open_an_unknown_id_creates_a_session_with_exactly_that_id(
     relay: RelayServer, account: Account, studio: LifeMac, tmp_path: Any
 ) -> None:
-    chosen = new_id("nightly-build")
+    not_uuid = cli(relay, account.phone_token, "open", "--session", "nightly-build", code=2)
+    assert "UUID" in not_uuid.stderr and studio.commands == []  # refused before the Mac is asked
+    chosen = new_id()
     out = cli(relay, account.phone_token, "open", "--session", chosen, cwd=str(tmp_path)).stdout
     assert out.startswith(f"Started a new session on Studio in {tmp_path}")
     assert studio.command_names() == ["create_session"]
@@ -214,7 +217,7 @@ def test_a_new_session_needs_one_online_mac_or_device(
 def test_offsets_count_by_creation_not_by_last_use(
     relay: RelayServer, account: Account, studio: LifeMac
 ) -> None:
-    older, newer = new_id("older"), new_id("newer")
+    older, newer = new_id(), new_id()
     open_json(relay, account, "--session", older, "--cwd", "/a")
     time.sleep(0.01)  # distinct creation times even on a fast machine
     open_json(relay, account, "--session", newer, "--cwd", "/b")
@@ -293,7 +296,7 @@ def test_errors_say_what_to_do_and_exit_2(
 def test_sessions_lists_newest_created_first_with_cost_placeholder(
     relay: RelayServer, account: Account, studio: LifeMac
 ) -> None:
-    first, second = new_id("first"), new_id("second")
+    first, second = new_id(), new_id()
     push(studio, first, SMALL)
     time.sleep(0.01)
     push(studio, second, BIG)
