@@ -25,6 +25,7 @@ Choices made here (the page relies on them):
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
@@ -924,6 +925,19 @@ def _unreadable(
     return Conversion([event], facts)
 
 
+def _refuse_constant(name: str) -> float:
+    # NaN and Infinity are not JSON (Claude Code never writes them) and a browser's JSON.parse
+    # refuses them: a line holding one must not reach a phone inside an event.
+    raise ValueError(f"{name} is not a JSON number")
+
+
+def _finite_float(literal: str) -> float:
+    value = float(literal)
+    if not math.isfinite(value):  # 1e999 reads as infinity
+        raise ValueError(f"{literal[:20]} is out of range")
+    return value
+
+
 def convert_line(text: str | bytes, limits: ConversionLimits = DEFAULT_LIMITS) -> Conversion:
     """Turn one transcript line into zero or more display events and the line's facts.
 
@@ -937,7 +951,7 @@ def convert_line(text: str | bytes, limits: ConversionLimits = DEFAULT_LIMITS) -
     if not text or text.isspace():
         return _unreadable("empty line")
     try:
-        line = json.loads(text)
+        line = json.loads(text, parse_constant=_refuse_constant, parse_float=_finite_float)
     except (ValueError, RecursionError):
         return _unreadable("not valid JSON")
     if not isinstance(line, dict):

@@ -819,3 +819,16 @@ def test_the_bridges_own_marker_lines_become_markers() -> None:
     ]
     forged = '{"type": "bridge-marker", "marker": "user", "text": "x"}'
     assert [e.marker for e in convert_line(forged).events] == [MarkerKind.UNREADABLE]
+
+
+@pytest.mark.parametrize("number", ["NaN", "Infinity", "-Infinity", "1e999", "-1e400"])
+def test_a_line_with_a_non_finite_number_is_unreadable_not_an_event_a_phone_cannot_parse(
+    number: str,
+) -> None:
+    text = (
+        '{"type":"assistant","uuid":"u1","message":{"role":"assistant","content":'
+        '[{"type":"tool_use","id":"t1","name":"Bash","input":{"timeout":' + number + "}}]}}"
+    )
+    events = convert_line(text).events
+    assert [e.marker for e in events] == [MarkerKind.UNREADABLE]
+    assert "not valid JSON" in events[0].text
