@@ -9,6 +9,7 @@ setting is missing from the README, so adding one here means documenting it ther
 from __future__ import annotations
 
 import ipaddress
+import math
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -261,15 +262,14 @@ class Config:
         return load(overrides, environ={}, base=self)
 
 
-_TYPE_LABELS = {int: "a whole number", float: "a number", bool: "true or false", str: "text"}
-
-
-_TYPE_LABELS = {int: "a whole number", float: "a number", bool: "true or false", str: "text"}
+_TYPE_LABELS = {int: "a whole number", float: "a finite number", bool: "true or false", str: "text"}
 
 
 def _coerce(setting: Setting, raw: Any) -> Any:
     kind = type(setting.default)
     if isinstance(raw, kind) and not (kind is int and isinstance(raw, bool)):
+        if kind is float and not math.isfinite(raw):
+            raise ConfigError(f"setting {setting.name} ({setting.env_var}) wants a finite number")
         return raw
     try:
         if kind is bool:
@@ -277,7 +277,10 @@ def _coerce(setting: Setting, raw: Any) -> Any:
         if kind is int:
             return int(raw)
         if kind is float:
-            return float(raw)
+            value = float(raw)
+            if not math.isfinite(value):  # "inf" would make a timeout or an age endless
+                raise ValueError(raw)
+            return value
         return str(raw)
     except (TypeError, ValueError):
         label = _TYPE_LABELS.get(kind, kind.__name__)

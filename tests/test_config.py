@@ -55,3 +55,11 @@ def test_a_loaded_config_cannot_be_changed() -> None:
     cfg = config.load(environ={})
     with pytest.raises(AttributeError):
         cfg.port = 1  # type: ignore[misc]
+
+
+@pytest.mark.parametrize("raw", ["inf", "-inf", "nan", "1e999"])
+def test_a_non_finite_number_is_refused_with_the_setting_named(raw: str) -> None:
+    with pytest.raises(config.ConfigError, match=r"CB_PUSH_TIMEOUT\) wants a finite number"):
+        config.load(environ={"CB_PUSH_TIMEOUT": raw})
+    with pytest.raises(config.ConfigError, match="push_timeout"):
+        config.load({"push_timeout": float(raw)}, environ={})
