@@ -18,7 +18,6 @@ import platform
 import secrets
 import socket
 import time
-import uuid
 from collections.abc import Coroutine
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -41,7 +40,7 @@ from agent.launch import (
 )
 from agent.link import NotLinked, RelayLink
 from agent.mux import Mux, MuxError, Pane, PaneGone, session_name
-from agent.registry import Registry, SessionRecord, revive_candidates
+from agent.registry import Registry, SessionRecord, is_session_id, revive_candidates
 from agent.screen import render
 from agent.state import (
     Computed,
@@ -122,13 +121,8 @@ def _reason(exc: BaseException) -> str:
 
 
 def check_session_id(session_id: str) -> None:
-    """Session ids are UUIDs (the first conversation's ``claude --session-id``); they also name
-    the session's terminal, hook token and archive file, so nothing else may be recorded."""
-    try:
-        canonical = str(uuid.UUID(session_id))
-    except ValueError:
-        canonical = ""
-    if not canonical or canonical != session_id.lower():
+    """Nothing but a UUID is recorded as a session (agent/registry.py's is_session_id)."""
+    if not is_session_id(session_id):
         raise CommandFailed(
             "bad_session_id",
             f"{session_id[:80]!r} is not a session id: ids are UUIDs "
@@ -246,6 +240,7 @@ class Agent:
             agent_version="0.1.0",
             claude_version=self.claude_version,
         )
+        self._forget_bad_ids()
         for record in self.registry.sessions.values():
             self.archive.track(record.id)
         await self._attach_running()
@@ -278,6 +273,16 @@ class Agent:
             await self._stopping.wait()
         finally:
             await self.stop()
+
+    def _forget_bad_ids(self) -> None:
+        """An older agent recorded any id it was sent; such a session never started (claude takes
+        only UUIDs) and would fail each revive: drop it from the registry, with a word."""
+        bad = [sid for sid in self.registry.sessions if not is_session_id(sid)]
+        for session_id in bad:
+            _log.warning("forgetting session %r: its id is not a UUID, it never ran", session_id)
+            del self.registry.sessions[session_id]
+        if bad:
+            self._save()
 
     def _spawn(self, coro: Coroutine[Any, Any, None]) -> None:
         task = asyncio.create_task(coro)

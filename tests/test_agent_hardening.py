@@ -203,3 +203,23 @@ def test_a_failed_revive_is_that_sessions_error_and_the_others_come_back(
         # The agent runs on: a message to the good one is answered.
         phone.post(f"/api/sessions/{ok}/messages", json={"text": "still there?"})
         wait_event(phone, ok, lambda e: e.get("text") == "still there?", "the message typed")
+
+
+def test_a_session_recorded_with_a_bad_id_by_an_older_agent_is_forgotten(fake: Bridge) -> None:
+    # What an older agent left after `create_session` with "../../../x": a record that never ran.
+    fake.start_agent()
+    with fake.phone() as phone:
+        good = start_session(phone, fake, fake.folder(), prompt="hello there")
+        wait_event(phone, good, lambda e: e["kind"] == "assistant", "the answer")
+    fake.stop_agent()
+    fake.kill_tmux()
+    registry = fake.data / "sessions.json"
+    saved = json.loads(registry.read_text())
+    orphan = {**saved["sessions"][0], "id": "../../../x", "conversation_id": None}
+    saved["sessions"].append(orphan)
+    registry.write_text(json.dumps(saved))
+    agent = fake.start_agent()  # the orphan neither stops it nor is revived
+    assert "../../../x" not in agent.registry.sessions
+    assert _recorded(fake) == [good]
+    with fake.phone() as phone:
+        wait_for(lambda: snapshot(phone, good)["state"] == "idle", 30, "the good one revived")
