@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from playwright.sync_api import expect
 
 from agent.cards import read_screen
 from agent.daemon import Agent
@@ -19,9 +20,18 @@ from agent.mux import Mux, MuxError
 from agent.screen import render
 from agent.state import HookFacts, apply_hook, current_mode, launch_mode
 from relay.protocol import Command, CommandResult
+from tests import test_web as web
+from tests.conftest import Account
 from tests.e2e.conftest import Bridge, wait_for
 from tests.e2e.test_journeys import events, snapshot, start_session, wait_card, wait_event
 from tests.fake_bridge import fake_bridge  # noqa: F401  (the `fake` fixture)
+from tests.web_helpers import ScriptedMac
+
+# The browser tests' fixtures (tests/test_web.py): Chromium, the Mac's loop, a phone, a scripted Mac.
+browser = web.browser
+loop = web.loop
+phone = web.phone
+scripted = web.scripted
 
 FIXTURES = Path(__file__).parent / "fixtures"
 
@@ -223,3 +233,19 @@ def test_a_session_recorded_with_a_bad_id_by_an_older_agent_is_forgotten(fake: B
     assert _recorded(fake) == [good]
     with fake.phone() as phone:
         wait_for(lambda: snapshot(phone, good)["state"] == "idle", 30, "the good one revived")
+
+
+def test_the_page_says_why_a_session_could_not_start(
+    phone: web.Phone, scripted: ScriptedMac, account: Account
+) -> None:
+    sid = web.new_sid()
+    scripted.send_transcript(sid, "b_idle")
+    reason = "the folder /Users/ada/src/gone no longer exists on this Mac"
+    scripted.update(sid, state="ended", error=reason)
+    page = phone.login(account).open("/")
+    expect(page.locator(".session-row .session-error")).to_have_text(f"Could not start: {reason}")
+    page.goto(f"/#/s/{sid}")
+    shown = page.locator(".session-head .session-error")
+    expect(shown).to_have_text(f"Could not start: {reason}")
+    scripted.update(sid, state="idle", error=None)  # reopened: it runs again
+    expect(shown).to_be_hidden()
