@@ -163,6 +163,10 @@ class Runtime:
     held_not_before: float = 0.0  # after a revive, held messages wait a little
     launching: bool = False  # its terminal is being (re)made: screen reads wait
     error: str | None = None  # why its last launch failed (shown on the phone), None once up
+    # The latest mode line read on its screen, and when: a screen without one (a dialog, a
+    # notice in the footer) says nothing of the mode, so an older hook's does not win then.
+    screen_mode: str | None = None
+    screen_mode_at: float | None = None
 
     @property
     def name(self) -> str:
@@ -426,6 +430,7 @@ class Agent:
         rt.hooks = HookFacts()
         rt.screen = None
         rt.screen_at = None
+        rt.screen_mode, rt.screen_mode_at = None, None
         rt.first_frame_at = None
         rt.trust_passed = False
         rt.model_changed_at = None
@@ -661,12 +666,14 @@ class Agent:
                 rt.idle_since = screen_idle_since(rt.idle_since, facts, now)
                 rt.screen = facts
                 rt.screen_at = now
+                if facts.mode is not None:
+                    rt.screen_mode, rt.screen_mode_at = facts.mode, now
         if was_alive and not rt.pane_alive:
             _log.info("session %s ended (its terminal is gone)", record.id)
             await self.mux.kill(rt.name)
             record.alive = False if record.ended_by_person or record.resting else record.alive
             self._dirty = True
-        mode = current_mode(rt.hooks, rt.screen.mode if rt.screen else None, rt.screen_at)
+        mode = current_mode(rt.hooks, rt.screen_mode, rt.screen_mode_at)
         if mode is not None and mode != record.permission_mode:
             # Remembered for reopen and revive: a plan approved leaves plan mode, Shift+Tab in
             # the terminal changes it, and the session must come back as it was.

@@ -356,9 +356,10 @@ def launch_mode(name: str | None) -> str | None:
 
 
 def current_mode(hooks: HookFacts, screen_mode: str | None, screen_at: float | None) -> str | None:
-    """The permission mode the session is in now: the newer of the latest hook's and the mode
-    line of the latest screen read (a plan approved, Shift+Tab in the terminal), None when
-    neither says. Both are true when made, so the newer one is the current mode."""
+    """The permission mode the session is in now: the newer of the latest hook's and the latest
+    mode line read on the screen (``screen_at``: when it was read), None when neither says. A
+    plan approved or Shift+Tab in the terminal changes it; both are true when made, so the newer
+    one is the current mode."""
     from_hook = launch_mode(hooks.permission_mode)
     from_screen = launch_mode(screen_mode)
     if from_hook is None or from_screen is None:
