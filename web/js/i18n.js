@@ -7,7 +7,6 @@ const en = {
   st_starting: "Starting", st_idle: "Idle", st_busy: "Working", st_coding: "Coding",
   st_waiting: "Needs you", st_ended: "Stopped",
   mk_ended: "Ended", mk_resting: "Resting", mk_moving: "Moving", mk_offline: "Mac offline",
-  session_error: "Could not start: {reason}",
   // cards (SPEC §4)
   ck_permission: "Permission", ck_question: "Question", ck_plan: "Plan",
   ck_dialog: "Terminal", ck_keyed: "Terminal", ck_stuck: "Waiting for instructions",
@@ -105,7 +104,6 @@ const ko = {
   st_starting: "뜨는 중", st_idle: "대기", st_busy: "작업 중", st_coding: "코딩 중",
   st_waiting: "응답 대기", st_ended: "멈춤",
   mk_ended: "끝남", mk_resting: "휴면", mk_moving: "옮기는 중", mk_offline: "기기 끊김",
-  session_error: "시작하지 못했어요: {reason}",
   ck_permission: "권한 요청", ck_question: "질문", ck_plan: "플랜 승인",
   ck_dialog: "터미널 확인", ck_keyed: "터미널 확인", ck_stuck: "지시 대기",
   band_reconnecting: "다시 연결하는 중…",

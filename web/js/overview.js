@@ -34,7 +34,6 @@ export function row(session, devices, found = false) {
       session.locked ? h("span.lock", { title: t("locked"), "aria-label": t("locked") }, "🔒") : null),
     h("span.row-title", null, title),
     session.summary ? h("span.row-sum", null, session.summary) : null,
-    session.error && mark !== "offline" ? h("span.row-sum.session-error", null, t("session_error", { reason: session.error })) : null,
     found && session.files && session.files.length ? h("span.row-meta.files", null, session.files.slice(0, 3).map(folderName).join(", ")) : null,
     h("span.row-meta", null, where.join(" · ") + " · ", h("span.cost", { title: session.cost ? t("src_" + session.cost.source.replace("-", "_")) : null }, costText(session.cost, t)))));
 }

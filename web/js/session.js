@@ -52,7 +52,6 @@ export class SessionView {
     this.costButton.addEventListener("click", () => showCost(this.id));
     this.meta = h("p.session-meta");
     this.summary = h("p.session-sum", { hidden: true });
-    this.errorNote = h("p.session-error", { hidden: true, role: "alert" });
     this.moreButton = h("button.icon", { type: "button", "aria-label": t("actions"), title: t("actions") }, "⋯");
     this.moreButton.addEventListener("click", () => this.actions());
     this.earlier = h("button.earlier", { type: "button" }, t("earlier"));
@@ -70,7 +69,7 @@ export class SessionView {
     this.archivedNote = h("div.read-only-note.archived-note", { role: "note" }, h("span", null, t("archived_note")), this.readOnly ? null : pin);
     this.lockSlot = h("div");
     this.el = h("section.session", { "aria-label": t("claude") },
-      h("div.session-head", null, h("div.badges", null, this.markBadge, this.pinBadge), this.meta, this.costButton, this.summary, this.errorNote),
+      h("div.session-head", null, h("div.badges", null, this.markBadge, this.pinBadge), this.meta, this.costButton, this.summary),
       h("div.older", null, this.earlier, this.topNote),
       this.list, this.previewBox,
       h("div.dock", null, this.cardSlot, this.heldBox, this.lockSlot));
@@ -412,11 +411,9 @@ export class SessionView {
     this.markBadge.className = "badge mark mk-" + (mark || "");
     this.pinBadge.hidden = !s.pinned;
     this.costButton.textContent = costText(s.cost, t);
-    this.summary.hidden = !s.summary;
-    this.summary.textContent = s.summary || "";
-    // The Mac could not start it (its folder is gone, claude would not run): say why.
-    this.errorNote.hidden = offline || !s.error;
-    this.errorNote.textContent = s.error && !offline ? t("session_error", { reason: s.error }) : "";
+    const note = s.error || s.summary;
+    this.summary.hidden = !note;
+    this.summary.textContent = note || "";
     this.renderLock();
     const device = this.device();
     const parts = [shortPath(s.cwd)];
