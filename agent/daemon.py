@@ -31,10 +31,16 @@ from agent.archive import DiskArchive
 from agent.cards import DetectedCard, ScreenFacts, keys_for, read_screen
 from agent.hookserver import HookServer, permission_decision
 from agent.hooksettings import build_settings, hook_command_path, hook_env, write_settings
-from agent.launch import claude_argv, claude_version, session_env, version_warning
+from agent.launch import (
+    PERMISSION_MODES,
+    claude_argv,
+    claude_version,
+    session_env,
+    version_warning,
+)
 from agent.link import NotLinked, RelayLink
 from agent.mux import Mux, MuxError, Pane, PaneGone, session_name
-from agent.registry import Registry, SessionRecord, revive_candidates
+from agent.registry import Registry, SessionRecord, is_session_id, revive_candidates
 from agent.screen import render
 from agent.state import (
     Computed,
@@ -43,6 +49,7 @@ from agent.state import (
     apply_hook,
     close_open_turn,
     compute,
+    current_mode,
     screen_idle_since,
 )
 from agent.status import ClaudeStatus, find_for_session, read_status
@@ -104,6 +111,25 @@ class CommandFailed(Exception):
         self.message = message
 
 
+ERROR_CHARS = 500  # a reason shown on the phone is cut to this
+
+
+def _reason(exc: BaseException) -> str:
+    """What went wrong, for a person: a command's own message, else the error as raised."""
+    text = exc.message if isinstance(exc, CommandFailed) else str(exc) or type(exc).__name__
+    return text[:ERROR_CHARS]
+
+
+def check_session_id(session_id: str) -> None:
+    """Nothing but a UUID is recorded as a session (agent/registry.py's is_session_id)."""
+    if not is_session_id(session_id):
+        raise CommandFailed(
+            "bad_session_id",
+            f"{session_id[:80]!r} is not a session id: ids are UUIDs "
+            "(like 123e4567-e89b-12d3-a456-426614174000)",
+        )
+
+
 @dataclass
 class Runtime:
     """What the agent knows of one session while it runs (the record is what it remembers)."""
@@ -136,6 +162,11 @@ class Runtime:
     model_changed_at: float | None = None  # the phone changed the model (its confirmation passes)
     held_not_before: float = 0.0  # after a revive, held messages wait a little
     launching: bool = False  # its terminal is being (re)made: screen reads wait
+    error: str | None = None  # why its last launch failed (shown on the phone), None once up
+    # The latest mode line read on its screen, and when: a screen without one (a dialog, a
+    # notice in the footer) says nothing of the mode, so an older hook's does not win then.
+    screen_mode: str | None = None
+    screen_mode_at: float | None = None
 
     @property
     def name(self) -> str:
@@ -213,6 +244,7 @@ class Agent:
             agent_version="0.1.0",
             claude_version=self.claude_version,
         )
+        self._forget_bad_ids()
         for record in self.registry.sessions.values():
             self.archive.track(record.id)
         await self._attach_running()
@@ -245,6 +277,16 @@ class Agent:
             await self._stopping.wait()
         finally:
             await self.stop()
+
+    def _forget_bad_ids(self) -> None:
+        """An older agent recorded any id it was sent; such a session never started (claude takes
+        only UUIDs) and would fail each revive: drop it from the registry, with a word."""
+        bad = [sid for sid in self.registry.sessions if not is_session_id(sid)]
+        for session_id in bad:
+            _log.warning("forgetting session %r: its id is not a UUID, it never ran", session_id)
+            del self.registry.sessions[session_id]
+        if bad:
+            self._save()
 
     def _spawn(self, coro: Coroutine[Any, Any, None]) -> None:
         task = asyncio.create_task(coro)
@@ -326,7 +368,14 @@ class Agent:
                 self._dirty = True
         for record in chosen:
             _log.info("reviving session %s (%s)", record.id, record.cwd)
-            rt = await self._launch(record, resume=True)
+            try:
+                rt = await self._launch(record, resume=True)
+            except Exception as exc:
+                # One session that cannot come back (its folder is gone, the terminal server
+                # is going down) is that session's error on the phone; the others come back.
+                _log.warning("session %s could not be revived: %s", record.id, _reason(exc))
+                await self._send_update(self._runtime(record), force=True)
+                continue
             rt.held_not_before = time.time() + float(self.config.held_after_revive)
             self._add_marker(record, MarkerKind.REVIVED, REVIVED_TEXT)
 
@@ -336,11 +385,21 @@ class Agent:
         rt = self._runtime(record)
         rt.launching = True
         try:
-            return await self._launch_in(rt, record, resume=resume)
+            launched = await self._launch_in(rt, record, resume=resume)
+        except Exception as exc:
+            rt.error = _reason(exc)
+            raise
         finally:
             rt.launching = False
+        rt.error = None
+        return launched
 
     async def _launch_in(self, rt: Runtime, record: SessionRecord, *, resume: bool) -> Runtime:
+        if not Path(record.cwd).is_dir():
+            # tmux would start claude in another folder without a word.
+            raise CommandFailed(
+                "folder_gone", f"the folder {record.cwd} no longer exists on this Mac"
+            )
         argv = claude_argv(
             self.options.claude,
             str(self.settings_path),
@@ -371,6 +430,7 @@ class Agent:
         rt.hooks = HookFacts()
         rt.screen = None
         rt.screen_at = None
+        rt.screen_mode, rt.screen_mode_at = None, None
         rt.first_frame_at = None
         rt.trust_passed = False
         rt.model_changed_at = None
@@ -530,8 +590,8 @@ class Agent:
             "preview": preview,
             "cwd": record.cwd,
             "conversation_id": record.conversation_id,
-            "permission_mode": (rt.screen.mode if rt.screen and rt.screen.mode else None)
-            or record.permission_mode,
+            "permission_mode": record.permission_mode,
+            "error": rt.error,
         }
         changed = {k: v for k, v in current.items() if force or rt.sent.get(k, object()) != v}
         if not changed:
@@ -606,10 +666,19 @@ class Agent:
                 rt.idle_since = screen_idle_since(rt.idle_since, facts, now)
                 rt.screen = facts
                 rt.screen_at = now
+                if facts.mode is not None:
+                    rt.screen_mode, rt.screen_mode_at = facts.mode, now
         if was_alive and not rt.pane_alive:
             _log.info("session %s ended (its terminal is gone)", record.id)
             await self.mux.kill(rt.name)
             record.alive = False if record.ended_by_person or record.resting else record.alive
+            self._dirty = True
+        mode = current_mode(rt.hooks, rt.screen_mode, rt.screen_mode_at)
+        if mode is not None and mode != record.permission_mode:
+            # Remembered for reopen and revive: a plan approved leaves plan mode, Shift+Tab in
+            # the terminal changes it, and the session must come back as it was.
+            _log.info("session %s: permission mode %s", record.id, mode)
+            record.permission_mode = mode
             self._dirty = True
         status = self._claude_status(rt)
         if status is not None:
@@ -856,9 +925,12 @@ class Agent:
             return CommandResult(
                 command_id=command.command_id, ok=False, code=exc.code, error=exc.message
             )
-        except (MuxError, OSError) as exc:
+        except Exception as exc:
+            # Any failure answers at once with its reason: a phone never waits for a timeout.
+            if not isinstance(exc, (MuxError, OSError)):
+                _log.exception("command %s for session %s failed", command.name, command.session_id)
             return CommandResult(
-                command_id=command.command_id, ok=False, code="mac_error", error=str(exc)
+                command_id=command.command_id, ok=False, code="mac_error", error=_reason(exc)
             )
         return CommandResult(command_id=command.command_id, ok=True, data=data or {})
 
@@ -869,11 +941,15 @@ class Agent:
         return record
 
     async def _cmd_create_session(self, session_id: str, args: dict[str, Any]) -> dict[str, Any]:
+        check_session_id(session_id)  # before anything is recorded
         cwd = str(Path(str(args.get("cwd", ""))).expanduser())
         if not cwd or not Path(cwd).is_dir():
             raise CommandFailed("bad_folder", f"there is no folder {cwd!r} on this Mac")
         if self.registry.get(session_id) is not None:
             raise CommandFailed("session_exists", f"session {session_id} already exists here")
+        mode = args.get("permission_mode")
+        if mode is not None and mode not in PERMISSION_MODES:
+            raise CommandFailed("bad_args", f"unknown permission mode {mode!r}")
         record = SessionRecord(
             id=session_id,
             cwd=os.path.realpath(cwd),
@@ -893,9 +969,24 @@ class Agent:
             record.held.append(heldrules.new_message(prompt))  # typed once the prompt is up
         self.registry.add(record)
         self.archive.track(record.id)
-        rt = await self._launch(record, resume=False)
+        try:
+            rt = await self._launch(record, resume=False)
+        except BaseException:
+            await self._forget(record.id)  # the relay keeps no trace of it either
+            raise
         await self._send_update(rt, force=True)
         return {"cwd": record.cwd, "policy": _policy(record).to_json()}
+
+    async def _forget(self, session_id: str) -> None:
+        """Undo a session that never started: no record, no archive, no terminal left."""
+        self.registry.sessions.pop(session_id, None)
+        rt = self.runtimes.pop(session_id, None)
+        if rt is not None:
+            rt.pane_alive = False
+        self.archive.delete(session_id)
+        with contextlib.suppress(MuxError):
+            await self.mux.kill(session_name(session_id))
+        self._save()
 
     async def _cmd_send(self, session_id: str, args: dict[str, Any]) -> dict[str, Any]:
         record = self._record(session_id)

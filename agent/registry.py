@@ -14,6 +14,7 @@ import json
 import os
 import tempfile
 import time
+import uuid
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -21,6 +22,15 @@ from typing import Any
 from relay.protocol import HeldMessage
 
 REGISTRY_VERSION = 1
+
+
+def is_session_id(value: str) -> bool:
+    """Session ids are UUIDs: the first conversation's ``claude --session-id`` takes only those,
+    and the id also names the session's terminal, hook token and archive file."""
+    try:
+        return str(uuid.UUID(value)) == value.lower()
+    except ValueError:
+        return False
 
 
 @dataclass

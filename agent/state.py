@@ -94,6 +94,8 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any, Literal, Protocol
 
+from agent.launch import PERMISSION_MODES
+
 State = Literal["starting", "idle", "busy", "waiting", "ended"]
 
 #: Tools that edit files: the session shows "Coding" while one runs.
@@ -162,7 +164,8 @@ class HookFacts:
     transcript_path: str | None = None
     cwd: str | None = None
     model: str | None = None
-    permission_mode: str | None = None
+    permission_mode: str | None = None  # as the latest hook that carried one named it
+    permission_mode_at: float | None = None
     # turns
     turn_open: bool = False
     turn_started_at: float | None = None
@@ -236,6 +239,7 @@ def apply_hook(facts: HookFacts, event: str, payload: dict[str, Any], now: float
     mode = _str(payload, "permission_mode")
     if mode is not None:
         changes["permission_mode"] = mode
+        changes["permission_mode_at"] = now
 
     if event == "SessionStart":
         source = _str(payload, "source")
@@ -335,6 +339,34 @@ def apply_hook(facts: HookFacts, event: str, payload: dict[str, Any], now: float
                 compacting_since=None,
             )
     return replace(facts, **changes)
+
+
+# Claude Code 2.1.328 calls the "manual" mode "default" in hook payloads (FINDINGS §0.1); its
+# command line and its screen say "manual".
+_MODE_ALIASES = {"default": "manual"}
+
+
+def launch_mode(name: str | None) -> str | None:
+    """A permission mode as a hook or the screen's mode line names it, as ``claude
+    --permission-mode`` takes it; None for a name that is not a mode."""
+    if name is None:
+        return None
+    name = _MODE_ALIASES.get(name, name)
+    return name if name in PERMISSION_MODES else None
+
+
+def current_mode(hooks: HookFacts, screen_mode: str | None, screen_at: float | None) -> str | None:
+    """The permission mode the session is in now: the newer of the latest hook's and the latest
+    mode line read on the screen (``screen_at``: when it was read), None when neither says. A
+    plan approved or Shift+Tab in the terminal changes it; both are true when made, so the newer
+    one is the current mode."""
+    from_hook = launch_mode(hooks.permission_mode)
+    from_screen = launch_mode(screen_mode)
+    if from_hook is None or from_screen is None:
+        return from_screen or from_hook
+    hook_at = hooks.permission_mode_at
+    newer_hook = hook_at is not None and (screen_at is None or hook_at > screen_at)
+    return from_hook if newer_hook else from_screen
 
 
 def _reopen(facts: HookFacts, now: float) -> dict[str, Any]:

@@ -152,6 +152,7 @@ class SessionInfo(_Model):
     preview: str | None = None
     permission_mode: str | None = None
     model: str | None = None
+    error: str | None = None  # why the Mac could not (re)start the session; None once it runs
 
 
 # ---------------------------------------------------------------------------

@@ -79,6 +79,7 @@ class RelayState:
             "activity": live.activity if live and online else None,
             "card": live.card.model_dump() if live and online and live.card else None,
             "needs_you": bool(live and online and live.card),
+            "error": live.error if live and online else None,  # the Mac could not start it
             "created_at": iso(session.created_at),
             "updated_at": iso(session.updated_at),
             "conversation_id": session.conversation_id,

@@ -411,8 +411,9 @@ export class SessionView {
     this.markBadge.className = "badge mark mk-" + (mark || "");
     this.pinBadge.hidden = !s.pinned;
     this.costButton.textContent = costText(s.cost, t);
-    this.summary.hidden = !s.summary;
-    this.summary.textContent = s.summary || "";
+    const note = s.error || s.summary;
+    this.summary.hidden = !note;
+    this.summary.textContent = note || "";
     this.renderLock();
     const device = this.device();
     const parts = [shortPath(s.cwd)];
