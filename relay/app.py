@@ -16,7 +16,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from relay import link, permissions, push, retention, routes, search, usage
+from relay import audit, link, permissions, push, retention, routes, search, usage
 from relay.config import Config
 from relay.errors import PayloadTooLarge, RelayError
 from relay.hub import Hub
@@ -125,6 +125,7 @@ def create_app(config: Config) -> FastAPI:
         app.state.push = push.install(app.state.relay)  # Web Push: keys, subscriptions, watcher
         app.state.search = search.install(app.state.relay)  # titles, summaries, search index
         await permissions.install(app.state.relay)  # the relay's copy of session policies
+        await audit.install(app.state.relay)  # the audit log of card decisions (relay/audit.py)
         app.state.retention = await retention.install(app.state.relay)  # expiry on a schedule
         _log.info("relay store at %s", store.path)
         try:
@@ -183,6 +184,7 @@ def create_app(config: Config) -> FastAPI:
     app.include_router(retention.router)  # /api/retention, pin/unpin (relay/retention.py)
     app.include_router(search.router)  # /api/search, summaries, titles (relay/search.py)
     app.include_router(usage.router)  # /api/sessions/{id}/cost, /api/costs (relay/usage.py)
+    app.include_router(audit.router)  # /api/audit: every decision on every card (relay/audit.py)
     app.include_router(link.router)
     web_dir = Path(str(config.web_dir)).expanduser() if config.web_dir else WEB_DIR
     if web_dir.is_dir():
