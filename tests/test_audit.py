@@ -31,6 +31,7 @@ from tests.e2e.conftest import Bridge, wait_for
 from tests.e2e.test_journeys import events, start_session
 from tests.fake_bridge import fake_bridge  # noqa: F401  (the `fake` fixture)
 from tests.test_api import SMALL, await_until, error_of, new_id, push
+from tests.test_open import cli
 from tests.test_retention import FAST, Clock, Mac, retention_of, run
 from tests.web_helpers import permission_card
 
@@ -469,3 +470,46 @@ def test_an_automatic_allow_by_policy_is_recorded_with_its_rule(fake: Bridge) ->
             lambda: audit(phone, session_id=everything)["entries"], 30, "allow all's decision"
         )
         assert (all_entry["source"], all_entry["rule"]) == ("allow_all", "allow all")
+
+
+# -- claude-bridge audit -----------------------------------------------------------------------
+
+
+def test_the_audit_command_lists_decisions_by_session_and_date(
+    relay: RelayServer, account: Account
+) -> None:
+    sid = new_id()
+    now = time.time()
+
+    async def go() -> None:
+        async with mac(relay, account.device_token) as link:
+            await push(link, sid, SMALL)
+            for i, rule in enumerate(("tool Bash: allow", "category read: allow", "allow all")):
+                source = "allow_all" if rule == "allow all" else "policy"
+                decision = a_decision(sid, at=now - (2 - i) * 86400, rule=rule, source=source)
+                await link.send_raw(decision.model_dump_json())
+            await stored(relay, account.account_id, 3)
+
+    asyncio.run(go())
+    out = cli(relay, account.phone_token, "audit", "--session", sid).stdout
+    lines = out.splitlines()
+    assert len(lines) == 6, out  # two lines per decision, newest first
+    assert "Bash touch bash_made.txt && echo hi" in lines[0] and "→ allow" in lines[0]
+    assert f"(sha256 {input_digest(BASH_INPUT)[:12]})" in lines[0]
+    assert lines[1].strip() == f"by allow_all: allow all (on test mac) · session {sid}"
+    assert "policy: category read: allow" in lines[3] and "policy: tool Bash: allow" in lines[5]
+    body = json.loads(cli(relay, account.phone_token, "audit", f"--session={sid}", "--json").stdout)
+    assert [e["rule"] for e in body["entries"]] == [
+        "allow all",
+        "category read: allow",
+        "tool Bash: allow",
+    ]
+    since = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(now - 1.5 * 86400))
+    recent = cli(relay, account.phone_token, "audit", "--session", sid, "--since", since, "--json")
+    assert len(json.loads(recent.stdout)["entries"]) == 2
+    one = cli(relay, account.phone_token, "audit", "--limit", "1", "--json").stdout
+    assert [e["rule"] for e in json.loads(one)["entries"]] == ["allow all"]
+    gone = cli(relay, account.phone_token, "audit", "--session", new_id()).stdout
+    assert gone.strip() == "No decisions in the audit log for this choice."
+    bad = cli(relay, account.phone_token, "audit", "--since", "soon", code=2)
+    assert "bad_date" in bad.stderr
