@@ -125,13 +125,14 @@ def create_app(config: Config) -> FastAPI:
         app.state.push = push.install(app.state.relay)  # Web Push: keys, subscriptions, watcher
         app.state.search = search.install(app.state.relay)  # titles, summaries, search index
         await permissions.install(app.state.relay)  # the relay's copy of session policies
-        await audit.install(app.state.relay)  # the audit log of card decisions (relay/audit.py)
+        app.state.audit = await audit.install(app.state.relay)  # card decisions (relay/audit.py)
         app.state.retention = await retention.install(app.state.relay)  # expiry on a schedule
         _log.info("relay store at %s", store.path)
         try:
             yield
         finally:
             await app.state.retention.close()
+            await app.state.audit.close()
             await app.state.push.close()
             for device_link in list(app.state.relay.live.links.values()):
                 device_link.fail_pending()

@@ -9,8 +9,12 @@ One row per decision, in the table ``audit``:
   "always") and when;
 * **a decision nobody made by hand**, reported by the Mac over the link (``decision``,
   relay/protocol.py): a PermissionRequest hook answered by the session's policy (``policy``:
-  a tool's or a category's rule; ``allow_all``) or by a hook (``hook``), with the rule that made it
-  (``tool Bash: allow``, ``category read: allow``, ``allow all``) and the Mac it ran on.
+  a tool's or a category's rule; ``allow_all``), with the rule that made it (``tool Bash: allow``,
+  ``category read: allow``, ``allow all``) and the Mac it ran on;
+* **a hook's decision** (``hook``): a PermissionRequest hook of the person's own settings that
+  answered before any dialog, seen in the transcript (``hook_allowed`` / ``hook_denied`` marker
+  events, watched as they are stored). The agent's own hook leaves the same marker, so a marker
+  is logged only when no decision of the Mac names its tool use within ``HOOK_GRACE`` seconds.
 
 Append-only is kept by SQLite itself: a trigger refuses every ``UPDATE`` of a row and every
 ``DELETE`` of a row younger than the expiry horizon (``audit_expiry.cutoff``), and the horizon
@@ -24,6 +28,8 @@ Accounts never see each other's rows: every read is by the caller's account.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
 import json
 import sqlite3
 import time
@@ -48,6 +54,8 @@ PAGE_MAX = 200
 MAX_ID = 2**63 - 1
 SUMMARY_CHARS = 500
 SOURCES = ("phone", "policy", "allow_all", "hook")
+HOOK_GRACE = 3.0  # seconds a hook marker waits for the Mac's own decision about its tool use
+_HOOK_MARKS = ('"marker":"hook_allowed"', '"marker":"hook_denied"')
 
 TABLES = (
     f"""CREATE TABLE IF NOT EXISTS audit (
@@ -353,9 +361,85 @@ async def page(
     }
 
 
-async def install(state: RelayState) -> None:
-    """Create the table and its triggers (at start-up)."""
+def insert_hook(conn: sqlite3.Connection, account_id: str, session_id: str, event: Any) -> bool:
+    """Log a hook marker event as a ``hook`` decision, unless the Mac told its own decision about
+    the same tool use (its hook leaves the same marker). The tool and its summary come from the
+    tool use event; no digest, since stored inputs may be cut short."""
+    tool_use_id = event.get("tool_use_id") if isinstance(event, dict) else None
+    if not isinstance(tool_use_id, str) or not tool_use_id:
+        return False
+    told = conn.execute(
+        "SELECT 1 FROM audit WHERE account_id = ? AND session_id = ? AND tool_use_id = ?",
+        (account_id, session_id, tool_use_id),
+    ).fetchone()
+    session = conn.execute("SELECT device_id FROM sessions WHERE id = ?", (session_id,)).fetchone()
+    if told or session is None:
+        return False
+    use = conn.execute(
+        "SELECT json_extract(data, '$.tool'), json_extract(data, '$.summary') FROM events"
+        " WHERE session_id = ? AND json_extract(data, '$.tool_use_id') = ?"
+        " AND json_extract(data, '$.kind') = 'tool_use' LIMIT 1",
+        (session_id, tool_use_id),
+    ).fetchone()
+    denied = event.get("marker") == "hook_denied"
+    entry = Entry(
+        account_id=account_id,
+        session_id=session_id,
+        at=time.time(),
+        source="hook",
+        answer={"decision": "deny" if denied else "allow"},
+        rule=_clip(str(event.get("text") or "a PermissionRequest hook")),
+        device_id=str(session[0]),
+        kind="permission",
+        tool=use[0] if use else None,
+        tool_use_id=tool_use_id,
+        summary=_clip(use[1]) if use else None,
+        decision_id=f"hook:{session_id}:{event.get('seq')}"[:200],
+    )
+    return insert(conn, entry)
+
+
+class HookWatch:
+    """Hook markers as they are stored (a store listener, called on the writer's thread)."""
+
+    def __init__(self, state: RelayState, loop: asyncio.AbstractEventLoop) -> None:
+        self.state = state
+        self.loop = loop
+        self._tasks: set[asyncio.Task[None]] = set()
+
+    def on_events(self, account_id: str, session_id: str, events: list[tuple[int, str]]) -> None:
+        found = [data for _, data in events if any(m in data for m in _HOOK_MARKS)]
+        if found and not self.loop.is_closed():
+            self.loop.call_soon_threadsafe(self._start, account_id, session_id, found)
+
+    def _start(self, account_id: str, session_id: str, found: list[str]) -> None:
+        task = self.loop.create_task(self._record(account_id, session_id, found))
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+
+    async def _record(self, account_id: str, session_id: str, found: list[str]) -> None:
+        await asyncio.sleep(HOOK_GRACE)
+        events = [json.loads(data) for data in found]
+
+        def job(conn: sqlite3.Connection) -> None:
+            for event in events:
+                insert_hook(conn, account_id, session_id, event)
+
+        await self.state.store.write(job)
+
+    async def close(self) -> None:
+        for task in list(self._tasks):
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await task
+
+
+async def install(state: RelayState) -> HookWatch:
+    """Create the table and its triggers, and watch for hook markers (at start-up)."""
     await state.store.write(setup)
+    watch = HookWatch(state, asyncio.get_running_loop())
+    state.store.add_listener(watch.on_events)
+    return watch
 
 
 # -- routes --------------------------------------------------------------------------------

@@ -513,3 +513,38 @@ def test_the_audit_command_lists_decisions_by_session_and_date(
     assert gone.strip() == "No decisions in the audit log for this choice."
     bad = cli(relay, account.phone_token, "audit", "--since", "soon", code=2)
     assert "bad_date" in bad.stderr
+
+
+# -- a hook's decisions ------------------------------------------------------------------------
+
+HOOK_FIXTURE = "n_permissionrequest_allow_hook"  # the person's hook allowed Bash, Write and Bash
+
+
+def test_a_hooks_decision_is_recorded_unless_the_mac_told_its_own(
+    relay: RelayServer, account: Account
+) -> None:
+    sid = new_id()
+    told = "toolu_90060ccb79e04289b3cb250f"  # the first Bash: answered by the Mac's policy
+
+    async def go() -> None:
+        async with mac(relay, account.device_token) as link:
+            await push(link, sid, SMALL)
+            await link.send_raw(a_decision(sid, tool_use_id=told).model_dump_json())
+            await stored(relay, account.account_id, 1)
+            await push(link, sid, HOOK_FIXTURE)
+            await stored(relay, account.account_id, 3)  # after the grace: the other two
+
+    asyncio.run(go())
+    with phone_client(relay, account.phone_token) as client:
+        listed = audit(client, session_id=sid)["entries"]
+        by_use: dict[str, list[dict[str, Any]]] = {}
+        for entry in listed:
+            by_use.setdefault(entry["card"]["tool_use_id"], []).append(entry)
+        assert [e["source"] for e in by_use[told]] == ["policy"]  # not logged twice
+        hooks = [e for e in listed if e["source"] == "hook"]
+        assert len(hooks) == 2, listed
+        assert {e["card"]["tool"] for e in hooks} == {"Write", "Bash"}
+        for entry in hooks:
+            assert entry["rule"] == "Allowed by PermissionRequest hook"
+            assert entry["answer"] == {"decision": "allow"} and entry["who"] is None
+            assert entry["device_id"] == account.device_id and entry["card"]["summary"]
