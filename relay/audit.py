@@ -191,12 +191,16 @@ def of_answer(
     )
 
 
-def of_decision(account_id: str, device_id: str, decision: Decision) -> Entry:
-    """A decision the Mac made by itself (a ``decision`` link message)."""
+def of_decision(
+    account_id: str, device_id: str, decision: Decision, now: float | None = None
+) -> Entry:
+    """A decision the Mac made by itself (a ``decision`` link message), at the Mac's time (it
+    may have waited for the link) but never later than the relay's own: the age retention
+    counts starts no later than the relay heard of it."""
     return Entry(
         account_id=account_id,
         session_id=decision.session_id,
-        at=decision.at,
+        at=min(decision.at, time.time() if now is None else now),
         source=decision.source,
         answer={"decision": decision.decision},
         rule=decision.rule,

@@ -257,6 +257,17 @@ def test_a_mac_speaks_only_for_its_own_sessions_and_a_resent_decision_is_kept_on
         assert listed[1]["who"] is None and listed[1]["device_id"] == account.device_id
         assert listed[1]["answer"] == {"decision": "allow"}
 
+    async def from_the_future() -> None:
+        async with mac(relay, account.device_token) as link:
+            later = a_decision(sid, at=time.time() + 86400, rule="later")
+            await link.send_raw(later.model_dump_json())
+            await stored(relay, account.account_id, 3)
+
+    asyncio.run(from_the_future())
+    with phone_client(relay, account.phone_token) as client:
+        (later,) = [e for e in audit(client, session_id=sid)["entries"] if e["rule"] == "later"]
+        assert later["at"] <= _iso(time.time())  # never after the relay heard of it
+
 
 def test_paging_newest_first_with_a_cursor_and_checked_limits(
     relay: RelayServer, account: Account
@@ -509,6 +520,8 @@ def test_the_audit_command_lists_decisions_by_session_and_date(
     assert len(json.loads(recent.stdout)["entries"]) == 2
     one = cli(relay, account.phone_token, "audit", "--limit", "1", "--json").stdout
     assert [e["rule"] for e in json.loads(one)["entries"]] == ["allow all"]
+    newest = cli(relay, account.phone_token, "audit", "--session", "-1", "--json").stdout
+    assert json.loads(newest) == body  # -1: the session created last, as `sessions` numbers it
     gone = cli(relay, account.phone_token, "audit", "--session", new_id()).stdout
     assert gone.strip() == "No decisions in the audit log for this choice."
     bad = cli(relay, account.phone_token, "audit", "--since", "soon", code=2)

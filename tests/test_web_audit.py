@@ -40,7 +40,7 @@ def decision(session_id: str, rule: str) -> Decision:
 def stored(relay: RelayServer, account: Account, count: int) -> None:
     with relay_client(relay, account) as client:
         wait_for(
-            lambda: len(client.get("/api/audit").json()["entries"]) >= count,
+            lambda: len(client.get("/api/audit?limit=200").json()["entries"]) >= count,
             what=f"{count} audit entries",
         )
 
@@ -82,12 +82,27 @@ def test_the_session_menu_shows_its_audit_log(
     dialog.get_by_role("button", name="Close").click()
     assert not phone.problems, phone.problems
 
+    # Older entries a page at a time.
+    for i in range(50):
+        scripted.loop.run(scripted.link.send_raw(decision(sid, f"rule {i}").model_dump_json()))
+    stored(relay, account, 52)
+    actions(page, "Audit log")
+    expect(entries).to_have_count(50)
+    expect(entries.nth(0)).to_contain_text("rule 49")
+    dialog.get_by_role("button", name="Older").click()
+    expect(entries).to_have_count(52)
+    expect(entries.nth(51)).to_contain_text("category read: allow")
+    expect(dialog.get_by_role("button", name="Older")).to_be_hidden()
+    dialog.get_by_role("button", name="Close").click()
+
     # The same list in Korean.
     page.evaluate("localStorage.setItem('cb-lang', 'ko')")
     page.reload()
     page.get_by_role("button", name="세션 조작").click()
     page.locator("dialog .sheet-item", has_text="감사 기록").click()
-    expect(page.locator("dialog li.audit-entry")).to_have_count(2)
-    expect(page.locator("dialog li.audit-entry").nth(1)).to_contain_text(
+    expect(page.locator("dialog li.audit-entry")).to_have_count(50)
+    page.locator("dialog").get_by_role("button", name="이전 기록").click()
+    expect(page.locator("dialog li.audit-entry")).to_have_count(52)
+    expect(page.locator("dialog li.audit-entry").nth(51)).to_contain_text(
         "세션 규칙: category read: allow"
     )
