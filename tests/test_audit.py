@@ -372,8 +372,9 @@ def test_retention_keeps_a_deleted_sessions_audit_until_its_own_age(
     async def go() -> None:
         async with mac(server, acct.device_token, on_command=handler) as link:
             await push(link, sid, SMALL)
+            older = clock.start - 100 * 86400  # told by a Mac 100 days late
+            await link.send_raw(a_decision(sid, at=older).model_dump_json())
             await link.send_raw(a_decision(sid, at=clock.start).model_dump_json())
-            await link.send_raw(a_decision(sid, at=clock.start + 300 * 86400).model_dump_json())
             await stored(server, acct.account_id, 2)
             with phone_client(server, acct.phone_token) as client:
                 clock.days(31)
@@ -385,13 +386,13 @@ def test_retention_keeps_a_deleted_sessions_audit_until_its_own_age(
                 error_of(client.get(f"/api/sessions/{sid}"), 404, "unknown_session")
                 # The session is gone; its audit rows are not.
                 assert len(audit(client, session_id=sid)["entries"]) == 2
-                clock.days(364)
+                clock.days(264)
                 assert run(client)["audit_expired"] == 0
-                clock.days(366)  # the first decision is past audit_keep_days (365)
+                clock.days(266)  # the older decision is past audit_keep_days (365)
                 report = run(client)
                 assert report["audit_expired"] == 1 and report["audit_keep_days"] == 365
                 left = audit(client, session_id=sid)["entries"]
-                assert [e["at"] for e in left] == [_iso(clock.start + 300 * 86400)]
+                assert [e["at"] for e in left] == [_iso(clock.start)]
 
     asyncio.run(go())
 
