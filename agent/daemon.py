@@ -29,6 +29,7 @@ from agent import held as heldrules
 from agent import policy as policyrules
 from agent.archive import DiskArchive
 from agent.cards import DetectedCard, ScreenFacts, keys_for, read_screen
+from agent.decisions import DecisionLog
 from agent.hookserver import HookServer, permission_decision
 from agent.hooksettings import build_settings, hook_command_path, hook_env, write_settings
 from agent.launch import (
@@ -221,6 +222,7 @@ class Agent:
             self._on_linked,
             self._on_unlinked,
         )
+        self.decisions = DecisionLog(self.link)  # what the policy answered, for the audit log
         self._tasks: list[asyncio.Task[None]] = []
         self._wake_transcripts = asyncio.Event()
         self._stopping = asyncio.Event()
@@ -266,6 +268,7 @@ class Agent:
         for task in [*self._tasks, *self._background]:
             with contextlib.suppress(asyncio.CancelledError):
                 await task
+        await self.decisions.close()
         await self.link.stop()
         await self.hook_server.close()
         await self.mux.close()
@@ -473,6 +476,7 @@ class Agent:
             tool = payload.get("tool_name")
             tool = tool if isinstance(tool, str) else None
             verdict = _policy(record).verdict(tool)
+            self.decisions.note(record.id, verdict, payload, rt.hooks.tools)  # the audit log
             if verdict.rule == "allow":
                 return permission_decision("allow")
             if verdict.rule == "deny":

@@ -17,6 +17,7 @@ import random
 from collections.abc import Awaitable, Callable
 
 import websockets
+from pydantic import BaseModel
 
 from relay.protocol import Ack, DeviceInfo, LineRecord, Ping, SessionInfo, Welcome
 from relay.replay import Archive, CommandHandler, LinkRefused, MacLink
@@ -139,6 +140,14 @@ class RelayLink:
         try:
             return await link.send_lines(session_id, conversation_id, lines, cwd=cwd)
         except (ConnectionError, TimeoutError, websockets.exceptions.ConnectionClosed) as exc:
+            raise NotLinked(str(exc)) from exc
+
+    async def send(self, message: BaseModel) -> None:
+        """Send one more link message (relay/protocol.py) as it is."""
+        link = self._require()
+        try:
+            await link.send_raw(message.model_dump_json())
+        except websockets.exceptions.ConnectionClosed as exc:
             raise NotLinked(str(exc)) from exc
 
     async def update(self, info: SessionInfo) -> None:

@@ -17,7 +17,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from relay import link, permissions, push, retention, routes, search, usage
+from relay import audit, link, permissions, push, retention, routes, search, usage
 from relay.config import Config, Network, trusted_networks
 from relay.errors import PayloadTooLarge, RelayError
 from relay.hub import Hub
@@ -208,12 +208,14 @@ def create_app(config: Config) -> FastAPI:
         app.state.push = push.install(app.state.relay)  # Web Push: keys, subscriptions, watcher
         app.state.search = search.install(app.state.relay)  # titles, summaries, search index
         await permissions.install(app.state.relay)  # the relay's copy of session policies
+        app.state.audit = await audit.install(app.state.relay)  # card decisions (relay/audit.py)
         app.state.retention = await retention.install(app.state.relay)  # expiry on a schedule
         _log.info("relay store at %s", store.path)
         try:
             yield
         finally:
             await app.state.retention.close()
+            await app.state.audit.close()
             await app.state.push.close()
             for device_link in list(app.state.relay.live.links.values()):
                 device_link.fail_pending()
@@ -285,6 +287,7 @@ def create_app(config: Config) -> FastAPI:
     app.include_router(retention.router)  # /api/retention, pin/unpin (relay/retention.py)
     app.include_router(search.router)  # /api/search, summaries, titles (relay/search.py)
     app.include_router(usage.router)  # /api/sessions/{id}/cost, /api/costs (relay/usage.py)
+    app.include_router(audit.router)  # /api/audit: every decision on every card (relay/audit.py)
     app.include_router(link.router)
     web_dir = Path(str(config.web_dir)).expanduser() if config.web_dir else WEB_DIR
     if web_dir.is_dir():

@@ -9,6 +9,8 @@ claude-bridge replay FILE…       push transcripts to a relay as a Mac would
 claude-bridge cost FILE…         tokens and USD of transcript files taken as one session (JSON)
 claude-bridge open --session ID|-N  resume, start (with that id) or read a session
 claude-bridge sessions           list sessions, newest created first
+claude-bridge audit              every decision on a card: who or which rule, which card, answer
+(the session commands, relay/sessions_cli.py, list the rest)
 """
 
 from __future__ import annotations

@@ -215,6 +215,13 @@ SETTINGS: tuple[Setting, ...] = (
         "relay",
     ),
     Setting(
+        "audit_keep_days",
+        365.0,
+        "Days an audit log entry (a decision on a card) is kept, counted from the decision, "
+        "whether or not its session is still kept; 0 = keep forever.",
+        "relay",
+    ),
+    Setting(
         "retention_interval",
         3600.0,
         "Seconds between retention runs (the first runs when the relay starts).",

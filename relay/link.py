@@ -16,6 +16,7 @@ from typing import Any
 from fastapi import APIRouter, WebSocket, WebSocketDisconnect
 from pydantic import ValidationError
 
+from relay import audit
 from relay.auth import authenticate
 from relay.errors import RelayError
 from relay.live import DeviceLink
@@ -23,6 +24,7 @@ from relay.protocol import (
     PROTOCOL_VERSION,
     Ack,
     CommandResult,
+    Decision,
     Hello,
     History,
     Lines,
@@ -162,6 +164,9 @@ async def _dispatch(state: RelayState, link: DeviceLink, message: Any) -> None:
         link.resolve(message.command_id, message)
     elif isinstance(message, History):
         link.resolve(message.request_id, message)
+    elif isinstance(message, Decision):  # the Mac answered a permission itself: audit it
+        if code := await audit.record_decision(state, link.account_id, link.device_id, message):
+            await link.send(_error(code, f"no session {message.session_id} runs on this Mac"))
     elif isinstance(message, Ping):
         await link.send(Pong().model_dump_json())
     elif isinstance(message, Hello):

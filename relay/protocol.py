@@ -3,12 +3,15 @@
 The agent (`agent/`) and the relay import these models; `docs/protocol.md` describes them for
 people. Every link message is a JSON object with a ``type`` field naming its model below.
 
-Agent → relay: ``hello``, ``lines``, ``session_update``, ``command_result``, ``history``, ``ping``.
+Agent → relay: ``hello``, ``lines``, ``session_update``, ``command_result``, ``history``,
+``decision``, ``ping``.
 Relay → agent: ``welcome``, ``ack``, ``events``, ``command``, ``history_request``, ``error``, ``pong``.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 from enum import StrEnum
 from typing import Annotated, Any, Literal
 
@@ -203,12 +206,43 @@ class History(_Model):
     error: str | None = None
 
 
+class Decision(_Model):
+    """A permission request the Mac answered by itself, for the audit log (relay/audit.py).
+
+    Sent when a PermissionRequest hook is answered by the session's policy (a tool's or a
+    category's rule, or "allow all"), so no card was ever shown. ``id`` is the Mac's own: the
+    relay keeps one entry per id, so a decision sent again after a reconnect is stored once."""
+
+    type: Literal["decision"] = "decision"
+    id: str = Field(min_length=8, max_length=64, pattern=r"^[A-Za-z0-9_-]+$")
+    session_id: str = Field(min_length=1, max_length=200)
+    at: float = Field(ge=0, le=1e11, allow_inf_nan=False)  # epoch seconds on the Mac
+    source: Literal["policy", "allow_all", "hook"]
+    rule: str = Field(max_length=500)  # e.g. "tool Bash: allow", "category read: allow"
+    decision: Literal["allow", "deny"]
+    tool: str | None = Field(default=None, max_length=200)
+    tool_use_id: str | None = Field(default=None, max_length=200)
+    input_digest: str | None = Field(default=None, pattern=r"^[0-9a-f]{64}$")
+    summary: str = Field(default="", max_length=500)  # the tool input in one readable line
+
+
+def input_digest(tool_input: Any) -> str | None:
+    """SHA-256 of a tool input's canonical JSON (sorted keys, no spaces, UTF-8): the same input
+    gives the same digest on the Mac and on the relay, whatever order its keys came in."""
+    if tool_input is None:
+        return None
+    text = json.dumps(
+        tool_input, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+    )
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
 class Ping(_Model):
     type: Literal["ping"] = "ping"
 
 
 AgentMessage = Annotated[
-    Hello | Lines | SessionUpdate | CommandResult | History | Ping,
+    Hello | Lines | SessionUpdate | CommandResult | History | Decision | Ping,
     Field(discriminator="type"),
 ]
 agent_message = TypeAdapter(AgentMessage)

@@ -22,6 +22,11 @@ Stages:
   ``hello`` brings the deleted id back before it was told (the relay then re-creates an empty
   row), that row is removed again once the Mac confirms.
 
+The **audit log** (relay/audit.py) is not the session's: deleting a session leaves its audit
+rows in place (the table is kept out of the sweep below, and its append-only trigger would
+refuse anyway). Each run deletes the audit rows older than ``audit_keep_days`` (365), counted
+from each decision, in the same transaction.
+
 A **pinned** session is kept: never archived or deleted (pinning an archived one makes it
 active again; unpinning restarts its idle clock).
 
@@ -45,6 +50,7 @@ from typing import Any
 
 from fastapi import APIRouter, Depends, Request
 
+from relay import audit
 from relay.config import Config
 from relay.errors import Conflict, RelayError
 from relay.live import DeviceLink
@@ -61,7 +67,8 @@ DAY = 86400.0
 ACTIVE = "active"
 ARCHIVED = "archived"
 WORKING_STATES = frozenset({"starting", "busy", "waiting"})  # never archived while so
-KEEP_TABLES = frozenset({"sessions", "retention_deleted", "retention_reports"})
+# Tables never swept by session id: the audit log outlives its sessions (its own age, below).
+KEEP_TABLES = frozenset({"sessions", "retention_deleted", "retention_reports", "audit"})
 
 TABLES = (
     """CREATE TABLE IF NOT EXISTS session_retention (
@@ -95,10 +102,15 @@ class Ages:
 
     archive_after: float
     delete_after: float
+    audit_keep: float = 0.0  # an audit row's own age (relay/audit.py), never its session's
 
     @classmethod
     def from_config(cls, config: Config) -> Ages:
-        return cls(float(config.archive_after_days) * DAY, float(config.delete_after_days) * DAY)
+        return cls(
+            float(config.archive_after_days) * DAY,
+            float(config.delete_after_days) * DAY,
+            float(config.audit_keep_days) * DAY,
+        )
 
 
 @dataclass(frozen=True)
@@ -179,6 +191,7 @@ class _Applied:
     failed: list[tuple[str, str]]
     counts: dict[str, dict[str, int]]  # account → {active, archived, pinned}
     accounts: list[str]
+    audit_expired: dict[str, int]  # account → audit rows past their age, deleted
 
 
 def _tables_with_session_id(conn: sqlite3.Connection) -> list[str]:
@@ -276,6 +289,8 @@ def _apply(
         else:
             deleted.append(sid)
         conn.execute("RELEASE forget")
+    # Audit rows go by their own age, for every account (the age is the relay's setting).
+    expired = audit.expire(conn, now - ages.audit_keep) if ages.audit_keep > 0 else {}
     if account_id is None:
         accounts = [str(r[0]) for r in conn.execute("SELECT id FROM accounts")]
     else:
@@ -292,7 +307,7 @@ def _apply(
         bucket[r[1]] = bucket.get(r[1], 0) + int(r[3])
         if r[2]:
             bucket["pinned"] += int(r[3])
-    return _Applied(todo, found, deleted, failed, counts, accounts)
+    return _Applied(todo, found, deleted, failed, counts, accounts, expired)
 
 
 async def stage_of(state: RelayState, session_id: str) -> tuple[str, bool, float | None]:
@@ -458,7 +473,7 @@ class Retention:
         p = applied.plan
         _log.info(
             "retention (%s): archived %d, made active again %d, deleted %d (%d wait for their"
-            " Mac), failed %d; kept %d pinned and %d working sessions",
+            " Mac), failed %d; kept %d pinned and %d working sessions; %d audit entries expired",
             trigger,
             len(p.archive),
             len(p.restore),
@@ -467,6 +482,7 @@ class Retention:
             len(applied.failed),
             len(p.kept_pinned),
             len(p.kept_working),
+            sum(applied.audit_expired.values()),
         )
         return reports
 
@@ -519,6 +535,8 @@ class Retention:
             "kept_pinned": len(mine(p.kept_pinned)),
             "kept_working": mine(p.kept_working),
             "counts": applied.counts.get(account, {"active": 0, "archived": 0, "pinned": 0}),
+            "audit_keep_days": float(self.state.config.audit_keep_days),
+            "audit_expired": applied.audit_expired.get(account, 0),
         }
 
     async def _waiting_ids(self, account_id: str | None = None) -> set[str]:
@@ -669,6 +687,7 @@ class Retention:
             "settings": {
                 "archive_after_days": float(self.state.config.archive_after_days),
                 "delete_after_days": float(self.state.config.delete_after_days),
+                "audit_keep_days": float(self.state.config.audit_keep_days),
                 "retention_interval": float(self.state.config.retention_interval),
             },
             "last_run": last,

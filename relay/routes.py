@@ -449,7 +449,12 @@ async def send_message(
 
 @router.post("/sessions/{session_id}/cards/{card_id}")
 async def answer_card(
-    session_id: str, card_id: str, body: CardAnswer, principal: Phone, state: State
+    session_id: str,
+    card_id: str,
+    body: CardAnswer,
+    request: Request,
+    principal: Phone,
+    state: State,
 ) -> dict[str, Any]:
     session = await _session(state, principal, session_id)
     answers = [body.key is not None, body.keys is not None, body.text is not None]
@@ -460,7 +465,10 @@ async def answer_card(
         raise Conflict("this card is already closed", code="card_closed", card_id=card_id)
     args = body.model_dump(exclude_none=True)
     args["card_id"] = card_id
-    return await _command(state, session, "answer_card", args)
+    from relay import audit  # the audit log (it imports this module): who answered which card how
+
+    entry = audit.of_answer(request, principal, session, live.card, body)
+    return await audit.recorded(state, entry, _command(state, session, "answer_card", args))
 
 
 @router.post("/sessions/{session_id}/held/{message_id}/cancel")

@@ -42,6 +42,10 @@ claude-bridge pin SESSION | unpin SESSION [--json]
 claude-bridge retention [--run] [--json]
     What retention keeps: its ages, the last run, archived and pinned sessions, deletions waiting for
     an offline Mac. --run runs it now for this account and prints what it did.
+claude-bridge audit [--session SESSION] [--since DATE] [--until DATE] [--limit N] [--json]
+    GET /api/audit: every decision on a card, newest first — who answered (the phone, its token
+    id and address) or which rule did (a policy rule, allow all, a hook), the card (tool, input
+    digest, summary) and the answer. SESSION may be one retention already deleted (its id).
 claude-bridge subagents SESSION [--agent ID] [--json]
     One summary line per subagent (type, task, outcome, cost), or with --agent (an id or a unique
     start of one) that subagent's whole history, read a page at a time.
@@ -1071,6 +1075,89 @@ def cmd_retention(args: argparse.Namespace) -> int:
     return 0
 
 
+# -- the audit log -----------------------------------------------------------------------------
+
+AUDIT_PAGE = 200  # the relay's largest page of audit entries
+
+
+def answer_text(entry: dict[str, Any]) -> str:
+    answer = entry.get("answer") or {}
+    if "decision" in answer:
+        return str(answer["decision"])
+    keys = answer.get("keys") or []
+    labels = answer.get("labels") or []
+    parts = [f"{label or '?'} [{key}]" for key, label in zip(keys, labels, strict=False)]
+    if answer.get("text"):
+        parts.append(f'"{_clip(_first_line(str(answer["text"])), 60)}"')
+    text = ", ".join(parts) or "—"
+    return text + (" · always" if answer.get("always") else "")
+
+
+def who_text(entry: dict[str, Any], macs: dict[str, str]) -> str:
+    who = entry.get("who")
+    if who:
+        return (
+            f'phone "{who.get("name") or who.get("phone_id")}" ({who.get("phone_id")},'
+            f" token {who.get('token_id')}, from {who.get('address') or '?'})"
+        )
+    mac = macs.get(str(entry.get("device_id")), str(entry.get("device_id") or "?"))
+    return f"{entry.get('source')}: {entry.get('rule') or '?'} (on {mac})"
+
+
+def audit_lines(entries: Sequence[dict[str, Any]], macs: dict[str, str]) -> list[str]:
+    """Two lines per decision: when, the card and the answer; who or which rule, the session."""
+    if not entries:
+        return ["No decisions in the audit log for this choice."]
+    out = []
+    for entry in entries:
+        card = entry.get("card") or {}
+        what = card.get("tool") or card.get("title") or card.get("kind") or "card"
+        summary = _clip(_first_line(str(card.get("summary") or "")), 70)
+        digest = card.get("input_digest")
+        out.append(
+            f"{when(entry.get('at'))}  {what}"
+            + (f" {summary}" if summary else "")
+            + (f" (sha256 {str(digest)[:12]})" if digest else "")
+            + f" → {answer_text(entry)}"
+        )
+        out.append(f"    by {who_text(entry, macs)} · session {entry.get('session_id')}")
+    return out
+
+
+def cmd_audit(args: argparse.Namespace) -> int:
+    if args.limit is not None and args.limit < 1:
+        raise CommandError("--limit must be 1 or more")
+    wanted = args.limit or 100
+    relay = _connect(args, read_only=True)
+    try:
+        params: dict[str, Any] = {}
+        if args.session:
+            ref = parse_ref(args.session, "--session")
+            # An id is taken as it is: a session retention deleted keeps its audit rows.
+            params["session_id"] = (
+                pick_offset(relay.sessions(), ref)["id"] if isinstance(ref, int) else ref
+            )
+        for name in ("since", "until"):
+            if getattr(args, name):
+                params[name] = getattr(args, name)
+        entries: list[dict[str, Any]] = []
+        while len(entries) < wanted:
+            params["limit"] = min(AUDIT_PAGE, wanted - len(entries))
+            body: dict[str, Any] = relay.call("GET", "/api/audit", params=params)
+            entries += body["entries"]
+            if body.get("next_before") is None:
+                break
+            params["before"] = body["next_before"]
+        macs = {} if args.json else {str(d["id"]): str(d["name"]) for d in relay.devices()}
+    finally:
+        relay.close()
+    if args.json:
+        _print_json({"entries": entries})
+    else:
+        print("\n".join(audit_lines(entries, macs)))
+    return 0
+
+
 # -- subagents ---------------------------------------------------------------------------------
 
 
@@ -1187,7 +1274,7 @@ def _session_arg(parser: argparse.ArgumentParser) -> None:
 
 def add_commands(sub: Any) -> None:
     """Register the session commands on the ``claude-bridge`` parser: open, sessions, search,
-    rename, session-cost, policy, pin, unpin, retention and subagents."""
+    rename, session-cost, policy, pin, unpin, retention, audit and subagents."""
     opener = sub.add_parser(
         "open",
         help="resume a session by id or -N (creation order), start one with a chosen id, "
@@ -1321,6 +1408,22 @@ def add_commands(sub: Any) -> None:
     keeping.add_argument("--run", action="store_true", help="run it now and print what it did")
     _relay_args(keeping)
     keeping.set_defaults(func=_guarded(cmd_retention))
+
+    auditing = sub.add_parser(
+        "audit", help="every decision on a card: who or which rule, which card, which answer"
+    )
+    auditing.add_argument(
+        "--session", metavar="SESSION", help="only this session (an id, or -1, -2 …)"
+    )
+    auditing.add_argument(
+        "--since", metavar="DATE", help="on or after (2026-11-29, an ISO time or epoch s)"
+    )
+    auditing.add_argument("--until", metavar="DATE", help="on or before (same forms)")
+    auditing.add_argument(
+        "--limit", type=int, metavar="N", help="at most N decisions, newest first (default 100)"
+    )
+    _relay_args(auditing)
+    auditing.set_defaults(func=_guarded(cmd_audit))
 
     helpers = sub.add_parser(
         "subagents", help="a session's subagents, one line each, or one's whole history (--agent)"

@@ -413,5 +413,6 @@ def test_retention_routes_need_a_login_and_a_known_session(
         assert fresh["settings"] == {
             "archive_after_days": 30.0,
             "delete_after_days": 180.0,
+            "audit_keep_days": 365.0,
             "retention_interval": 3600.0,
         }

@@ -97,6 +97,10 @@ const en = {
   ret_last: "Last run {ago}, {how}", ret_none: "Not run yet.", ret_sum: "archived {a}, made active {r}, deleted {d}",
   ret_counts: "{a} active · {b} archived · {p} pinned", ret_run: "Run now", ret_waiting: "{n} to delete on an offline Mac",
   trig_request: "on request", trig_schedule: "on schedule", ret_next: "next run {at}",
+  audit: "Audit log", aud_note: "Every decision on this session's cards, newest first: who answered, or which rule did.",
+  aud_none: "No decisions yet.", aud_older: "Older", aud_allow: "Allowed", aud_deny: "Denied", aud_always: "always",
+  aud_by_phone: "By {name} · token {token} · from {addr}", aud_by_rule: "By {source}: {rule}",
+  aud_src_policy: "the session's rule", aud_src_allow_all: "allow all", aud_src_hook: "a hook"
 };
 
 const ko = {
@@ -185,6 +189,10 @@ const ko = {
   ret_last: "마지막 실행 {ago}, {how}", ret_none: "아직 실행 전이에요.", ret_sum: "보관 {a}, 활성 {r}, 삭제 {d}",
   ret_counts: "활성 {a} · 보관 {b} · 고정 {p}", ret_run: "지금 실행", ret_waiting: "끊긴 맥에서 지울 것 {n}개",
   trig_request: "요청으로", trig_schedule: "일정대로", ret_next: "다음 실행 {at}",
+  audit: "감사 기록", aud_note: "이 세션의 카드에 내린 모든 결정, 최근 것부터: 누가 답했는지, 어느 규칙이 정했는지.",
+  aud_none: "아직 결정이 없어요.", aud_older: "이전 기록", aud_allow: "허용함", aud_deny: "거부함", aud_always: "항상",
+  aud_by_phone: "{name} · 토큰 {token} · {addr} 에서", aud_by_rule: "{source}: {rule}",
+  aud_src_policy: "세션 규칙", aud_src_allow_all: "모두 허용", aud_src_hook: "훅"
 };
 
 export const LANGS = { en: "English", ko: "한국어" };

@@ -7,6 +7,7 @@ import * as cache from "./cache.js";
 import { renderCard } from "./cards.js";
 import { Conversation } from "./conversation.js";
 import { ago, costText, folderName, h, shortPath } from "./dom.js";
+import { showAudit } from "./audit.js";
 import { showCost, showPolicy } from "./extras.js";
 import { stateLabel, t } from "./i18n.js";
 import { LiveStream } from "./live.js";
@@ -544,6 +545,7 @@ export class SessionView {
     const looks = [
       { label: t("cost"), run: () => showCost(this.id) },
       { label: t("perms"), run: () => showPolicy(this.id, this.readOnly || this.archived()) },
+      { label: t("audit"), run: () => showAudit(this.id) },
     ];
     if (this.readOnly) {
       actionSheet(this.title(), [...looks, { label: t("leave_read_only"), run: () => { location.hash = "#/s/" + encodeURIComponent(this.id); } }]);

@@ -1,0 +1,135 @@
+"""Permission requests this Mac answered by itself, told to the relay's audit log (relay/audit.py).
+
+When a PermissionRequest hook is answered by the session's policy — a tool's or a category's rule,
+or "allow all" — no card is ever shown, so the relay cannot see the decision: the agent sends a
+``decision`` link message (relay/protocol.py) naming the rule that made it and a digest of the
+tool input. Decisions wait here while the relay is unreachable and are sent when the link is back;
+each has its own id, so one sent twice is kept once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import secrets
+import time
+from collections import deque
+from collections.abc import Mapping, Sequence
+from datetime import UTC, datetime
+from typing import Any
+
+from agent.link import NotLinked, RelayLink
+from agent.policy import Verdict
+from agent.state import RunningTool
+from relay.convert import summarize_tool_input
+from relay.protocol import Decision, input_digest
+
+_log = logging.getLogger("agent.decisions")
+
+KEPT = 1000  # decisions waiting for the relay; the oldest go first when more pile up
+RETRY = 1.0  # seconds before sending again after the link dropped mid-send
+SUMMARY_CHARS = 500
+
+
+def rule_text(verdict: Verdict, tool: str | None, allow_all_until: float | None = None) -> str:
+    """The rule that decided, as the audit log shows it."""
+    if verdict.source == "tool":
+        return f"tool {tool}: {verdict.rule}"
+    if verdict.source == "category":
+        return f"category {verdict.category}: {verdict.rule}"
+    if verdict.source == "allow_all":
+        if allow_all_until is None:
+            return "allow all"
+        until = datetime.fromtimestamp(allow_all_until, UTC).isoformat(timespec="seconds")
+        return f"allow all until {until.replace('+00:00', 'Z')}"
+    return f"{verdict.source}: {verdict.rule}"
+
+
+def decision_for(
+    session_id: str,
+    verdict: Verdict,
+    payload: Mapping[str, Any],
+    *,
+    allow_all_until: float | None = None,
+    running: Sequence[RunningTool] = (),
+    now: float | None = None,
+) -> Decision | None:
+    """The ``decision`` message for a hook the policy answered; None when it asks the person.
+
+    Claude Code's PermissionRequest payload has no ``tool_use_id``; the PreToolUse just before
+    it has: the newest running tool of that name (``running``, the main agent's) is the one."""
+    if verdict.rule not in ("allow", "deny"):
+        return None
+    tool = payload.get("tool_name")
+    tool = tool if isinstance(tool, str) else None
+    tool_input = payload.get("tool_input")
+    tool_input = tool_input if isinstance(tool_input, dict) else None
+    tool_use_id = payload.get("tool_use_id")
+    if not isinstance(tool_use_id, str) and "agent_id" not in payload:
+        tool_use_id = next((t.tool_use_id for t in reversed(running) if t.name == tool), None)
+    summary = summarize_tool_input(tool, tool_input) if tool and tool_input is not None else ""
+    return Decision(
+        id=f"dec_{secrets.token_hex(12)}",
+        session_id=session_id,
+        at=time.time() if now is None else now,
+        source="allow_all" if verdict.source == "allow_all" else "policy",
+        rule=rule_text(verdict, tool, allow_all_until)[:500],
+        decision="allow" if verdict.rule == "allow" else "deny",
+        tool=tool[:200] if tool else None,
+        tool_use_id=tool_use_id[:200] if isinstance(tool_use_id, str) else None,
+        input_digest=input_digest(tool_input),
+        summary=summary[:SUMMARY_CHARS],
+    )
+
+
+class DecisionLog:
+    """The decisions not yet sent, and the task that sends them."""
+
+    def __init__(self, link: RelayLink) -> None:
+        self.link = link
+        self.pending: deque[Decision] = deque(maxlen=KEPT)
+        self._wake = asyncio.Event()
+        self._task: asyncio.Task[None] | None = None
+
+    def note(
+        self,
+        session_id: str,
+        verdict: Verdict,
+        payload: Mapping[str, Any],
+        running: Sequence[RunningTool] = (),
+        allow_all_until: float | None = None,
+    ) -> None:
+        """A hook was answered by the policy: tell the relay (soon, or once it is back)."""
+        decision = decision_for(
+            session_id, verdict, payload, allow_all_until=allow_all_until, running=running
+        )
+        if decision is None:
+            return
+        self.pending.append(decision)
+        self._wake.set()
+        if self._task is None or self._task.done():
+            self._task = asyncio.create_task(self._run(), name="decisions")
+
+    async def _run(self) -> None:
+        while True:
+            await self._wake.wait()
+            await self.link.linked.wait()
+            self._wake.clear()
+            while self.pending:
+                try:
+                    await self.link.send(self.pending[0])
+                except NotLinked:
+                    self._wake.set()
+                    await asyncio.sleep(RETRY)
+                    break
+                self.pending.popleft()
+
+    async def close(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+            self._task = None
+        if self.pending:
+            _log.info("%d decisions not told to the relay's audit log", len(self.pending))
