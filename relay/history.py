@@ -1,44 +1,178 @@
 """Reading a page of a session's history: from the relay's store, and from the Mac for older parts.
 
 The relay keeps the latest ``events_kept`` events of each session; anything older lives in the
-Mac's archive and is fetched over the link. When the Mac is offline the answer is a clear
-``history_unavailable`` error naming the oldest seq the relay has — never a silent gap.
+Mac's archive and is fetched over the link, checked before a phone sees it. A page is always one
+unbroken run of seqs: it may stop early (``has_more``) at ``max_page_bytes`` or where the older
+history cannot be read, and when not even its first event can be read the answer is a clear
+``history_unavailable`` error naming the oldest seq the relay has — never a silent gap, never an
+empty page that says more follow.
 """
 
 from __future__ import annotations
 
 from relay import seq as seqrules
 from relay.errors import Conflict, RelayError
+from relay.protocol import NumberedEvent
 from relay.state import RelayState
 from relay.store import Session
 
+Events = list[tuple[int, str]]  # (seq, NumberedEvent JSON), oldest first
+
 
 async def fetch_page(
-    state: RelayState, session: Session, page: seqrules.Page
-) -> tuple[list[tuple[int, str]], bool]:
-    """Events of ``page`` as (seq, JSON), oldest first, and whether more follow in its direction."""
+    state: RelayState,
+    session: Session,
+    page: seqrules.Page,
+    *,
+    max_bytes: int | None = None,
+    whole: bool = False,
+) -> tuple[Events, bool]:
+    """Events of ``page`` as (seq, JSON), oldest first, and whether more follow in its direction.
+
+    At most ``max_bytes`` of JSON (default ``max_page_bytes``; at least one event). ``whole``:
+    every event of the page or ``history_unavailable``, with no size bound (callers that pick
+    events out of the page themselves)."""
     if page.last < page.first:
         return [], page.has_more
-    older: list[tuple[int, str]] = []
-    if page.from_mac is not None:
-        older = await _from_mac(state, session, *page.from_mac)
+    limit = None if whole else int(state.config.max_page_bytes) if max_bytes is None else max_bytes
+    budget = _Budget(limit)
     stored_first = max(page.first, session.oldest_seq)
-    stored = await state.store.read_events(session.id, stored_first, page.last)
-    return older + stored, page.has_more
+    mac_part = page.from_mac
+    if not page.backwards:
+        older: Events = []
+        if mac_part is not None:
+            older = await _older(state, session, *mac_part, budget, backwards=False)
+            if older[-1][0] < mac_part[1]:
+                return _whole(older, page, whole), True
+        stored = budget.fit(
+            await state.store.read_events(
+                session.id, stored_first, page.last, max_bytes=budget.left
+            )
+        )
+        events = older + stored
+        if not events:
+            raise _unavailable(session, f"the relay has no events {page.first}..{page.last}")
+        return _whole(events, page, whole), page.has_more or events[-1][0] < page.last
+    # Backwards: the newest events matter most, so the stored part (the newest) goes first.
+    stored = []
+    if stored_first <= page.last:
+        stored = budget.fit(
+            await state.store.read_events(
+                session.id, stored_first, page.last, max_bytes=budget.left, newest=True
+            ),
+            newest=True,
+        )
+        if not stored:
+            raise _unavailable(session, f"the relay has no events {stored_first}..{page.last}")
+        if stored[0][0] > stored_first or mac_part is None or budget.spent:
+            return _whole(stored, page, whole), page.has_more or stored[0][0] > page.first
+    assert mac_part is not None
+    try:
+        older = await _older(state, session, *mac_part, budget, backwards=True)
+    except RelayError:
+        if not stored or whole:
+            raise
+        return stored, True  # the next page (before the first of these) says why
+    events = older + stored
+    return _whole(events, page, whole), page.has_more or events[0][0] > page.first
+
+
+class _Budget:
+    """Bytes of JSON left for a page; the first event always fits."""
+
+    def __init__(self, limit: int | None) -> None:
+        self.limit = limit
+        self.used = 0
+        self.count = 0
+        self.spent = False  # an event was left out for want of room
+
+    @property
+    def left(self) -> int | None:
+        return None if self.limit is None else max(1, self.limit - self.used)
+
+    def fit(self, events: Events, newest: bool = False) -> Events:
+        """The events that fit, taken from the oldest (or with ``newest`` from the newest)."""
+        if self.limit is None:
+            return events
+        ordered = reversed(events) if newest else iter(events)
+        kept: Events = []
+        for seq, data in ordered:
+            size = (len(data) if data.isascii() else len(data.encode())) + 1
+            if self.count and self.used + size > self.limit:
+                self.spent = True
+                break
+            self.used += size
+            self.count += 1
+            kept.append((seq, data))
+        if newest:
+            kept.reverse()
+        return kept
+
+
+def _whole(events: Events, page: seqrules.Page, whole: bool) -> Events:
+    if whole and (len(events) != page.last - page.first + 1):
+        raise Conflict(
+            f"events {page.first}..{page.last} could not all be read",
+            code="history_unavailable",
+        )
+    return events
+
+
+def _unavailable(session: Session, why: str) -> Conflict:
+    return Conflict(
+        f"older history cannot be read now: {why}",
+        code="history_unavailable",
+        oldest_seq=session.oldest_seq,
+    )
+
+
+async def _older(
+    state: RelayState, session: Session, first: int, last: int, budget: _Budget, *, backwards: bool
+) -> Events:
+    """The unbroken run of ``first..last`` (older than the relay keeps) that can be read: from
+    ``first`` up, or with ``backwards`` from ``last`` down. Events kept from before a new epoch
+    are read from the store; the rest are asked of the Mac. Raises when not one can be read."""
+    found = dict(
+        await state.store.read_events(
+            session.id, first, last, max_bytes=budget.left, newest=backwards
+        )
+    )
+    missing = [s for s in range(first, last + 1) if s not in found]
+    failure: RelayError | None = None
+    if missing:
+        try:
+            for event in await _from_mac(state, session, missing[0], missing[-1]):
+                found.setdefault(event.seq, event.model_dump_json(exclude_none=True))
+        except RelayError as exc:
+            failure = exc
+    seqs = range(last, first - 1, -1) if backwards else range(first, last + 1)
+    run: Events = []
+    for seq in seqs:
+        if seq not in found:
+            break
+        run.append((seq, found[seq]))
+    run = budget.fit(run[::-1] if backwards else run, newest=backwards)
+    if not run:
+        if failure is not None:
+            raise failure
+        raise _unavailable(session, f"the Mac has none of events {first}..{last}")
+    return run
 
 
 async def _from_mac(
     state: RelayState, session: Session, first: int, last: int
-) -> list[tuple[int, str]]:
-    unavailable = Conflict(
-        f"events before seq {session.oldest_seq} are kept only on the Mac, which is offline; "
-        "they will be readable when it reconnects",
-        code="history_unavailable",
-        oldest_seq=session.oldest_seq,
-    )
+) -> list[NumberedEvent]:
+    """Events ``first..last`` from the Mac's archive, checked: this session's, this epoch's, in
+    the range asked, in increasing order with no repeat. A Mac that answers otherwise is not
+    believed at all."""
     link = state.live.link(session.device_id)
     if link is None or link.closed:
-        raise unavailable
+        raise Conflict(
+            f"events before seq {session.oldest_seq} are kept only on the Mac, which is offline; "
+            "they will be readable when it reconnects",
+            code="history_unavailable",
+            oldest_seq=session.oldest_seq,
+        )
     try:
         answer = await link.history(
             session.id,
@@ -53,10 +187,19 @@ async def _from_mac(
             oldest_seq=session.oldest_seq,
         ) from None
     if answer.error:
-        raise Conflict(
-            f"the Mac could not read older history: {answer.error}",
-            code="history_unavailable",
-            oldest_seq=session.oldest_seq,
-        )
-    events = sorted((e for e in answer.events if first <= e.seq <= last), key=lambda e: e.seq)
-    return [(e.seq, e.model_dump_json(exclude_none=True)) for e in events]
+        raise _unavailable(session, f"the Mac could not read older history: {answer.error}")
+    previous = first - 1
+    for event in answer.events:
+        problem = None
+        if event.session_id != session.id:
+            problem = f"an event of another session ({event.session_id})"
+        elif event.epoch != session.epoch:
+            problem = f"seq {event.seq} is of epoch {event.epoch}, not {session.epoch}"
+        elif not first <= event.seq <= last:
+            problem = f"seq {event.seq} is outside the {first}..{last} asked"
+        elif event.seq <= previous:
+            problem = f"seq {event.seq} repeated or out of order"
+        if problem is not None:
+            raise _unavailable(session, f"the Mac's answer was refused: {problem}")
+        previous = event.seq
+    return answer.events

@@ -72,6 +72,7 @@ class Page:
     last: int
     from_mac: tuple[int, int] | None  # (first, last) part older than the relay keeps
     has_more: bool
+    backwards: bool = False  # read from ``last`` down (a ``before`` page): the newest matter
 
 
 def page_after(seq: SessionSeq, after: int, limit: int, client_epoch: str | None) -> Page:
@@ -101,9 +102,9 @@ def page_before(seq: SessionSeq, before: int, limit: int, client_epoch: str | No
     last = min(before - 1, seq.last_seq)
     first = max(1, last - limit + 1)
     if last < 1:
-        return Page(first=1, last=0, from_mac=None, has_more=False)
+        return Page(first=1, last=0, from_mac=None, has_more=False, backwards=True)
     from_mac = (first, min(last, seq.oldest_seq - 1)) if first < seq.oldest_seq else None
-    return Page(first=first, last=last, from_mac=from_mac, has_more=first > 1)
+    return Page(first=first, last=last, from_mac=from_mac, has_more=first > 1, backwards=True)
 
 
 def check_limit(limit: int | None, page_max: int) -> int:
