@@ -162,9 +162,9 @@ async def _older(
 async def _from_mac(
     state: RelayState, session: Session, first: int, last: int
 ) -> list[NumberedEvent]:
-    """Events ``first..last`` from the Mac's archive, checked: this session's, this epoch's, in
-    the range asked, in increasing order with no repeat. A Mac that answers otherwise is not
-    believed at all."""
+    """Events ``first..last`` from the Mac's archive, checked: this session's, of this epoch (or,
+    below the epoch's start, of an earlier one), in the range asked, in increasing order with no
+    repeat. A Mac that answers otherwise is not believed at all."""
     link = state.live.link(session.device_id)
     if link is None or link.closed:
         raise Conflict(
@@ -193,7 +193,7 @@ async def _from_mac(
         problem = None
         if event.session_id != session.id:
             problem = f"an event of another session ({event.session_id})"
-        elif event.epoch != session.epoch:
+        elif event.epoch != session.epoch and event.seq >= session.epoch_start:
             problem = f"seq {event.seq} is of epoch {event.epoch}, not {session.epoch}"
         elif not first <= event.seq <= last:
             problem = f"seq {event.seq} is outside the {first}..{last} asked"
@@ -202,4 +202,7 @@ async def _from_mac(
         if problem is not None:
             raise _unavailable(session, f"the Mac's answer was refused: {problem}")
         previous = event.seq
+        # Below the epoch's start an earlier epoch is the history this one continues (seqs are
+        # never given twice): it is shown as this epoch's, which is what the page reads.
+        event.epoch = session.epoch
     return answer.events

@@ -104,7 +104,8 @@ CREATE TABLE IF NOT EXISTS sessions (
     permission_mode TEXT,
     epoch TEXT NOT NULL,
     last_seq INTEGER NOT NULL DEFAULT 0,
-    oldest_seq INTEGER NOT NULL DEFAULT 1
+    oldest_seq INTEGER NOT NULL DEFAULT 1,
+    epoch_start INTEGER NOT NULL DEFAULT 1
 );
 CREATE INDEX IF NOT EXISTS sessions_account ON sessions(account_id, position);
 CREATE TABLE IF NOT EXISTS conversations (
@@ -170,6 +171,9 @@ class Session:
     epoch: str
     last_seq: int
     oldest_seq: int
+    # The first seq numbered in this epoch: events below it may carry an earlier epoch (the
+    # history a new epoch continues, e.g. in the Mac's archive after the relay lost a session).
+    epoch_start: int = 1
 
     @property
     def numbering(self) -> seqrules.SessionSeq:
@@ -276,6 +280,9 @@ class Store:
         # stalls the writer for ~10 ms every few hundred commits, the whole tail of fan-out.
         conn.execute("PRAGMA wal_autocheckpoint = 0")
         conn.executescript(SCHEMA)
+        columns = {row[1] for row in conn.execute("PRAGMA table_info(sessions)")}
+        if "epoch_start" not in columns:  # a database made before the column existed
+            conn.execute("ALTER TABLE sessions ADD COLUMN epoch_start INTEGER NOT NULL DEFAULT 1")
         subagents.setup(conn)  # the subagent index: its tables and its trigger on events
         conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
         return conn
@@ -547,7 +554,8 @@ class Store:
 
     _SESSION_COLUMNS = (
         "id, account_id, device_id, cwd, title, grp, position, locked, mark, created_at,"
-        " updated_at, conversation_id, conversation_ids, permission_mode, epoch, last_seq, oldest_seq"
+        " updated_at, conversation_id, conversation_ids, permission_mode, epoch, last_seq, oldest_seq,"
+        " epoch_start"
     )
 
     @staticmethod
@@ -570,6 +578,7 @@ class Store:
             epoch=row[14],
             last_seq=row[15],
             oldest_seq=row[16],
+            epoch_start=row[17],
         )
 
     async def list_sessions(self, account_id: str) -> list[Session]:
@@ -860,11 +869,13 @@ class Store:
                     )
                 elif decision.new_epoch:
                     conn.execute(
-                        "UPDATE sessions SET epoch = ?, last_seq = ?, oldest_seq = ? WHERE id = ?",
+                        "UPDATE sessions SET epoch = ?, last_seq = ?, oldest_seq = ?,"
+                        " epoch_start = ? WHERE id = ?",
                         (
                             decision.seq.epoch,
                             decision.seq.last_seq,
                             decision.seq.oldest_seq,
+                            decision.seq.last_seq + 1,
                             pos.session_id,
                         ),
                     )
@@ -957,7 +968,8 @@ def _insert_session(
     ).fetchone()[0]
     conn.execute(
         "INSERT INTO sessions (id, account_id, device_id, cwd, title, position, created_at,"
-        " updated_at, epoch, last_seq, oldest_seq) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        " updated_at, epoch, last_seq, oldest_seq, epoch_start)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         (
             session_id,
             account_id,
@@ -969,6 +981,7 @@ def _insert_session(
             now,
             epoch,
             last_seq,
+            last_seq + 1,
             last_seq + 1,
         ),
     )

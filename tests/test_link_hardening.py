@@ -571,3 +571,31 @@ def test_a_replaced_link_logs_one_line_not_a_traceback(
     mine = [r for r in relay_log if account.device_id in r.getMessage() or r.exc_info]
     assert not [r for r in relay_log if r.exc_info], [r.getMessage() for r in relay_log]
     assert [r for r in mine if "replaced" in r.getMessage()], [r.getMessage() for r in mine]
+
+
+def test_history_of_an_earlier_epoch_below_the_epochs_start_is_shown_as_this_epochs(
+    relay: RelayServer, account: Account
+) -> None:
+    # The relay lost the session; the Mac's archive holds 1..40 numbered in the old epoch.
+    session_id = str(uuid.uuid4())
+    archive = MemoryArchive()
+    archive[session_id] = {
+        s: NumberedEvent(kind="user", text=f"old {s}", session_id=session_id, seq=s, epoch="old")
+        for s in range(1, 41)
+    }
+    archive.set_epoch(session_id, "old")
+
+    async def run() -> tuple[str, httpx.Response]:
+        link = MacLink(relay.url, account.device_token, archive=archive)
+        welcome = await link.connect()
+        try:
+            response = await asyncio.to_thread(page, relay, account, session_id, after=0)
+            return str(welcome.sessions[0].epoch), response
+        finally:
+            await link.close()
+
+    epoch, response = asyncio.run(run())
+    assert response.status_code == 200, response.text
+    events = response.json()["events"]
+    assert [e["seq"] for e in events] == list(range(1, 41))
+    assert {e["epoch"] for e in events} == {epoch} and epoch != "old"
