@@ -19,7 +19,7 @@ from pydantic import ValidationError
 from starlette.websockets import WebSocketState
 
 from relay.auth import authenticate
-from relay.errors import RelayError
+from relay.errors import NotFound, RelayError
 from relay.live import DeviceLink
 from relay.protocol import (
     PROTOCOL_VERSION,
@@ -240,7 +240,8 @@ async def _dispatch(state: RelayState, link: DeviceLink, message: Any) -> None:
     if isinstance(message, Lines):
         await _ingest(state, link, message)
     elif isinstance(message, SessionUpdate):
-        await state.session_update(link, message.session)
+        if await _owns(state, link, message.session.session_id):
+            await state.session_update(link, message.session)
     elif isinstance(message, CommandResult):
         link.resolve(message.command_id, message)
     elif isinstance(message, History):
@@ -249,6 +250,24 @@ async def _dispatch(state: RelayState, link: DeviceLink, message: Any) -> None:
         await link.send(Pong().model_dump_json())
     elif isinstance(message, Hello):
         await link.send(_error("bad_message", "hello was already received on this link"))
+
+
+async def _owns(state: RelayState, link: DeviceLink, session_id: str) -> bool:
+    """Whether this Mac may speak for the session (an unknown one is left to the caller)."""
+    try:
+        session = await state.store.get_session(link.account_id, session_id)
+    except NotFound:
+        return True
+    if session.device_id == link.device_id:
+        return True
+    await link.send(
+        _error(
+            "not_your_session",
+            f"session {session_id} belongs to another Mac of this account; "
+            "this update was not applied",
+        )
+    )
+    return False
 
 
 async def _ingest(state: RelayState, link: DeviceLink, batch: Lines) -> None:

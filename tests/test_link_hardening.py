@@ -599,3 +599,24 @@ def test_history_of_an_earlier_epoch_below_the_epochs_start_is_shown_as_this_epo
     events = response.json()["events"]
     assert [e["seq"] for e in events] == list(range(1, 41))
     assert {e["epoch"] for e in events} == {epoch} and epoch != "old"
+
+
+def test_another_mac_cannot_update_a_sessions_live_side(
+    relay: RelayServer, account: Account
+) -> None:
+    session_id = str(uuid.uuid4())
+    fill(relay, account.device_token, session_id, 1)
+    other_token, _ = second_mac(relay, account)
+    card = {"id": "fake", "kind": "permission", "title": "Bash", "options": []}
+
+    async def run() -> dict[str, Any]:
+        async with raw_link(relay, other_token) as ws:
+            await hello(ws)
+            update = {"type": "session_update", "session": {"session_id": session_id, "card": card}}
+            await ws.send(json.dumps(update))
+            return await until(ws, "error")
+
+    error = asyncio.run(run())
+    assert error["code"] == "not_your_session"
+    with phone_client(relay, account.phone_token) as client:
+        assert client.get(f"/api/sessions/{session_id}").json()["card"] is None
