@@ -1,11 +1,12 @@
 """Reading a page of a session's history: from the relay's store, and from the Mac for older parts.
 
 The relay keeps the latest ``events_kept`` events of each session; anything older lives in the
-Mac's archive and is fetched over the link, checked before a phone sees it. A page is always one
-unbroken run of seqs: it may stop early (``has_more``) at ``max_page_bytes`` or where the older
-history cannot be read, and when not even its first event can be read the answer is a clear
-``history_unavailable`` error naming the oldest seq the relay has — never a silent gap, never an
-empty page that says more follow.
+Mac's archive and is fetched over the link, checked before a phone sees it. A page may stop early
+(``has_more``) at ``max_page_bytes`` or where the older history cannot be read (the Mac offline,
+late, or refusing); when not even its first event can be read the answer is a clear
+``history_unavailable`` error naming the oldest seq the relay has — never a gap the relay cannot
+explain, never an empty page that says more follow. (Gaps in the Mac's own archive, see
+docs/protocol.md §8, are what the Mac answered: those events do not exist anywhere.)
 """
 
 from __future__ import annotations
@@ -30,8 +31,8 @@ async def fetch_page(
     """Events of ``page`` as (seq, JSON), oldest first, and whether more follow in its direction.
 
     At most ``max_bytes`` of JSON (default ``max_page_bytes``; at least one event). ``whole``:
-    every event of the page or ``history_unavailable``, with no size bound (callers that pick
-    events out of the page themselves)."""
+    no size bound, and ``history_unavailable`` rather than a page cut short where the Mac could
+    not be read (for callers that pick events out of the page themselves)."""
     if page.last < page.first:
         return [], page.has_more
     limit = None if whole else int(state.config.max_page_bytes) if max_bytes is None else max_bytes
@@ -41,9 +42,9 @@ async def fetch_page(
     if not page.backwards:
         older: Events = []
         if mac_part is not None:
-            older = await _older(state, session, *mac_part, budget, backwards=False)
-            if older[-1][0] < mac_part[1]:
-                return _whole(older, page, whole), True
+            older, complete = await _older(state, session, *mac_part, budget, whole=whole)
+            if not complete:
+                return older, True
         stored = budget.fit(
             await state.store.read_events(
                 session.id, stored_first, page.last, max_bytes=budget.left
@@ -52,7 +53,7 @@ async def fetch_page(
         events = older + stored
         if not events:
             raise _unavailable(session, f"the relay has no events {page.first}..{page.last}")
-        return _whole(events, page, whole), page.has_more or events[-1][0] < page.last
+        return events, page.has_more or events[-1][0] < page.last
     # Backwards: the newest events matter most, so the stored part (the newest) goes first.
     stored = []
     if stored_first <= page.last:
@@ -65,16 +66,16 @@ async def fetch_page(
         if not stored:
             raise _unavailable(session, f"the relay has no events {stored_first}..{page.last}")
         if stored[0][0] > stored_first or mac_part is None or budget.spent:
-            return _whole(stored, page, whole), page.has_more or stored[0][0] > page.first
+            return stored, page.has_more or stored[0][0] > page.first
     assert mac_part is not None
     try:
-        older = await _older(state, session, *mac_part, budget, backwards=True)
+        older, _ = await _older(state, session, *mac_part, budget, backwards=True, whole=whole)
     except RelayError:
         if not stored or whole:
             raise
         return stored, True  # the next page (before the first of these) says why
     events = older + stored
-    return _whole(events, page, whole), page.has_more or events[0][0] > page.first
+    return events, page.has_more or events[0][0] > page.first
 
 
 class _Budget:
@@ -109,15 +110,6 @@ class _Budget:
         return kept
 
 
-def _whole(events: Events, page: seqrules.Page, whole: bool) -> Events:
-    if whole and (len(events) != page.last - page.first + 1):
-        raise Conflict(
-            f"events {page.first}..{page.last} could not all be read",
-            code="history_unavailable",
-        )
-    return events
-
-
 def _unavailable(session: Session, why: str) -> Conflict:
     return Conflict(
         f"older history cannot be read now: {why}",
@@ -127,11 +119,22 @@ def _unavailable(session: Session, why: str) -> Conflict:
 
 
 async def _older(
-    state: RelayState, session: Session, first: int, last: int, budget: _Budget, *, backwards: bool
-) -> Events:
-    """The unbroken run of ``first..last`` (older than the relay keeps) that can be read: from
-    ``first`` up, or with ``backwards`` from ``last`` down. Events kept from before a new epoch
-    are read from the store; the rest are asked of the Mac. Raises when not one can be read."""
+    state: RelayState,
+    session: Session,
+    first: int,
+    last: int,
+    budget: _Budget,
+    *,
+    backwards: bool = False,
+    whole: bool = False,
+) -> tuple[Events, bool]:
+    """Events of ``first..last`` (older than the relay keeps), and whether that is all there is.
+
+    Events kept from before a new epoch are read from the store, the rest asked of the Mac. What
+    the Mac answered is all there is (its archive may have gaps, §8 of docs/protocol.md). When
+    the Mac cannot be asked, only the unbroken run the store has from ``first`` (or with
+    ``backwards`` down from ``last``) is given, never a page with a hole the relay cannot
+    explain. Raises ``history_unavailable`` when not one event can be read."""
     found = dict(
         await state.store.read_events(
             session.id, first, last, max_bytes=budget.left, newest=backwards
@@ -144,19 +147,25 @@ async def _older(
             for event in await _from_mac(state, session, missing[0], missing[-1]):
                 found.setdefault(event.seq, event.model_dump_json(exclude_none=True))
         except RelayError as exc:
+            if whole:
+                raise
             failure = exc
-    seqs = range(last, first - 1, -1) if backwards else range(first, last + 1)
-    run: Events = []
-    for seq in seqs:
-        if seq not in found:
-            break
-        run.append((seq, found[seq]))
-    run = budget.fit(run[::-1] if backwards else run, newest=backwards)
-    if not run:
+    if failure is None:
+        run = sorted(found.items())
+    else:
+        run = []
+        for seq in range(last, first - 1, -1) if backwards else range(first, last + 1):
+            if seq not in found:
+                break
+            run.append((seq, found[seq]))
+        if backwards:
+            run.reverse()
+    kept = budget.fit(run, newest=backwards)
+    if not kept:
         if failure is not None:
             raise failure
         raise _unavailable(session, f"the Mac has none of events {first}..{last}")
-    return run
+    return kept, failure is None and len(kept) == len(run)
 
 
 async def _from_mac(

@@ -415,6 +415,29 @@ def test_history_from_the_mac_is_checked_before_a_phone_sees_it(make_relay: Any,
     assert response.json()["error"]["code"] == "history_unavailable"
 
 
+def test_a_gap_in_the_macs_own_archive_is_what_the_mac_answered(make_relay: Any) -> None:
+    server: RelayServer = make_relay(events_kept=5)
+    acct = server.account()
+    session_id = str(uuid.uuid4())
+    _, epoch = fill(server, acct.device_token, session_id, 20)
+    archive = [
+        NumberedEvent(kind="user", text=f"old {s}", session_id=session_id, seq=s, epoch=epoch)
+        for s in (11, 13, 14, 15)
+    ]
+
+    async def run() -> httpx.Response:
+        link = MacLink(server.url, acct.device_token, archive=CraftedArchive(archive))
+        await link.connect()
+        try:
+            return await asyncio.to_thread(page, server, acct, session_id, before=16, limit=5)
+        finally:
+            await link.close()
+
+    response = asyncio.run(run())
+    assert response.status_code == 200, response.text
+    assert [e["seq"] for e in response.json()["events"]] == [11, 13, 14, 15]
+
+
 # -- 8. line offsets -----------------------------------------------------------------------------
 
 
