@@ -19,8 +19,8 @@ from websockets.asyncio.client import ClientConnection
 
 from agent.link import RelayLink
 from relay.protocol import DeviceInfo, LineRecord, NumberedEvent, SessionPosition, Welcome
-from relay.replay import MacLink, MemoryArchive, link_url
-from tests.conftest import Account, RelayServer, mac, phone_client
+from relay.replay import MacLink, MemoryArchive, link_url, read_lines
+from tests.conftest import Account, RelayServer, mac, phone_client, transcript
 
 
 def user_text(text: str) -> str:
@@ -436,6 +436,28 @@ def test_a_gap_in_the_macs_own_archive_is_what_the_mac_answered(make_relay: Any)
     response = asyncio.run(run())
     assert response.status_code == 200, response.text
     assert [e["seq"] for e in response.json()["events"]] == [11, 13, 14, 15]
+
+
+@pytest.mark.parametrize("query", [{"before": 2**70}, {"after": 2**70}, {"before": 2**53 + 1}])
+def test_positions_from_a_phone_are_range_checked_on_every_events_page(
+    relay: RelayServer, account: Account, query: dict[str, int]
+) -> None:
+    session_id = str(uuid.uuid4())
+    main = list(read_lines(transcript("m_subagent__b9a49076").read_bytes()))
+    sub = list(read_lines(transcript("m_subagent__subagent").read_bytes()))
+
+    async def run() -> None:
+        async with mac(relay, account.device_token) as link:
+            await link.send_lines(session_id, "b9a49076-7ef0-4409-b3eb-ff11c5c634e6", main)
+            await link.send_lines(session_id, "agent-a0f2c7af82d1d7fd7", sub)
+
+    asyncio.run(run())
+    with phone_client(relay, account.phone_token) as client:
+        base = f"/api/sessions/{session_id}"
+        for path in (f"{base}/events", f"{base}/subagents/a0f2c7af82d1d7fd7/events"):
+            response = client.get(path, params=query)
+            assert response.status_code == 400, (path, response.text)
+            assert response.json()["error"]["code"] == "bad_after"
 
 
 # -- 8. line offsets -----------------------------------------------------------------------------
