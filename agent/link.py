@@ -140,6 +140,11 @@ class RelayLink:
             ack = await link.send_lines(session_id, conversation_id, lines, cwd=cwd)
         except (ConnectionError, TimeoutError, websockets.exceptions.ConnectionClosed) as exc:
             raise NotLinked(str(exc)) from exc
+        except LinkRefused as exc:
+            # The relay answered this batch with an error (e.g. "internal"): the lines stay in
+            # the transcript and are sent again later, as after a lost link.
+            _log.warning("the relay refused a batch of session %s: %s", session_id, exc)
+            raise NotLinked(str(exc)) from exc
         _log_dropped(ack)
         return ack
 
