@@ -138,9 +138,16 @@ class RelayLink:
     ) -> Ack:
         link = self._require()
         try:
-            return await link.send_lines(session_id, conversation_id, lines, cwd=cwd)
+            ack = await link.send_lines(session_id, conversation_id, lines, cwd=cwd)
         except (ConnectionError, TimeoutError, websockets.exceptions.ConnectionClosed) as exc:
             raise NotLinked(str(exc)) from exc
+        except LinkRefused as exc:
+            # The relay answered this batch with an error (e.g. "internal"): the lines stay in
+            # the transcript and are sent again later, as after a lost link.
+            _log.warning("the relay refused a batch of session %s: %s", session_id, exc)
+            raise NotLinked(str(exc)) from exc
+        _log_dropped(ack)
+        return ack
 
     async def send(self, message: BaseModel) -> None:
         """Send one more link message (relay/protocol.py) as it is."""
@@ -156,3 +163,25 @@ class RelayLink:
             await link.update(info)
         except websockets.exceptions.ConnectionClosed as exc:
             raise NotLinked(str(exc)) from exc
+
+
+def _log_dropped(ack: Ack) -> None:
+    """Say which lines the relay did not store: a resend's duplicates are expected (debug), lines
+    out of order or out of range are a bug on this side worth seeing (warning)."""
+    if not ack.dropped:
+        return
+    by_reason: dict[str, list[int]] = {}
+    for line in ack.dropped:
+        by_reason.setdefault(line.reason, []).append(line.offset)
+    for reason, offsets in sorted(by_reason.items()):
+        shown = ", ".join(str(o) for o in offsets[:10]) + (" …" if len(offsets) > 10 else "")
+        level = logging.DEBUG if reason == "duplicate" else logging.WARNING
+        _log.log(
+            level,
+            "the relay dropped %d line(s) of session %s, conversation %s (%s) at offsets %s",
+            len(offsets),
+            ack.session_id,
+            ack.conversation_id,
+            reason,
+            shown,
+        )

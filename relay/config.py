@@ -71,6 +71,12 @@ SETTINGS: tuple[Setting, ...] = (
         "relay",
     ),
     Setting("catchup_page", 500, "Largest page of events one catch-up request returns.", "relay"),
+    Setting(
+        "max_page_bytes",
+        4 * MIB,
+        "Largest page of events in bytes; a page stops early (has_more) but holds at least one.",
+        "relay",
+    ),
     # Relay: where and how it listens
     Setting(
         "data_dir", "~/.claude-bridge/relay", "Folder of the relay's database (relay.db).", "relay"

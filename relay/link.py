@@ -9,16 +9,18 @@ answers to the relay's ``command`` and ``history_request`` messages. See docs/pr
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 from typing import Any
 
 from fastapi import APIRouter, WebSocket, WebSocketDisconnect
 from pydantic import ValidationError
+from starlette.websockets import WebSocketState
 
 from relay import audit
 from relay.auth import authenticate
-from relay.errors import RelayError
+from relay.errors import NotFound, RelayError
 from relay.live import DeviceLink
 from relay.protocol import (
     PROTOCOL_VERSION,
@@ -35,6 +37,7 @@ from relay.protocol import (
     SessionUpdate,
     Welcome,
     agent_message,
+    replace_surrogates,
 )
 from relay.state import RelayState
 
@@ -67,7 +70,7 @@ async def agent_link(ws: WebSocket) -> None:
     await ws.accept()
     try:
         first = await asyncio.wait_for(ws.receive_text(), HELLO_TIMEOUT)
-        hello = agent_message.validate_json(first)
+        hello = parse_message(first)
         if not isinstance(hello, Hello):
             raise ValueError("the first message must be hello")
         if hello.protocol != PROTOCOL_VERSION:
@@ -75,7 +78,10 @@ async def agent_link(ws: WebSocket) -> None:
                 f"this relay speaks link protocol {PROTOCOL_VERSION}, the Mac {hello.protocol}; "
                 "update the older side"
             )
-    except (TimeoutError, ValueError, ValidationError, WebSocketDisconnect) as exc:
+    except ValidationError as exc:
+        await _close_protocol(ws, f"expected a valid hello first: {_first_error(exc)}")
+        return
+    except (TimeoutError, ValueError, WebSocketDisconnect, RuntimeError) as exc:
         await _close_protocol(ws, f"expected hello first: {exc}")
         return
 
@@ -84,62 +90,139 @@ async def agent_link(ws: WebSocket) -> None:
     name = hello.device.name or device_id
     link = DeviceLink(device_id, account_id, name, ws.send_text, close_socket=ws.close)
     old = state.live.attach(link)
-    if old is not None:
-        # The newest connection of a Mac wins (the old one is usually a dead socket).
-        old.fail_pending()
-        await old.close(CLOSE_REPLACED, "replaced by a newer link from the same Mac")
-    await state.store.device_seen(device_id, hello.device.model_dump())
-
-    reconciled = await state.store.reconcile(account_id, device_id, hello.sessions)
-    positions = [
-        SessionPosition(session_id=r.session.id, last_seq=r.session.last_seq, epoch=r.session.epoch)
-        for r in reconciled
-    ]
-    await link.send(Welcome(device_id=device_id, sessions=positions).model_dump_json())
-    for r in reconciled:
-        if r.restarted:
-            state.hub.resync_session(r.session.id, "history_restarted")
-            state.publish_session(r.session)
-        if r.send_after is not None:
-            await _send_missed(
-                state, link, r.session.id, r.session.epoch, r.send_after, r.session.last_seq
-            )
-    state.publish_device(account_id, device_id)
-    _log.info("Mac %s (%s) linked with %d sessions", name, device_id, len(hello.sessions))
-
-    max_bytes = int(state.config.max_link_message_bytes)
-    watchdog = asyncio.create_task(_watch_token(state, link, principal.token_hash))
+    watchdog: asyncio.Task[None] | None = None
+    # From here on every step is inside the cleanup below: whatever happens (the socket dies
+    # during the welcome, a store error), the Mac never stays listed as online.
     try:
-        while True:
-            frame = await ws.receive()
-            if frame["type"] == "websocket.disconnect":
-                break
-            text = frame.get("text")
-            if text is None:
-                await link.send(_error("bad_message", "send JSON text frames, not binary ones"))
-                continue
-            if len(text) > max_bytes:
-                await link.send(
-                    _error("message_too_large", f"a link message is limited to {max_bytes} bytes")
+        if old is not None:
+            # The newest connection of a Mac wins (the old one is usually a dead socket).
+            old.replaced = True
+            old.fail_pending()
+            await old.close(CLOSE_REPLACED, "replaced by a newer link from the same Mac")
+        await state.store.device_seen(device_id, hello.device.model_dump())
+        outcome = await state.store.reconcile(account_id, device_id, hello.sessions)
+        positions = [
+            SessionPosition(
+                session_id=r.session.id, last_seq=r.session.last_seq, epoch=r.session.epoch
+            )
+            for r in outcome.sessions
+        ]
+        await link.send(Welcome(device_id=device_id, sessions=positions).model_dump_json())
+        if outcome.refused:
+            listed = ", ".join(outcome.refused[:5]) + (" …" if len(outcome.refused) > 5 else "")
+            await link.send(
+                _error(
+                    "not_your_session",
+                    f"{len(outcome.refused)} session(s) in hello belong to another Mac of this "
+                    f"account and were left as they are: {listed}",
                 )
-                continue
-            try:
-                message = agent_message.validate_json(text)
-            except ValidationError as exc:
-                await link.send(_error("bad_message", _first_error(exc)))
-                continue
-            await _dispatch(state, link, message)
-    except WebSocketDisconnect:
-        pass
-    except RuntimeError as exc:  # the socket was closed under us (replaced link)
+            )
+        for r in outcome.sessions:
+            if r.restarted:
+                state.hub.resync_session(r.session.id, "history_restarted")
+                state.publish_session(r.session)
+            if r.send_after is not None:
+                await _send_missed(
+                    state, link, r.session.id, r.session.epoch, r.send_after, r.session.last_seq
+                )
+        state.publish_device(account_id, device_id)
+        _log.info("Mac %s (%s) linked with %d sessions", name, device_id, len(hello.sessions))
+        watchdog = asyncio.create_task(_watch_token(state, link, principal.token_hash))
+        await _serve(state, link, ws)
+    except (WebSocketDisconnect, OSError):
+        pass  # the connection went away
+    except RuntimeError as exc:  # the socket was closed under us (a replaced link)
         _log.debug("link %s closed: %s", device_id, exc)
+    except Exception:
+        _log.exception("the link of Mac %s (%s) failed", name, device_id)
+        await link.close(1011, "relay error")
     finally:
-        watchdog.cancel()
+        if watchdog is not None:
+            watchdog.cancel()
         link.fail_pending()
         if state.live.detach(link):
-            await state.store.device_seen(device_id)
+            with contextlib.suppress(Exception):  # still the cleanup: never skip what follows
+                await state.store.device_seen(device_id)
             state.publish_device(account_id, device_id)
-        _log.info("Mac %s (%s) unlinked", name, device_id)
+        if link.replaced:
+            _log.info("Mac %s (%s): link replaced by a newer one", name, device_id)
+        else:
+            _log.info("Mac %s (%s) unlinked", name, device_id)
+
+
+async def _serve(state: RelayState, link: DeviceLink, ws: WebSocket) -> None:
+    """Read messages until the socket closes; one message's failure is answered, never fatal."""
+    max_bytes = int(state.config.max_link_message_bytes)
+    while True:
+        frame = await ws.receive()
+        if frame["type"] == "websocket.disconnect":
+            return
+        text = frame.get("text")
+        if text is None:
+            await link.send(_error("bad_message", "send JSON text frames, not binary ones"))
+            continue
+        if len(text) > max_bytes:
+            await link.send(
+                _error("message_too_large", f"a link message is limited to {max_bytes} bytes")
+            )
+            continue
+        try:
+            message = parse_message(text)
+        except ValidationError as exc:
+            await _refuse(link, text, exc)
+            continue
+        try:
+            await _dispatch(state, link, message)
+        except Exception as exc:
+            if _gone(ws) or isinstance(exc, WebSocketDisconnect):
+                raise
+            _log.exception(
+                "Mac %s (%s): a %s message failed", link.name, link.device_id, message.type
+            )
+            batch = message.batch if isinstance(message, Lines) else None
+            await link.send(
+                _error(
+                    "internal",
+                    f"the relay failed to handle this {message.type} message and did not apply "
+                    "it; the link goes on (see the relay's log)",
+                    batch=batch,
+                )
+            )
+
+
+def parse_message(text: str) -> Any:
+    """An agent message from its JSON text.
+
+    JSON may hold a lone UTF-16 surrogate escape (legal JSON, though not Unicode); the fast
+    parser refuses it, so such a message is read again and the bad code points replaced."""
+    try:
+        return agent_message.validate_json(text)
+    except ValidationError as exc:
+        if not any(e["type"] == "json_invalid" for e in exc.errors()):
+            raise
+        try:
+            raw = json.loads(text)
+        except (ValueError, RecursionError):
+            raise exc from None
+        return agent_message.validate_python(replace_surrogates(raw))
+
+
+async def _refuse(link: DeviceLink, text: str, exc: ValidationError) -> None:
+    """Answer a message that is not valid; a history answer also ends its request at once."""
+    reason = _first_error(exc)
+    await link.send(_error("bad_message", reason))
+    try:
+        raw = json.loads(text)
+    except (ValueError, RecursionError):
+        return
+    if isinstance(raw, dict) and raw.get("type") == "history":
+        request_id = raw.get("request_id")
+        if isinstance(request_id, str):
+            link.resolve(request_id, History(request_id=request_id, error=f"not valid: {reason}"))
+
+
+def _gone(ws: WebSocket) -> bool:
+    return WebSocketState.DISCONNECTED in (ws.client_state, ws.application_state)
 
 
 async def _watch_token(state: RelayState, link: DeviceLink, token_hash: str) -> None:
@@ -159,7 +242,8 @@ async def _dispatch(state: RelayState, link: DeviceLink, message: Any) -> None:
     if isinstance(message, Lines):
         await _ingest(state, link, message)
     elif isinstance(message, SessionUpdate):
-        await state.session_update(link, message.session)
+        if await _owns(state, link, message.session.session_id):
+            await state.session_update(link, message.session)
     elif isinstance(message, CommandResult):
         link.resolve(message.command_id, message)
     elif isinstance(message, History):
@@ -171,6 +255,24 @@ async def _dispatch(state: RelayState, link: DeviceLink, message: Any) -> None:
         await link.send(Pong().model_dump_json())
     elif isinstance(message, Hello):
         await link.send(_error("bad_message", "hello was already received on this link"))
+
+
+async def _owns(state: RelayState, link: DeviceLink, session_id: str) -> bool:
+    """Whether this Mac may speak for the session (an unknown one is left to the caller)."""
+    try:
+        session = await state.store.get_session(link.account_id, session_id)
+    except NotFound:
+        return True
+    if session.device_id == link.device_id:
+        return True
+    await link.send(
+        _error(
+            "not_your_session",
+            f"session {session_id} belongs to another Mac of this account; "
+            "this update was not applied",
+        )
+    )
+    return False
 
 
 async def _ingest(state: RelayState, link: DeviceLink, batch: Lines) -> None:
@@ -195,6 +297,7 @@ async def _ingest(state: RelayState, link: DeviceLink, batch: Lines) -> None:
         epoch=result.session.epoch,
         duplicates=result.duplicates,
         rejected=result.rejected,
+        dropped=result.dropped,
     )
     await link.send(ack.model_dump_json())
     if result.events:
@@ -209,7 +312,10 @@ async def _send_missed(
     first = after + 1
     while first <= last:
         chunk = await state.store.read_events(
-            session_id, first, min(last, first + EVENTS_CHUNK - 1)
+            session_id,
+            first,
+            min(last, first + EVENTS_CHUNK - 1),
+            max_bytes=int(state.config.max_page_bytes),
         )
         if not chunk:
             break

@@ -38,6 +38,7 @@ class DeviceLink:
     pending: dict[str, asyncio.Future[Any]] = field(default_factory=dict)
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     closed: bool = False
+    replaced: bool = False  # a newer link of the same Mac took over
 
     async def send(self, text: str) -> None:
         # One sender at a time: commands from HTTP handlers interleave with acks.
@@ -75,8 +76,9 @@ class DeviceLink:
         return result
 
     async def close(self, code: int, reason: str) -> None:
+        """Close the socket; one that is already closed or broken is fine (it is what we want)."""
         if self.close_socket is not None:
-            with contextlib.suppress(RuntimeError):  # already closed
+            with contextlib.suppress(Exception):
                 await self.close_socket(code, reason)
 
     def resolve(self, request_id: str, value: Any) -> bool:

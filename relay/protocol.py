@@ -12,12 +12,47 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from enum import StrEnum
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
 PROTOCOL_VERSION = 1
+
+# Limits on every integer from the wire. Seqs and offsets reach the page, so they stay within
+# JavaScript's safe integers (2^53 - 1; SQLite's INTEGER would take 2^63 - 1): a larger value
+# is a ``bad_message``, never an overflow deeper in.
+MAX_SAFE_INTEGER = 2**53 - 1
+MAX_SEQ = MAX_SAFE_INTEGER
+MAX_BATCH = MAX_SAFE_INTEGER
+MAX_OFFSET = MAX_SAFE_INTEGER
+# A line at or past this byte offset cannot be in a real transcript (1 TiB): the relay drops it
+# (reported in the ack as ``out_of_range``) instead of letting it hide every later line.
+MAX_TRANSCRIPT_OFFSET = 2**40
+MAX_HISTORY_LIMIT = 10_000  # events one history request may ask for
+
+Seq = Annotated[int, Field(ge=1, le=MAX_SEQ)]
+SeqOrZero = Annotated[int, Field(ge=0, le=MAX_SEQ)]
+Offset = Annotated[int, Field(ge=0, le=MAX_OFFSET)]
+BatchNumber = Annotated[int, Field(ge=0, le=MAX_BATCH)]
+
+_LONE_SURROGATE = re.compile("[\ud800-\udfff]")
+
+
+def replace_surrogates(value: Any) -> Any:
+    """``value`` (parsed JSON) with every lone UTF-16 surrogate replaced by U+FFFD.
+
+    JSON may carry ``"\\ud83d"`` alone (what a JavaScript program writes when it cuts an emoji
+    in half); Python decodes it to a code point that UTF-8, SQLite and the page cannot take.
+    Pairs were already joined by the decoder, so any surrogate left is a lone one."""
+    if isinstance(value, str):
+        return _LONE_SURROGATE.sub("\ufffd", value) if _LONE_SURROGATE.search(value) else value
+    if isinstance(value, list):
+        return [replace_surrogates(v) for v in value]
+    if isinstance(value, dict):
+        return {replace_surrogates(k): replace_surrogates(v) for k, v in value.items()}
+    return value
 
 
 class _Model(BaseModel):
@@ -82,10 +117,10 @@ class NumberedEvent(DisplayEvent):
     """A stored event: a display event with its place in the session's history."""
 
     session_id: str
-    seq: int
+    seq: Seq
     epoch: str
     conversation_id: str | None = None
-    offset: int | None = None  # byte offset of the transcript line it came from
+    offset: Offset | None = None  # byte offset of the transcript line it came from
 
 
 # ---------------------------------------------------------------------------
@@ -96,9 +131,18 @@ class NumberedEvent(DisplayEvent):
 class LineRecord(_Model):
     """One complete transcript line and its identity: conversation id + byte offset (+ uuid)."""
 
-    offset: int = Field(ge=0)
+    offset: Offset
     text: str
     uuid: str | None = None
+
+
+class DroppedLine(_Model):
+    """A line of a batch the relay did not store, and why (reported in the ack)."""
+
+    offset: int
+    # duplicate: stored before (a resend); out_of_order: not after the line before it in the
+    # conversation; out_of_range: at or past MAX_TRANSCRIPT_OFFSET
+    reason: Literal["duplicate", "out_of_order", "out_of_range"]
 
 
 class CardOption(_Model):
@@ -128,7 +172,7 @@ class SessionPosition(_Model):
     """What a Mac knows of a session's numbered history, sent in hello."""
 
     session_id: str
-    last_seq: int = Field(default=0, ge=0)
+    last_seq: SeqOrZero = 0
     epoch: str | None = None
 
 
@@ -174,7 +218,7 @@ class Lines(_Model):
     """A batch of complete new lines of one conversation of one session."""
 
     type: Literal["lines"] = "lines"
-    batch: int
+    batch: BatchNumber
     session_id: str
     conversation_id: str
     lines: list[LineRecord]
@@ -264,14 +308,15 @@ class Ack(_Model):
     """A batch is durably stored: lines up to ``through_offset`` need never be sent again."""
 
     type: Literal["ack"] = "ack"
-    batch: int
+    batch: BatchNumber
     session_id: str
     conversation_id: str
-    through_offset: int
-    last_seq: int
+    through_offset: int  # -1 while nothing of the conversation is stored
+    last_seq: SeqOrZero
     epoch: str
     duplicates: int = 0  # lines already stored before (sent twice after a reconnect)
     rejected: list[str] = Field(default_factory=list)  # why lines were replaced by markers
+    dropped: list[DroppedLine] = Field(default_factory=list)  # lines not stored, by offset
 
 
 class Events(_Model):
@@ -310,15 +355,15 @@ class HistoryRequest(_Model):
     type: Literal["history_request"] = "history_request"
     request_id: str
     session_id: str
-    before: int
-    limit: int
+    before: Annotated[int, Field(ge=1, le=MAX_SEQ + 1)]
+    limit: Annotated[int, Field(ge=1, le=MAX_HISTORY_LIMIT)]
 
 
 class LinkError(_Model):
     type: Literal["error"] = "error"
     code: str
     message: str
-    batch: int | None = None  # set when the error answers a lines batch instead of an ack
+    batch: BatchNumber | None = None  # set when the error answers a lines batch instead of an ack
 
 
 class Pong(_Model):

@@ -367,7 +367,8 @@ async def subagent_events_page(
         limit=limit,
         epoch=epoch,
         page_max=int(state.config.catchup_page),
-        fetch=functools.partial(fetch_page, state),
+        # The subagent page picks its events out of what is fetched: all of it or an error.
+        fetch=functools.partial(fetch_page, state, whole=True),
     )
     return Response(body, media_type="application/json")
 

@@ -14,6 +14,7 @@ import secrets
 from dataclasses import dataclass
 
 from relay.errors import BadRequest, Conflict
+from relay.protocol import MAX_SEQ
 
 EPOCH_BYTES = 6
 
@@ -72,13 +73,14 @@ class Page:
     last: int
     from_mac: tuple[int, int] | None  # (first, last) part older than the relay keeps
     has_more: bool
+    backwards: bool = False  # read from ``last`` down (a ``before`` page): the newest matter
 
 
 def page_after(seq: SessionSeq, after: int, limit: int, client_epoch: str | None) -> Page:
     """Events after ``after`` (exclusive), oldest first, at most ``limit``."""
     _check_epoch(seq, client_epoch)
-    if after < 0:
-        raise BadRequest("after must be 0 or a positive seq", code="bad_after", after=after)
+    if not 0 <= after <= MAX_SEQ:
+        raise BadRequest(f"after must be a seq from 0 to {MAX_SEQ}", code="bad_after")
     if after > seq.last_seq:
         raise Conflict(
             f"after={after} is beyond the last seq {seq.last_seq}: this history was restarted; "
@@ -96,21 +98,21 @@ def page_after(seq: SessionSeq, after: int, limit: int, client_epoch: str | None
 def page_before(seq: SessionSeq, before: int, limit: int, client_epoch: str | None) -> Page:
     """Events before ``before`` (exclusive), the newest ``limit`` of them, returned oldest first."""
     _check_epoch(seq, client_epoch)
-    if before < 1:
-        raise BadRequest("before must be a positive seq", code="bad_after", before=before)
+    if not 1 <= before <= MAX_SEQ + 1:
+        raise BadRequest(f"before must be a seq from 1 to {MAX_SEQ + 1}", code="bad_after")
     last = min(before - 1, seq.last_seq)
     first = max(1, last - limit + 1)
     if last < 1:
-        return Page(first=1, last=0, from_mac=None, has_more=False)
+        return Page(first=1, last=0, from_mac=None, has_more=False, backwards=True)
     from_mac = (first, min(last, seq.oldest_seq - 1)) if first < seq.oldest_seq else None
-    return Page(first=first, last=last, from_mac=from_mac, has_more=first > 1)
+    return Page(first=first, last=last, from_mac=from_mac, has_more=first > 1, backwards=True)
 
 
 def check_limit(limit: int | None, page_max: int) -> int:
     if limit is None:
         return page_max
     if limit < 1 or limit > page_max:
-        raise BadRequest(f"limit must be between 1 and {page_max}", code="bad_limit", limit=limit)
+        raise BadRequest(f"limit must be between 1 and {page_max}", code="bad_limit")
     return limit
 
 

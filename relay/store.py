@@ -14,6 +14,7 @@ import functools
 import hashlib
 import hmac
 import json
+import re
 import secrets
 import sqlite3
 import threading
@@ -28,13 +29,17 @@ from relay import subagents
 from relay.config import Config
 from relay.convert import BRIDGE_CONVERSATION, Conversion, ConversionLimits, convert_line
 from relay.datadir import DATABASE, secure_folder
-from relay.errors import Conflict, NotFound, Unauthorized
+from relay.errors import BadRequest, Conflict, NotFound, RelayError, Unauthorized
 from relay.protocol import (
+    MAX_SEQ,
+    MAX_TRANSCRIPT_OFFSET,
     DisplayEvent,
+    DroppedLine,
     EventKind,
     LineRecord,
     MarkerKind,
     SessionPosition,
+    replace_surrogates,
 )
 from relay.writer import Writer
 
@@ -104,7 +109,8 @@ CREATE TABLE IF NOT EXISTS sessions (
     permission_mode TEXT,
     epoch TEXT NOT NULL,
     last_seq INTEGER NOT NULL DEFAULT 0,
-    oldest_seq INTEGER NOT NULL DEFAULT 1
+    oldest_seq INTEGER NOT NULL DEFAULT 1,
+    epoch_start INTEGER NOT NULL DEFAULT 1
 );
 CREATE INDEX IF NOT EXISTS sessions_account ON sessions(account_id, position);
 CREATE TABLE IF NOT EXISTS conversations (
@@ -180,6 +186,9 @@ class Session:
     epoch: str
     last_seq: int
     oldest_seq: int
+    # The first seq numbered in this epoch: events below it may carry an earlier epoch (the
+    # history a new epoch continues, e.g. in the Mac's archive after the relay lost a session).
+    epoch_start: int = 1
 
     @property
     def numbering(self) -> seqrules.SessionSeq:
@@ -212,6 +221,7 @@ class IngestResult:
     through_offset: int
     duplicates: int = 0
     rejected: list[str] = field(default_factory=list)
+    dropped: list[DroppedLine] = field(default_factory=list)
     created: bool = False
 
 
@@ -220,6 +230,12 @@ class Reconciled:
     session: Session
     send_after: int | None  # send the Mac the events after this seq
     restarted: bool  # a new epoch began for a session the relay had: viewers must resync
+
+
+@dataclass
+class Reconciliation:
+    sessions: list[Reconciled] = field(default_factory=list)
+    refused: list[str] = field(default_factory=list)  # session ids of another Mac: untouched
 
 
 class LineObserver(Protocol):
@@ -279,6 +295,9 @@ class Store:
         # stalls the writer for ~10 ms every few hundred commits, the whole tail of fan-out.
         conn.execute("PRAGMA wal_autocheckpoint = 0")
         conn.executescript(SCHEMA)
+        columns = {row[1] for row in conn.execute("PRAGMA table_info(sessions)")}
+        if "epoch_start" not in columns:  # a database made before the column existed
+            conn.execute("ALTER TABLE sessions ADD COLUMN epoch_start INTEGER NOT NULL DEFAULT 1")
         subagents.setup(conn)  # the subagent index: its tables and its trigger on events
         conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
         return conn
@@ -576,7 +595,8 @@ class Store:
 
     _SESSION_COLUMNS = (
         "id, account_id, device_id, cwd, title, grp, position, locked, mark, created_at,"
-        " updated_at, conversation_id, conversation_ids, permission_mode, epoch, last_seq, oldest_seq"
+        " updated_at, conversation_id, conversation_ids, permission_mode, epoch, last_seq, oldest_seq,"
+        " epoch_start"
     )
 
     @staticmethod
@@ -599,6 +619,7 @@ class Store:
             epoch=row[14],
             last_seq=row[15],
             oldest_seq=row[16],
+            epoch_start=row[17],
         )
 
     async def list_sessions(self, account_id: str) -> list[Session]:
@@ -716,10 +737,7 @@ class Store:
                     f"no session {session_id}", code="unknown_session", session_id=session_id
                 )
             elif row[1] != device_id:
-                # The session now runs on this Mac (moved).
-                conn.execute(
-                    "UPDATE sessions SET device_id = ? WHERE id = ?", (device_id, session_id)
-                )
+                raise _not_yours(session_id)
             srow = _select_session(conn, session_id)
             numbering = seqrules.SessionSeq(srow[14], srow[15], srow[16])
             conv = conn.execute(
@@ -730,22 +748,35 @@ class Store:
             through = last_offset
             duplicates = 0
             rejected: list[str] = []
+            dropped: list[DroppedLine] = []
             pending: list[tuple[LineRecord, DisplayEvent]] = []
             converted: list[tuple[LineRecord, Conversion]] = []
             new_uuids: list[str] = []
             permission_mode: str | None = None
             known = _known_uuids(conn, session_id, [x.uuid for x in lines if x.uuid])
             for line in lines:
-                if line.offset <= through:
+                # Offsets only grow within a conversation; a line that breaks the order is
+                # dropped and reported, never allowed to move the mark (it would hide every
+                # later line as "already stored").
+                if line.offset >= MAX_TRANSCRIPT_OFFSET:
+                    dropped.append(DroppedLine(offset=line.offset, reason="out_of_range"))
+                    continue
+                if line.offset <= last_offset:
                     duplicates += 1  # sent again after a reconnect: stored already
+                    dropped.append(DroppedLine(offset=line.offset, reason="duplicate"))
+                    continue
+                if line.offset <= through:
+                    dropped.append(DroppedLine(offset=line.offset, reason="out_of_order"))
                     continue
                 through = line.offset
                 if line.uuid is not None:
                     if line.uuid in known:
                         duplicates += 1  # the same line copied into another conversation file
+                        dropped.append(DroppedLine(offset=line.offset, reason="duplicate"))
                         continue
                     known.add(line.uuid)
                     new_uuids.append(line.uuid)
+                line = _readable(line)
                 size = len(line.text.encode("utf-8", "surrogatepass"))
                 if size > max_line:
                     reason = f"line at offset {line.offset} is {size} bytes (limit {max_line})"
@@ -758,6 +789,11 @@ class Store:
                 if facts.permission_mode:
                     permission_mode = facts.permission_mode
                 pending.extend((line, event) for event in conversion.events)
+            if numbering.last_seq + len(pending) > MAX_SEQ:
+                raise BadRequest(
+                    f"session {session_id} has used every seq up to {MAX_SEQ}", code="seq_exhausted"
+                )
+            aged_from = numbering.oldest_seq
             numbers, numbering = seqrules.number(numbering, len(pending), kept)
             for observer in observers:
                 # Same transaction: what observers derive (titles, usage, search…) is stored
@@ -780,9 +816,11 @@ class Store:
                     "INSERT INTO events (session_id, seq, data) VALUES (?, ?, ?)",
                     [(session_id, s, data) for s, data in stored],
                 )
+                # Only what just aged out of the window: events kept from before a new epoch
+                # (below its start, see reconcile) stay readable.
                 conn.execute(
-                    "DELETE FROM events WHERE session_id = ? AND seq < ?",
-                    (session_id, numbering.oldest_seq),
+                    "DELETE FROM events WHERE session_id = ? AND seq >= ? AND seq < ?",
+                    (session_id, aged_from, numbering.oldest_seq),
                 )
             if new_uuids:
                 conn.executemany(
@@ -827,6 +865,7 @@ class Store:
                 through_offset=through,
                 duplicates=duplicates,
                 rejected=rejected,
+                dropped=dropped,
                 created=created,
             )
 
@@ -834,20 +873,29 @@ class Store:
 
     async def reconcile(
         self, account_id: str, device_id: str, positions: Iterable[SessionPosition]
-    ) -> list[Reconciled]:
-        """Apply the Mac's hello: for each session, the relay's numbering and what to send back."""
+    ) -> Reconciliation:
+        """Apply the Mac's hello: for each session, the relay's numbering and what to send back.
+
+        A Mac speaks only for its own sessions (the device the session is on): another Mac's are
+        refused and left untouched. A Mac ahead of the relay (the relay lost its latest events)
+        starts a new epoch numbered after the Mac's seq (relay/seq.py), but what the relay has
+        stored stays: a Mac's word never deletes an event."""
         positions = list(positions)
 
-        def job(conn: sqlite3.Connection, _: list[Callable[[], None]]) -> list[Reconciled]:
-            out: list[Reconciled] = []
+        def job(conn: sqlite3.Connection, _: list[Callable[[], None]]) -> Reconciliation:
+            out = Reconciliation()
             for pos in positions:
                 row = conn.execute(
-                    "SELECT account_id, epoch, last_seq, oldest_seq FROM sessions WHERE id = ?",
+                    "SELECT account_id, device_id, epoch, last_seq, oldest_seq FROM sessions"
+                    " WHERE id = ?",
                     (pos.session_id,),
                 ).fetchone()
                 if row is not None and row[0] != account_id:
                     continue  # another account's session id: ignore, reveal nothing
-                relay_seq = seqrules.SessionSeq(row[1], row[2], row[3]) if row else None
+                if row is not None and row[1] != device_id:
+                    out.refused.append(pos.session_id)
+                    continue
+                relay_seq = seqrules.SessionSeq(row[2], row[3], row[4]) if row else None
                 decision = seqrules.reconcile(relay_seq, pos.last_seq, pos.epoch)
                 if row is None:
                     _insert_session(
@@ -862,32 +910,69 @@ class Store:
                     )
                 elif decision.new_epoch:
                     conn.execute(
-                        "UPDATE sessions SET epoch = ?, last_seq = ?, oldest_seq = ? WHERE id = ?",
+                        "UPDATE sessions SET epoch = ?, last_seq = ?, oldest_seq = ?,"
+                        " epoch_start = ? WHERE id = ?",
                         (
                             decision.seq.epoch,
                             decision.seq.last_seq,
                             decision.seq.oldest_seq,
+                            decision.seq.last_seq + 1,
                             pos.session_id,
                         ),
                     )
-                    conn.execute("DELETE FROM events WHERE session_id = ?", (pos.session_id,))
+                    # The stored events stay, below the new epoch's start, and are read from
+                    # here (relay/history.py); they belong to the new epoch now.
+                    conn.execute(
+                        "UPDATE events SET data = json_set(data, '$.epoch', ?) WHERE session_id = ?",
+                        (decision.seq.epoch, pos.session_id),
+                    )
                 session = self._session(_select_session(conn, pos.session_id))
-                out.append(
+                out.sessions.append(
                     Reconciled(session, decision.send_after, decision.new_epoch and row is not None)
                 )
             return out
 
         return await self._writer.run(job)
 
-    async def read_events(self, session_id: str, first: int, last: int) -> list[tuple[int, str]]:
-        """Stored events with first <= seq <= last, oldest first, as (seq, JSON)."""
+    async def read_events(
+        self,
+        session_id: str,
+        first: int,
+        last: int,
+        *,
+        max_bytes: int | None = None,
+        newest: bool = False,
+    ) -> list[tuple[int, str]]:
+        """Stored events with first <= seq <= last, oldest first, as (seq, JSON).
+
+        With ``max_bytes`` it stops once the events read would pass that many bytes of JSON (at
+        least one event is read): from ``first`` on, or with ``newest`` from ``last`` back, so a
+        huge range never sits in memory at once."""
         if last < first:
             return []
-        rows = await self._read(
-            "SELECT seq, data FROM events WHERE session_id = ? AND seq BETWEEN ? AND ? ORDER BY seq",
-            (session_id, first, last),
+        order = "DESC" if newest else "ASC"
+        sql = (
+            "SELECT seq, data FROM events WHERE session_id = ? AND seq BETWEEN ? AND ?"
+            f" ORDER BY seq {order}"
         )
-        return [(int(r[0]), str(r[1])) for r in rows]
+
+        def run() -> list[tuple[int, str]]:
+            out: list[tuple[int, str]] = []
+            size = 0
+            cursor = self._reader().execute(sql, (session_id, first, last))
+            try:
+                for seq, data in cursor:
+                    size += len(data) + 1
+                    if max_bytes is not None and out and size > max_bytes:
+                        break
+                    out.append((int(seq), str(data)))
+            finally:
+                cursor.close()
+            if newest:
+                out.reverse()
+            return out
+
+        return await asyncio.to_thread(run)
 
     def read_events_sync(self, session_id: str, first: int, last: int) -> list[tuple[int, str]]:
         rows = (
@@ -924,7 +1009,8 @@ def _insert_session(
     ).fetchone()[0]
     conn.execute(
         "INSERT INTO sessions (id, account_id, device_id, cwd, title, position, created_at,"
-        " updated_at, epoch, last_seq, oldest_seq) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        " updated_at, epoch, last_seq, oldest_seq, epoch_start)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         (
             session_id,
             account_id,
@@ -936,6 +1022,7 @@ def _insert_session(
             now,
             epoch,
             last_seq,
+            last_seq + 1,
             last_seq + 1,
         ),
     )
@@ -967,6 +1054,39 @@ def _select_session(conn: sqlite3.Connection, session_id: str) -> Sequence[Any]:
     ).fetchone()
     assert row is not None
     return tuple(row)
+
+
+def _not_yours(session_id: str) -> RelayError:
+    return Conflict(
+        f"session {session_id} belongs to another Mac of this account; only the Mac it runs on "
+        "may send its lines or positions",
+        code="not_your_session",
+        session_id=session_id,
+    )
+
+
+# A JSON escape of a UTF-16 surrogate, or a lone one itself. Claude Code (JavaScript) writes a
+# pair as the character, so an escaped one in a transcript is nearly always lone: rare, checked.
+_SURROGATE = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}|[\ud800-\udfff]")
+
+
+def _readable(line: LineRecord) -> LineRecord:
+    """The line with every lone surrogate in it or in its JSON replaced by U+FFFD (else it cannot
+    be stored: UTF-8 has no such code point). A line that is not JSON keeps its text otherwise:
+    it becomes the unreadable marker."""
+    if not _SURROGATE.search(line.text):
+        return line
+    text = replace_surrogates(line.text)
+    try:
+        parsed = json.loads(text)
+    except (ValueError, RecursionError):
+        return LineRecord(offset=line.offset, text=text, uuid=line.uuid)
+    repaired = replace_surrogates(parsed)
+    if repaired != parsed:
+        text = json.dumps(repaired, ensure_ascii=False, separators=(",", ":"))
+    if text == line.text:
+        return line
+    return LineRecord(offset=line.offset, text=text, uuid=line.uuid)
 
 
 def _too_large_marker(size: int, limit: int) -> DisplayEvent:
