@@ -39,7 +39,7 @@ from agent.launch import (
     session_env,
     version_warning,
 )
-from agent.link import NotLinked, RelayLink
+from agent.link import BatchRefused, NotLinked, RelayLink
 from agent.mux import Mux, MuxError, Pane, PaneGone, session_name
 from agent.registry import Registry, SessionRecord, is_session_id, revive_candidates
 from agent.screen import render
@@ -78,6 +78,7 @@ CARD_RETRY_AFTER = 0.8
 DIALOG_SETTLE = 0.4  # a key sent within ~10 ms of a dialog appearing is dropped: wait a little
 TYPE_CONFIRM = 1.5  # how long a paste or an Enter may take to show on screen
 ESCAPE_CONFIRM = 1.5  # how long Esc may take to stop a turn or close a dialog on screen
+TRANSCRIPT_RETRY_MAX = 10.0  # the longest wait before a refused batch is sent again
 KEY_GAP = 0.06  # between key groups, so each is drawn before the next (multi-step answers)
 REGISTRY_SAVE_EVERY = 5.0
 DEVICE_ID_FILE = "device-id"  # this Mac's id at its relay, written when the link opens
@@ -168,6 +169,9 @@ class Runtime:
     # notice in the footer) says nothing of the mode, so an older hook's does not win then.
     screen_mode: str | None = None
     screen_mode_at: float | None = None
+    transcript_retry_at: float = 0.0  # the relay refused its last batch: not before then
+    transcript_backoff: float = 0.0
+    transcript_refusal: str | None = None  # why, as last logged
 
     @property
     def name(self) -> str:
@@ -541,11 +545,35 @@ class Agent:
             self._wake_transcripts.clear()
             if not self.link.linked.is_set():
                 continue
+            now = time.monotonic()
             for rt in list(self.runtimes.values()):
+                if rt.transcript_retry_at > now:
+                    continue
                 try:
                     await self._send_transcript(rt)
                 except NotLinked:
                     break
+                except BatchRefused as exc:
+                    # One session's refused batch must not hold up the others: it waits,
+                    # longer each time, and is sent again from the last acknowledged line.
+                    rt.follower.rewind()
+                    rt.transcript_backoff = min(
+                        TRANSCRIPT_RETRY_MAX, max(interval, rt.transcript_backoff * 2)
+                    )
+                    rt.transcript_retry_at = now + rt.transcript_backoff
+                    if str(exc) != rt.transcript_refusal:  # once per reason, not every retry
+                        rt.transcript_refusal = str(exc)
+                        _log.warning(
+                            "the relay refused lines of session %s (%s); they are sent again "
+                            "every %.0f s at most",
+                            rt.record.id,
+                            exc,
+                            TRANSCRIPT_RETRY_MAX,
+                        )
+                else:
+                    if rt.transcript_refusal is not None:
+                        _log.info("the relay took the lines of session %s again", rt.record.id)
+                    rt.transcript_backoff, rt.transcript_refusal = 0.0, None
 
     async def _send_transcript(self, rt: Runtime) -> None:
         record = rt.record

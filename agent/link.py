@@ -33,6 +33,11 @@ class NotLinked(ConnectionError):
     """The relay is not reachable right now; the work stays on the Mac and is sent later."""
 
 
+class BatchRefused(Exception):
+    """The relay answered one batch with an error: the link is fine, those lines stay in the
+    transcript and are sent again later, without holding up other sessions."""
+
+
 class RelayLink:
     def __init__(
         self,
@@ -144,8 +149,7 @@ class RelayLink:
         except LinkRefused as exc:
             # The relay answered this batch with an error (e.g. "internal"): the lines stay in
             # the transcript and are sent again later, as after a lost link.
-            _log.warning("the relay refused a batch of session %s: %s", session_id, exc)
-            raise NotLinked(str(exc)) from exc
+            raise BatchRefused(str(exc)) from exc
         _log_dropped(ack)
         return ack
 

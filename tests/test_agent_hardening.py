@@ -23,7 +23,14 @@ from relay.protocol import Command, CommandResult
 from tests import test_web as web
 from tests.conftest import Account
 from tests.e2e.conftest import Bridge, wait_for
-from tests.e2e.test_journeys import events, snapshot, start_session, wait_card, wait_event
+from tests.e2e.test_journeys import (
+    events,
+    snapshot,
+    start_session,
+    wait_card,
+    wait_event,
+    wait_state,
+)
 from tests.fake_bridge import fake_bridge  # noqa: F401  (the `fake` fixture)
 from tests.web_helpers import ScriptedMac
 
@@ -247,3 +254,46 @@ def test_the_page_says_why_a_session_could_not_start(
     expect(shown).to_have_text(reason)
     scripted.update(sid, state="idle", error=None)  # reopened: it runs again
     expect(shown).not_to_have_text(reason)
+
+
+def test_a_session_whose_lines_the_relay_refuses_does_not_hold_up_the_others(
+    fake: Bridge,
+) -> None:
+    """The relay answering one session's batch with an error is not a lost link: that session's
+    lines wait and are sent again from the same place, and the other sessions go on."""
+    fake.start_agent()
+    store = fake.relay.state.store
+    real_ingest = store.ingest
+    refused: set[str] = set()
+
+    async def refusing(account_id: str, device_id: str, session_id: str, *a: Any, **k: Any) -> Any:
+        if session_id in refused:
+            raise ZeroDivisionError("a bug in one batch's handling")
+        return await real_ingest(account_id, device_id, session_id, *a, **k)
+
+    store.ingest = refusing  # type: ignore[method-assign]
+    try:
+        with fake.phone() as phone:
+            first = start_session(
+                phone, fake, fake.folder("one"), prompt="hello one", permission_mode="manual"
+            )
+            wait_event(phone, first, lambda e: e["kind"] == "assistant", "the first answer")
+            wait_state(phone, first, "idle")
+            refused.add(first)
+            phone.post(f"/api/sessions/{first}/messages", json={"text": "hello again"})
+            second = start_session(
+                phone, fake, fake.folder("two"), prompt="hello two", permission_mode="manual"
+            )
+            wait_event(phone, second, lambda e: e["kind"] == "assistant", "the second answer")
+            assert not [e for e in events(phone, first) if e.get("text") == "hello again"]
+            refused.clear()
+            wait_event(
+                phone,
+                first,
+                lambda e: e["kind"] == "user" and e["text"] == "hello again",
+                "the refused lines, sent again",
+            )
+            texts = [e["text"] for e in events(phone, first) if e["kind"] == "user"]
+            assert texts == ["hello one", "hello again"]
+    finally:
+        store.ingest = real_ingest  # type: ignore[method-assign]
