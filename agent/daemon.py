@@ -226,7 +226,8 @@ class Agent:
             self._on_linked,
             self._on_unlinked,
         )
-        self.decisions = DecisionLog(self.link)  # what the policy answered, for the audit log
+        # What the policy answered, for the audit log: kept until the relay acknowledges it.
+        self.decisions = DecisionLog(self.link, self.data / "decisions.json")
         self._tasks: list[asyncio.Task[None]] = []
         self._wake_transcripts = asyncio.Event()
         self._stopping = asyncio.Event()
@@ -255,6 +256,7 @@ class Agent:
             self.archive.track(record.id)
         await self._attach_running()
         self.link.start()
+        self.decisions.start()  # those kept from before a restart, too
         self._tasks = [
             asyncio.create_task(self._transcript_loop(), name="transcripts"),
             asyncio.create_task(self._screen_loop(), name="screens"),

@@ -3,32 +3,35 @@
 When a PermissionRequest hook is answered by the session's policy — a tool's or a category's rule,
 or "allow all" — no card is ever shown, so the relay cannot see the decision: the agent sends a
 ``decision`` link message (relay/protocol.py) naming the rule that made it and a digest of the
-tool input. Decisions wait here while the relay is unreachable and are sent when the link is back;
-each has its own id, so one sent twice is kept once.
+tool input. Decisions wait here (and in ``decisions.json`` in the data folder, across restarts)
+until the relay acknowledges them; each has its own id, so one sent twice is kept once.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import logging
 import secrets
 import time
-from collections import deque
 from collections.abc import Mapping, Sequence
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
+from agent.files import write_json
 from agent.link import NotLinked, RelayLink
 from agent.policy import Verdict
 from agent.state import RunningTool
 from relay.convert import summarize_tool_input
-from relay.protocol import Decision, input_digest
+from relay.protocol import Decision, DecisionAck, input_digest
 
 _log = logging.getLogger("agent.decisions")
 
 KEPT = 1000  # decisions waiting for the relay; the oldest go first when more pile up
 RETRY = 1.0  # seconds before sending again after the link dropped mid-send
+RESEND_AFTER = 10.0  # seconds a sent decision waits for its ack before it is sent again
 SUMMARY_CHARS = 500
 
 
@@ -84,13 +87,22 @@ def decision_for(
 
 
 class DecisionLog:
-    """The decisions not yet sent, and the task that sends them."""
+    """The decisions the relay has not acknowledged yet, kept on disk, and the task that sends
+    them.
 
-    def __init__(self, link: RelayLink) -> None:
+    A decision leaves this log only when the relay answers ``decision_ack`` (stored now or
+    before, or refused for good): one sent on a link that dropped, or still waiting when the
+    agent stopped, is sent again, and the relay keeps it once."""
+
+    def __init__(self, link: RelayLink, path: Path | None = None) -> None:
         self.link = link
-        self.pending: deque[Decision] = deque(maxlen=KEPT)
+        self.path = path
+        self.pending: dict[str, Decision] = {}
+        self._sent_at: dict[str, float] = {}
         self._wake = asyncio.Event()
         self._task: asyncio.Task[None] | None = None
+        link.on_decision_ack = self._acknowledged
+        self._load()
 
     def note(
         self,
@@ -106,24 +118,64 @@ class DecisionLog:
         )
         if decision is None:
             return
-        self.pending.append(decision)
+        self.pending[decision.id] = decision
+        while len(self.pending) > KEPT:  # the oldest go first when the relay is away for long
+            dropped = next(iter(self.pending))
+            del self.pending[dropped]
+            _log.warning("dropped decision %s: more than %d wait for the relay", dropped, KEPT)
+        self._save()
+        self.start()
+
+    def start(self) -> None:
+        """Send what is waiting (decisions kept from before a restart, too)."""
         self._wake.set()
         if self._task is None or self._task.done():
             self._task = asyncio.create_task(self._run(), name="decisions")
 
+    def _acknowledged(self, ack: DecisionAck) -> None:
+        if ack.id not in self.pending:
+            return
+        if not ack.stored:
+            _log.warning("the relay's audit log refused decision %s: %s", ack.id, ack.code)
+        del self.pending[ack.id]
+        self._sent_at.pop(ack.id, None)
+        self._save()
+
     async def _run(self) -> None:
         while True:
-            await self._wake.wait()
-            await self.link.linked.wait()
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wake.wait(), RESEND_AFTER)
             self._wake.clear()
-            while self.pending:
+            await self.link.linked.wait()
+            now = time.monotonic()
+            for decision in list(self.pending.values()):
+                sent = self._sent_at.get(decision.id)
+                if sent is not None and now - sent < RESEND_AFTER:
+                    continue  # its ack may still be on the way
                 try:
-                    await self.link.send(self.pending[0])
+                    await self.link.send(decision)
                 except NotLinked:
-                    self._wake.set()
                     await asyncio.sleep(RETRY)
+                    self._wake.set()
                     break
-                self.pending.popleft()
+                self._sent_at[decision.id] = now
+
+    def _load(self) -> None:
+        if self.path is None or not self.path.exists():
+            return
+        try:
+            items = json.loads(self.path.read_text(encoding="utf-8"))
+            kept = [Decision.model_validate(item) for item in items]
+        except (OSError, ValueError) as exc:  # ValidationError is a ValueError
+            _log.warning("cannot read %s (%s): its decisions are not sent", self.path, exc)
+            return
+        self.pending = {d.id: d for d in kept[-KEPT:]}
+        if self.pending:
+            _log.info("%d decisions from before wait for the relay's audit log", len(kept))
+
+    def _save(self) -> None:
+        if self.path is not None:
+            write_json(self.path, [d.model_dump(mode="json") for d in self.pending.values()])
 
     async def close(self) -> None:
         if self._task is not None:
@@ -132,4 +184,4 @@ class DecisionLog:
                 await self._task
             self._task = None
         if self.pending:
-            _log.info("%d decisions not told to the relay's audit log", len(self.pending))
+            _log.info("%d decisions wait for the relay's audit log (kept)", len(self.pending))

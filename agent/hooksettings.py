@@ -19,17 +19,15 @@ Timeouts, from the inside out (all seconds):
 
 from __future__ import annotations
 
-import contextlib
-import json
 import os
 import re
 import secrets
 import shlex
 import stat
-import tempfile
 from pathlib import Path
 from typing import Any
 
+from agent.files import write_json
 from agent.hookserver import HOOK_EVENTS
 
 TOOL_EVENTS = frozenset({"PreToolUse", "PostToolUse", "PostToolUseFailure", "PermissionRequest"})
@@ -84,19 +82,7 @@ def build_settings(
 
 def write_settings(path: Path, settings: dict[str, Any]) -> None:
     """Write ``settings`` as JSON to ``path`` atomically (temp file in the same folder + rename)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    text = json.dumps(settings, indent=1, ensure_ascii=False) + "\n"
-    fd, temp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as out:
-            out.write(text)
-            out.flush()
-            os.fsync(out.fileno())
-        os.replace(temp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(temp)
-        raise
+    write_json(path, settings)
 
 
 def new_secret() -> str:

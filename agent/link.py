@@ -20,7 +20,7 @@ import websockets
 from pydantic import BaseModel
 
 from relay.protocol import Ack, DeviceInfo, LineRecord, Ping, SessionInfo, Welcome
-from relay.replay import Archive, CommandHandler, LinkRefused, MacLink
+from relay.replay import Archive, CommandHandler, DecisionAckHandler, LinkRefused, MacLink
 
 _log = logging.getLogger("agent.link")
 
@@ -62,6 +62,7 @@ class RelayLink:
         self.linked = asyncio.Event()
         self.last_error: str | None = None
         self.refused: str | None = None  # set when the relay refuses the token: pairing needed
+        self.on_decision_ack: DecisionAckHandler | None = None  # set by agent/decisions.py
 
     def start(self) -> None:
         self._task = asyncio.create_task(self._run(), name="relay-link")
@@ -84,6 +85,7 @@ class RelayLink:
                 self.device,
                 on_command=self.on_command,
                 archive=self.archive,
+                on_decision_ack=self.on_decision_ack,
             )
             try:
                 welcome = await link.connect()

@@ -11,14 +11,13 @@ from __future__ import annotations
 
 import contextlib
 import json
-import os
-import tempfile
 import time
 import uuid
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from agent.files import write_json
 from relay.protocol import HeldMessage
 
 REGISTRY_VERSION = 1
@@ -99,18 +98,7 @@ class Registry:
             "version": REGISTRY_VERSION,
             "sessions": [r.to_json() for r in self.sessions.values()],
         }
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=self.path.parent, prefix=".sessions-", suffix=".json")
-        try:
-            with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                json.dump(data, handle, ensure_ascii=False, indent=1)
-                handle.flush()
-                os.fsync(handle.fileno())
-            os.replace(tmp, self.path)
-        except BaseException:
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
-            raise
+        write_json(self.path, data)
 
     def add(self, record: SessionRecord) -> SessionRecord:
         self.sessions[record.id] = record

@@ -27,6 +27,7 @@ from relay.protocol import (
     Ack,
     CommandResult,
     Decision,
+    DecisionAck,
     Hello,
     History,
     Lines,
@@ -249,8 +250,11 @@ async def _dispatch(state: RelayState, link: DeviceLink, message: Any) -> None:
     elif isinstance(message, History):
         link.resolve(message.request_id, message)
     elif isinstance(message, Decision):  # the Mac answered a permission itself: audit it
-        if code := await audit.record_decision(state, link.account_id, link.device_id, message):
+        code = await audit.record_decision(state, link.account_id, link.device_id, message)
+        if code:
             await link.send(_error(code, f"no session {message.session_id} runs on this Mac"))
+        ack = DecisionAck(id=message.id, stored=not code, code=code or None)
+        await link.send(ack.model_dump_json(exclude_none=True))
     elif isinstance(message, Ping):
         await link.send(Pong().model_dump_json())
     elif isinstance(message, Hello):

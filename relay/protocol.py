@@ -5,7 +5,8 @@ people. Every link message is a JSON object with a ``type`` field naming its mod
 
 Agent → relay: ``hello``, ``lines``, ``session_update``, ``command_result``, ``history``,
 ``decision``, ``ping``.
-Relay → agent: ``welcome``, ``ack``, ``events``, ``command``, ``history_request``, ``error``, ``pong``.
+Relay → agent: ``welcome``, ``ack``, ``events``, ``command``, ``history_request``, ``error``, ``pong``,
+``decision_ack``.
 """
 
 from __future__ import annotations
@@ -370,8 +371,18 @@ class Pong(_Model):
     type: Literal["pong"] = "pong"
 
 
+class DecisionAck(_Model):
+    """The relay's answer to a ``decision``: in the audit log (now or before), or refused for
+    good (``stored`` false, with the error code). The Mac keeps a decision until this comes."""
+
+    type: Literal["decision_ack"] = "decision_ack"
+    id: str = Field(min_length=1, max_length=64)
+    stored: bool = True
+    code: str | None = None
+
+
 RelayMessage = Annotated[
-    Welcome | Ack | Events | Command | HistoryRequest | LinkError | Pong,
+    Welcome | Ack | Events | Command | HistoryRequest | LinkError | Pong | DecisionAck,
     Field(discriminator="type"),
 ]
 relay_message = TypeAdapter(RelayMessage)

@@ -11,18 +11,21 @@ import asyncio
 import contextlib
 import itertools
 import json
+import logging
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Protocol
 
 import websockets
+from pydantic import ValidationError
 from websockets.asyncio.client import ClientConnection
 
 from relay.protocol import (
     Ack,
     Command,
     CommandResult,
+    DecisionAck,
     DeviceInfo,
     Events,
     Hello,
@@ -41,6 +44,9 @@ from relay.protocol import (
 )
 
 CommandHandler = Callable[[Command], Awaitable[CommandResult]]
+DecisionAckHandler = Callable[[DecisionAck], None]
+
+_log = logging.getLogger("relay.replay")
 
 
 class Archive(Protocol):
@@ -131,6 +137,7 @@ class MacLink:
     device: DeviceInfo = field(default_factory=lambda: DeviceInfo(name="replay"))
     on_command: CommandHandler | None = None
     archive: Archive = field(default_factory=MemoryArchive)
+    on_decision_ack: DecisionAckHandler | None = None
     errors: list[LinkError] = field(default_factory=list)
     welcome: Welcome | None = None
     _ws: ClientConnection | None = None
@@ -238,7 +245,13 @@ class MacLink:
         assert self._ws is not None
         try:
             async for raw in self._ws:
-                message = relay_message.validate_json(raw)
+                try:
+                    message = relay_message.validate_json(raw)
+                except ValidationError as exc:
+                    # A message this Mac cannot read (a newer relay's, or a bug) is skipped:
+                    # it must not end the link.
+                    _log.warning("skipped a relay message it cannot read: %s", str(exc)[:300])
+                    continue
                 if isinstance(message, Ack):
                     self.archive.set_epoch(message.session_id, message.epoch)
                     future = self._acks.get(message.batch)
@@ -257,6 +270,9 @@ class MacLink:
                     future = self._acks.get(message.batch) if message.batch is not None else None
                     if future is not None and not future.done():
                         future.set_exception(LinkRefused(f"{message.code}: {message.message}"))
+                elif isinstance(message, DecisionAck):
+                    if self.on_decision_ack is not None:
+                        self.on_decision_ack(message)
                 elif isinstance(message, Pong):
                     pass
         except websockets.exceptions.ConnectionClosed:

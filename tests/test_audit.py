@@ -562,3 +562,66 @@ def test_a_hooks_decision_is_recorded_unless_the_mac_told_its_own(
             assert entry["rule"] == "Allowed by PermissionRequest hook"
             assert entry["answer"] == {"decision": "allow"} and entry["who"] is None
             assert entry["device_id"] == account.device_id and entry["card"]["summary"]
+
+
+def test_the_macs_decisions_are_kept_on_disk_until_the_relay_acknowledges_them(
+    relay: RelayServer, account: Account, tmp_path: Path
+) -> None:
+    """A decision made while the relay is away waits in the data folder (private), is still
+    there after the agent restarts, and leaves only once the relay has it in the audit log."""
+    from agent.decisions import DecisionLog
+    from agent.link import RelayLink
+    from relay.protocol import DeviceInfo, Welcome
+    from relay.replay import MemoryArchive
+
+    sid = new_id()
+    path = tmp_path / "agent" / "decisions.json"
+    payload = {"tool_name": "Bash", "tool_input": BASH_INPUT, "tool_use_id": "toolu_kept"}
+
+    async def on_command(_: Command) -> CommandResult:
+        raise AssertionError("no command expected")
+
+    async def on_linked(_: Welcome) -> None:
+        return None
+
+    def agent_link(url: str) -> RelayLink:
+        return RelayLink(
+            url, account.device_token, DeviceInfo(name="agent"), MemoryArchive(),
+            on_command, on_linked,
+        )  # fmt: skip
+
+    async def while_the_relay_is_away() -> None:
+        async with mac(relay, account.device_token) as link:
+            await push(link, sid, SMALL)  # the session runs on this Mac
+        log = DecisionLog(agent_link("http://127.0.0.1:9"), path)  # nothing listens there
+        log.note(sid, Policy.from_json({"tools": {"Bash": "allow"}}).verdict("Bash"), payload)
+        await log.close()
+
+    asyncio.run(while_the_relay_is_away())
+    kept = json.loads(path.read_text())
+    assert [d["tool_use_id"] for d in kept] == ["toolu_kept"]
+    assert path.stat().st_mode & 0o777 == 0o600
+
+    async def after_a_restart() -> None:
+        link = agent_link(relay.url)
+        log = DecisionLog(link, path)
+        assert list(log.pending) == [kept[0]["id"]]
+        link.start()
+        log.start()
+        try:
+            await await_until(lambda: _empty(log.pending), 15, "the relay's acknowledgement")
+        finally:
+            await log.close()
+            await link.stop()
+
+    asyncio.run(after_a_restart())
+    assert json.loads(path.read_text()) == []
+    with phone_client(relay, account.phone_token) as client:
+        listed = audit(client, session_id=sid)["entries"]
+    assert [(e["rule"], e["card"]["tool_use_id"]) for e in listed] == [
+        ("tool Bash: allow", "toolu_kept")
+    ]
+
+
+async def _empty(values: dict[str, Any]) -> bool:
+    return not values
