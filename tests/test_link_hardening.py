@@ -710,3 +710,42 @@ def test_another_mac_cannot_update_a_sessions_live_side(
     assert error["code"] == "not_your_session"
     with phone_client(relay, account.phone_token) as client:
         assert client.get(f"/api/sessions/{session_id}").json()["card"] is None
+
+
+def test_a_relay_message_the_mac_cannot_read_is_skipped_not_the_end_of_its_link() -> None:
+    """A newer relay's message type, or a broken one, must not end the Mac's read loop: the
+    commands after it are still run and answered."""
+    from relay.protocol import Command, CommandResult
+
+    answers: list[dict[str, Any]] = []
+
+    async def fake_relay(ws: Any) -> None:
+        await ws.recv()  # hello
+        await ws.send(Welcome(device_id="mac_1").model_dump_json())
+        await ws.send('{"type": "brand_new_kind", "x": 1}')
+        await ws.send('{"type": "ack", "batch": "not a number"}')
+        await ws.send(
+            Command(
+                command_id="c1", name="interrupt", session_id=str(uuid.uuid4())
+            ).model_dump_json()
+        )
+        answers.append(json.loads(await asyncio.wait_for(ws.recv(), 10)))
+
+    async def on_command(command: Command) -> CommandResult:
+        return CommandResult(command_id=command.command_id, ok=True)
+
+    async def run() -> None:
+        async with websockets.serve(fake_relay, "127.0.0.1", 0) as server:
+            port = next(iter(server.sockets)).getsockname()[1]
+            link = MacLink(f"http://127.0.0.1:{port}", "token", on_command=on_command)
+            await link.connect()
+            try:
+                for _ in range(200):
+                    if answers:
+                        break
+                    await asyncio.sleep(0.05)
+            finally:
+                await link.close()
+
+    asyncio.run(run())
+    assert answers and answers[0]["type"] == "command_result" and answers[0]["ok"] is True
