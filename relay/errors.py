@@ -11,8 +11,8 @@ the page, so a person can look it up. Each error says what happened and what to 
     │                              unknown_subagent
     ├── Conflict              409  device_offline, epoch_mismatch, after_beyond_last,
     │                              history_unavailable, session_locked, session_exists,
-    │                              card_closed, read_only, session_archived, command_failed (or the Mac's own
-    │                              code)
+    │                              card_closed, card_changed, card_not_ready, read_only,
+    │                              session_archived, command_failed (or the Mac's own code)
     ├── PayloadTooLarge       413  body_too_large, text_too_large
     ├── TooManyRequests       429  pair_rate_limited
     └── GatewayTimeout        504  device_timeout

@@ -419,6 +419,14 @@ async def answer_card(
     live = state.live.sessions.get(session.id)
     if live is None or live.card is None or live.card.id != card_id:
         raise Conflict("this card is already closed", code="card_closed", card_id=card_id)
+    if not live.card.answerable:
+        raise Conflict(
+            "the dialog is not on the Mac's screen yet; answer once the card says it is",
+            code="card_not_ready",
+            card_id=card_id,
+        )
+    # The Mac presses keys only if its screen still shows this card's dialog: else 409
+    # card_changed (its new card comes on the stream).
     args = body.model_dump(exclude_none=True)
     args["card_id"] = card_id
     return await _command(state, session, "answer_card", args)
