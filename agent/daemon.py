@@ -96,9 +96,44 @@ def _policy(record: SessionRecord) -> policyrules.Policy:
     return policyrules.from_record(record.policy, record.allow_all)
 
 
-def _set_policy(record: SessionRecord, policy: policyrules.Policy) -> None:
+def _set_policy(
+    record: SessionRecord, policy: policyrules.Policy, ended: str = "it was turned off"
+) -> None:
+    """Keep the session's new policy; "allow all" starting or ending is told in the
+    conversation (``ended`` says why it ended)."""
+    before = _policy(record)
     record.policy = policy.to_json()
     record.allow_all = policy.allow_all
+    if policy.allow_all and (
+        not before.allow_all or before.allow_all_until != policy.allow_all_until
+    ):
+        _queue_marker(record, MarkerKind.ALLOW_ALL, _allow_all_started(policy))
+    elif before.allow_all and not policy.allow_all:
+        _queue_marker(
+            record, MarkerKind.ALLOW_ALL, f"🔒 Allow all ended ({ended}): tools ask again"
+        )
+
+
+def _allow_all_started(policy: policyrules.Policy) -> str:
+    until = policy.allow_all_until
+    if until is None:
+        span = "until the session ends"
+    else:
+        left = max(0, round((until - time.time()) / 60))
+        hours, minutes = divmod(left, 60)
+        length = " ".join(
+            p for p in (f"{hours} h" if hours else "", f"{minutes} min" if minutes else "") if p
+        )
+        at = datetime.fromtimestamp(until, UTC).strftime("%Y-%m-%d %H:%M UTC")
+        span = f"for {length or 'less than a minute'}, until {at}"
+    return f"🔓 Allow all is on {span}: tools no rule names run without asking"
+
+
+def _queue_marker(record: SessionRecord, marker: MarkerKind, text: str) -> None:
+    """A line of the bridge's own in the session's conversation, sent with the next lines."""
+    record.marker_seq += 1
+    line = bridge_line(marker, text, _now_iso(), f"bridge-{record.id}-{record.marker_seq}")
+    record.pending_markers.append({"offset": record.marker_seq, "text": line})
 
 
 def _is_no(card: DetectedCard, answer: str | list[str] | None) -> bool:
@@ -300,12 +335,29 @@ class Agent:
         while True:
             await asyncio.sleep(REGISTRY_SAVE_EVERY)
             now = time.time()
+            self._end_allow_all(now)
             for rt in self.runtimes.values():
                 if rt.pane_alive:
                     rt.record.last_alive_at = now
                     self._dirty = True
             if self._dirty:
                 await asyncio.to_thread(self._save)
+
+    def _end_allow_all(self, now: float, session_over: SessionRecord | None = None) -> None:
+        """Turn "allow all" off where its time is past, or (``session_over``) for a session
+        that ended, and say so in its conversation. (A request past the time is asked anyway:
+        the verdict checks the clock; this makes the policy and the phone say it too.)"""
+        for record in [session_over] if session_over else list(self.registry.sessions.values()):
+            policy = _policy(record)
+            if session_over is None and (not policy.allow_all or policy.allowing_all(now)):
+                continue
+            if session_over is not None and not policy.allow_all:
+                continue
+            why = "the session ended" if session_over else "its time is up"
+            _set_policy(record, policy.without_allow_all(), ended=why)
+            self._dirty = True
+            self._wake_transcripts.set()
+            _log.info("session %s: allow all ended (%s)", record.id, why)
 
     # -- sessions: attach, launch, revive --------------------------------------------------
 
@@ -438,7 +490,7 @@ class Agent:
             # always ask.
             tool = payload.get("tool_name")
             tool = tool if isinstance(tool, str) else None
-            verdict = _policy(record).verdict(tool)
+            verdict = _policy(record).verdict(tool, now)  # an allow-all past its time is off
             if verdict.rule == "allow":
                 return permission_decision("allow")
             if verdict.rule == "deny":
@@ -565,9 +617,7 @@ class Agent:
                     self._dirty = True
 
     def _add_marker(self, record: SessionRecord, marker: MarkerKind, text: str) -> None:
-        record.marker_seq += 1
-        line = bridge_line(marker, text, _now_iso(), f"bridge-{record.id}-{record.marker_seq}")
-        record.pending_markers.append({"offset": record.marker_seq, "text": line})
+        _queue_marker(record, marker, text)
         self._dirty = True
         self._wake_transcripts.set()
 
@@ -679,6 +729,7 @@ class Agent:
                 rt.screen_at = now
         if was_alive and not rt.pane_alive:
             _log.info("session %s ended (its terminal is gone)", record.id)
+            self._end_allow_all(now, session_over=record)
             await self.mux.kill(rt.name)
             record.alive = False if record.ended_by_person or record.resting else record.alive
             self._dirty = True
@@ -1187,6 +1238,7 @@ class Agent:
         record.alive = False
         record.ended_by_person = not resting
         record.resting = resting
+        self._end_allow_all(time.time(), session_over=record)
         await self.mux.kill(rt.name)
         rt.pane_alive = False
         self._save()

@@ -27,7 +27,7 @@ from agent.cards import (
 )
 from agent.daemon import Agent
 from tests.e2e.conftest import Bridge, wait_for
-from tests.e2e.test_journeys import snapshot, start_session, wait_card, wait_state
+from tests.e2e.test_journeys import snapshot, start_session, wait_state
 from tests.fake_bridge import fake_bridge  # noqa: F401  (the `fake` fixture)
 
 FIXTURES = Path(__file__).parent / "fixtures"
@@ -266,7 +266,13 @@ def test_a_card_reaches_the_phone_before_its_dialog_and_waits_for_it(fake: Bridg
         wait_state(phone, session_id, "idle")
         with Paused(agent):
             phone.post(f"/api/sessions/{session_id}/messages", json={"text": "RUN_BASH one"})
-            early = wait_card(phone, session_id, "permission")
+            early = wait_for(
+                lambda: (
+                    (c := snapshot(phone, session_id)["card"]) and c["kind"] == "permission" and c
+                ),
+                30,
+                "the card of the request",
+            )
             assert early["answerable"] is False and early["warning"] == NOT_DRAWN, early
             assert early["tool_input"]["command"] == "touch bash_made.txt && echo hi"
             refused = phone.post(
@@ -279,3 +285,87 @@ def test_a_card_reaches_the_phone_before_its_dialog_and_waits_for_it(fake: Bridg
         assert ready["tool_use_id"] == early["tool_use_id"]
         ok = phone.post(f"/api/sessions/{session_id}/cards/{ready['id']}", json={"key": "1"})
         assert ok.status_code == 200, ok.text
+
+
+# -- "allow all" is bounded --------------------------------------------------------------------
+
+
+def test_allow_all_takes_a_duration_and_ends_by_itself() -> None:
+    from agent.policy import Policy, PolicyError
+
+    timed = Policy.from_json({"allow_all": True, "allow_all_for": 3600}, now=1000.0)
+    assert timed.allow_all_until == 4600.0
+    assert timed.verdict("Bash", now=4599.0).source == "allow_all"
+    assert timed.decide("Bash", now=4600.0) == "ask"  # over: asks again
+    assert timed.to_json()["allow_all_until"] == 4600.0
+    assert Policy.from_json(timed.to_json()) == timed  # kept as an absolute time
+    session = Policy.from_json({"allow_all": True, "allow_all_for": "session"}, now=1000.0)
+    assert session.allow_all_until is None and session.decide("Bash", now=1e12) == "allow"
+    longer = timed.changed({"allow_all_for": 60}, now=2000.0)
+    assert longer.allow_all_until == 2060.0
+    assert timed.changed({"allow_all": False}).to_json() == Policy().to_json()
+    kept = timed.changed({"tools": {"Bash": "deny"}})
+    assert kept.allow_all_until == 4600.0  # a change of a rule keeps the end
+    for wrong in (-1, 0, float("inf"), "forever", True, 40 * 86400):
+        with pytest.raises(PolicyError):
+            Policy.from_json({"allow_all": True, "allow_all_for": wrong})
+    with pytest.raises(PolicyError):
+        Policy.from_json({"allow_all": True, "allow_all_for": 60, "allow_all_until": 5.0})
+
+
+def test_the_cli_reads_a_duration() -> None:
+    from relay.sessions_cli import CommandError, parse_duration
+
+    assert parse_duration("90m") == 5400.0 and parse_duration("1h30m") == 5400.0
+    assert parse_duration("session") == "session" and parse_duration("45s") == 45.0
+    for wrong in ("", "soon", "0m", "-1h"):
+        with pytest.raises(CommandError):
+            parse_duration(wrong)
+
+
+def test_allow_all_from_the_phone_ends_by_itself_with_a_line_each_way(fake: Bridge) -> None:
+    import time
+
+    from tests.e2e.test_journeys import events, wait_event
+
+    fake.start_agent()
+    with fake.phone() as phone:
+        # no duration: the relay's default (allow_all_default_minutes, 60)
+        default = start_session(phone, fake, fake.folder("a"), prompt="hello", allow_all=True)
+        held = phone.get(f"/api/sessions/{default}/policy").json()["policy"]
+        assert abs(held["allow_all_until"] - (time.time() + 3600)) < 60, held
+        session_id = start_session(
+            phone,
+            fake,
+            fake.folder("b"),
+            prompt="hello",
+            permission_mode="manual",
+            allow_all=True,
+            allow_all_for=1,
+        )
+        wait_event(
+            phone, session_id, lambda e: "Allow all is on" in e.get("text", ""), "the start line"
+        )
+        ended = wait_event(
+            phone, session_id, lambda e: "Allow all ended" in e.get("text", ""), "the end line"
+        )
+        assert ended["marker"] == "allow_all" and "time is up" in ended["text"]
+        assert (
+            phone.get(f"/api/sessions/{session_id}/policy").json()["policy"]["allow_all"] is False
+        )
+        wait_state(phone, session_id, "idle")
+        phone.post(f"/api/sessions/{session_id}/messages", json={"text": "RUN_BASH now"})
+        card = wait_ready_card(phone, session_id, "permission")  # asks again
+        assert card["tool"] == "Bash"
+        # "until the session ends": ends with it
+        phone.post(f"/api/sessions/{default}/end")
+        rest = start_session(
+            phone, fake, fake.folder("c"), prompt="hi", allow_all=True, allow_all_for="session"
+        )
+        policy = phone.get(f"/api/sessions/{rest}/policy").json()["policy"]
+        assert policy["allow_all"] is True and policy["allow_all_until"] is None, policy
+        wait_event(phone, rest, lambda e: "until the session ends" in e.get("text", ""), "on")
+        assert phone.post(f"/api/sessions/{rest}/end").status_code == 200
+        wait_event(phone, rest, lambda e: "the session ended" in e.get("text", ""), "the end")
+        lines = [e["text"] for e in events(phone, default) if e.get("marker") == "allow_all"]
+        assert len(lines) == 2 and "for 1 h" in lines[0], lines
