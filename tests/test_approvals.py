@@ -26,9 +26,16 @@ from agent.cards import (
     hook_matches,
 )
 from agent.daemon import Agent
+from tests import test_web as web
 from tests.e2e.conftest import Bridge, wait_for
 from tests.e2e.test_journeys import snapshot, start_session, wait_state
 from tests.fake_bridge import fake_bridge  # noqa: F401  (the `fake` fixture)
+from tests.test_web import Phone, commands, new_sid
+from tests.web_helpers import ScriptedMac, permission_card
+
+browser = web.browser
+loop = web.loop
+scripted = web.scripted
 
 FIXTURES = Path(__file__).parent / "fixtures"
 SCREENS = FIXTURES / "screens"
@@ -369,3 +376,76 @@ def test_allow_all_from_the_phone_ends_by_itself_with_a_line_each_way(fake: Brid
         wait_event(phone, rest, lambda e: "the session ended" in e.get("text", ""), "the end")
         lines = [e["text"] for e in events(phone, default) if e.get("marker") == "allow_all"]
         assert len(lines) == 2 and "for 1 h" in lines[0], lines
+
+
+# -- the page ----------------------------------------------------------------------------------
+
+
+@pytest.fixture
+def page_phone(browser: Any, relay: Any) -> Iterator[Phone]:
+    """A phone's browser (Debian's chromium), as in tests/test_web.py."""
+    p = Phone(browser, relay)
+    yield p
+    p.close()
+
+
+def test_the_page_shows_a_card_not_ready_then_ready_and_a_changed_dialog(
+    page_phone: Phone, scripted: ScriptedMac, account: Any
+) -> None:
+    phone = page_phone
+    from playwright.sync_api import expect
+
+    from tests.conftest import phone_client
+
+    sid = new_sid()
+    scripted.send_transcript(sid, "d_bash")
+    base = permission_card("card-early")
+    early = base.model_copy(update={"options": [], "answerable": False, "source": "hook"})
+    scripted.update(sid, state="busy", card=early)
+    page = phone.login(account).open(f"/#/s/{sid}")
+    card = page.locator(".card[data-card-id='card-early']")
+    expect(card.locator(".card-not-ready")).to_contain_text("not on the Mac's screen yet")
+    expect(card.locator(".option")).to_have_count(0)
+    expect(card.locator(".card-input pre")).to_have_text("touch bash_made.txt && echo hi")
+    with phone_client(phone.server, account.phone_token) as client:
+        refused = client.post(f"/api/sessions/{sid}/cards/card-early", json={"key": "1"})
+    assert refused.status_code == 409 and refused.json()["error"]["code"] == "card_not_ready"
+    assert not [c for c in scripted.commands if c.name == "answer_card"]  # the Mac not asked
+
+    ready = base.model_copy(update={"id": "card-ready", "source": "hook"})
+    scripted.update(sid, state="waiting", card=ready)
+    card = page.locator(".card[data-card-id='card-ready']")
+    expect(card.locator(".option")).to_have_count(3)
+    expect(card.locator(".card-warning")).to_have_count(0)
+    scripted.fail["answer_card"] = ("card_changed", "the dialog on the Mac changed")
+    card.locator(".option[data-key='1']").click()
+    expect(card.locator(".card-status")).to_contain_text("nothing was pressed")
+    commands(scripted, "answer_card")
+
+    screen_only = base.model_copy(update={"id": "card-screen"})  # no matching request
+    scripted.update(sid, state="waiting", card=screen_only)
+    warning = page.locator(".card[data-card-id='card-screen'] .card-warning")
+    expect(warning).to_contain_text("may be cut short")
+
+
+def test_the_page_turns_allow_all_on_for_a_chosen_time(
+    page_phone: Phone, scripted: ScriptedMac, account: Any
+) -> None:
+    from playwright.sync_api import expect
+
+    from tests.test_web_sessions import actions
+
+    sid = new_sid()
+    scripted.send_transcript(sid, "d_bash")
+    scripted.update(sid, state="idle")
+    page = page_phone.login(account).open(f"/#/s/{sid}")
+    actions(page, "Permissions")
+    dialog = page.locator("dialog")
+    dialog.get_by_label("Allow all tools (no dialogs)").check()
+    dialog.get_by_label("For how long").select_option("session")
+    dialog.get_by_role("button", name="Save").click()
+    (command,) = commands(scripted, "change_policy")
+    assert command.args == {"changes": {"allow_all": True, "allow_all_for": "session"}}
+    expect(page.locator("dialog")).to_have_count(0)
+    actions(page, "Permissions")
+    expect(dialog.locator(".pol-all-until")).to_have_text("On until the session ends.")
