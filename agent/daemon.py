@@ -89,6 +89,7 @@ PANES_TTL = 0.5  # how long one list of panes (alive, size, cursor) is reused
 BURST_SECONDS = 1.0  # after a hook, read the screen every BURST_INTERVAL for this long
 BURST_INTERVAL = 0.1
 EARLY_CARD_FOR = 10.0  # a request's card waits this long for its dialog to be drawn
+DIALOG_WATCH_INTERVAL = 0.02  # screen reads meanwhile
 REVIVED_TEXT = "🔁 The Mac restarted, so the session was reopened in the same conversation"
 
 
@@ -503,7 +504,9 @@ class Agent:
                 rt.wake_screen.set()
                 rt.burst_until = now + BURST_SECONDS
                 self._track_card(rt)
-                self._spawn(self._send_update(rt))
+                # sent once the hook's answer is on its way: Claude Code draws the dialog only
+                # after it, so nothing here may delay it
+                asyncio.get_running_loop().call_soon(self._spawn, self._send_update(rt))
             return None
         if self.options.polling_only:
             if event in ("PostToolUse", "PostToolUseFailure", "Stop"):
@@ -769,6 +772,8 @@ class Agent:
         interval = self.config.preview_read_interval if busy else self.config.screen_read_interval
         if now < rt.burst_until:
             interval = BURST_INTERVAL
+        if rt.card is not None and not rt.card.answerable:
+            interval = DIALOG_WATCH_INTERVAL  # its card waits for the dialog: catch it drawn
         rt.next_screen = now + float(interval)
         await self._send_update(rt)
         if previous != computed.state and computed.state == "idle":
@@ -1162,9 +1167,12 @@ class Agent:
                     "the dialog on the Mac changed before this answer arrived; nothing was "
                     "pressed: look at the new card",
                 )
-            groups = keys_for(drawn, answer, text)  # from where its cursor is now
+            try:
+                groups = keys_for(drawn, answer, text)  # from where its cursor is now
+            except ValueError as exc:
+                raise CommandFailed("bad_answer", str(exc)) from exc
             await self._press(rt, groups)
-            closed = await self._confirm_closed(rt, card, groups)
+            closed = await self._confirm_closed(rt, drawn, groups)  # the screen's own view
         if not closed:
             raise CommandFailed(
                 "card_still_open", "the terminal did not take the answer; try again"

@@ -250,6 +250,24 @@ def test_an_answer_for_a_dialog_that_changed_is_refused_and_nothing_pressed(
     wait_for(lambda: (s := agent.runtimes[session_id].screen) and s.draft == "", 10, "no draft")
 
 
+def test_keys_a_dialog_dropped_are_sent_again_for_a_card_built_from_the_request(
+    fake: Bridge, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # The dialog ignores keys for a while after it is drawn (longer than the agent waits): the
+    # agent sees nothing moved on the screen and presses again. "Nothing moved" compares the
+    # screen with itself, not with the card built from the request.
+    original = fake.env
+    monkeypatch.setattr(fake, "env", lambda: {**original(), "FAKECLAUDE_DIALOG_DEAF": "0.7"})
+    fake.start_agent()
+    with fake.phone() as phone:
+        session_id = start_session(
+            phone, fake, fake.folder(), prompt="RUN_BASH one", permission_mode="manual"
+        )
+        card = wait_ready_card(phone, session_id, "permission")
+        answer = phone.post(f"/api/sessions/{session_id}/cards/{card['id']}", json={"key": "1"})
+        assert answer.status_code == 200, answer.text
+
+
 def test_a_send_now_with_a_stale_view_never_presses_into_the_dialog(
     fake: Bridge, bash_card: tuple[Agent, Any, str, dict[str, Any]]
 ) -> None:
