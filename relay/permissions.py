@@ -170,6 +170,10 @@ def _bounded(state: RelayState, data: dict[str, Any]) -> dict[str, Any]:
 async def get_policy(session_id: str, principal: Phone, state: State) -> dict[str, Any]:
     session = await _session(state, principal, session_id)
     policy, at = await stored(state, session.id)
+    live = state.live.sessions.get(session.id)
+    ended = session.mark in ("ended", "resting") or (live is not None and live.state == "ended")
+    if policy.allow_all and policy.allow_all_until is None and ended:
+        policy = policy.without_allow_all()  # "until the session ends": the Mac ended it too
     return _body(state, session.id, session.device_id, policy, at)
 
 

@@ -417,6 +417,7 @@ def test_allow_all_from_the_phone_ends_by_itself_with_a_line_each_way(fake: Brid
         wait_event(phone, rest, lambda e: "until the session ends" in e.get("text", ""), "on")
         assert phone.post(f"/api/sessions/{rest}/end").status_code == 200
         wait_event(phone, rest, lambda e: "the session ended" in e.get("text", ""), "the end")
+        assert phone.get(f"/api/sessions/{rest}/policy").json()["policy"]["allow_all"] is False
         lines = [e["text"] for e in events(phone, default) if e.get("marker") == "allow_all"]
         assert len(lines) == 2 and "for 1 h" in lines[0], lines
 
