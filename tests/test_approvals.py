@@ -486,10 +486,10 @@ def test_the_page_turns_allow_all_on_for_a_chosen_time(
     actions(page, "Permissions")
     dialog = page.locator("dialog")
     dialog.get_by_label("Allow all tools (no dialogs)").check()
-    dialog.get_by_label("For how long").select_option("session")
+    dialog.get_by_label("For", exact=True).select_option("session")
     dialog.get_by_role("button", name="Save").click()
     (command,) = commands(scripted, "change_policy")
     assert command.args == {"changes": {"allow_all": True, "allow_all_for": "session"}}
     expect(page.locator("dialog")).to_have_count(0)
     actions(page, "Permissions")
-    expect(dialog.locator(".pol-all-until")).to_have_text("On until the session ends.")
+    expect(dialog.locator(".pol-all-until")).to_have_text("Until the session ends")

@@ -36,7 +36,7 @@ from tests.web_helpers import (
     user_line,
 )
 
-WEIGHT_LIMIT = 150 * 1024
+WEIGHT_LIMIT = 152 * 1024  # README's figures: the control page's weight goal
 SCREENSHOTS = ARTIFACTS / "screens"
 
 

@@ -1,9 +1,7 @@
 // Cards: the dialogs Claude Code drew in the terminal, answered with one tap. A card stays on the
 // page, marked as answered, until the agent reports that the dialog really closed (the next
-// snapshot without it); a 409 card_closed says it closed before the answer arrived, a 409
-// card_changed that another dialog took its place (the new card follows on the stream). A
-// permission card shows what will run from Claude Code's own request; one that came before its
-// dialog was drawn is shown but cannot be answered yet (answerable: false).
+// snapshot without it); a 409 card_closed / card_changed says it closed / another dialog came.
+// A card whose dialog is not drawn yet (answerable: false) is shown, not answerable.
 
 import { h } from "./dom.js";
 import { t } from "./i18n.js";
@@ -35,8 +33,7 @@ export function renderCard(card, { readOnly, answer }) {
       el.classList.remove("pending");
       el.classList.add("failed");
       controls.forEach((c) => { c.disabled = false; });
-      const known = { card_closed: "card_closed", card_changed: "card_changed", card_not_ready: "card_not_ready" };
-      status.textContent = known[error.code] ? t(known[error.code]) : error.message;
+      status.textContent = /^card_(closed|changed|not_ready)$/.test(error.code) ? t(error.code) : error.message;
     }
   }
 
@@ -48,8 +45,7 @@ export function renderCard(card, { readOnly, answer }) {
   if (card.kind === "permission") {
     el.append(toolInput(card.tool, card.tool_input || {}));
     if (card.text) el.append(h("p.card-text", null, card.text));
-    // the screen's text only (no matching request), or a request whose dialog is not drawn yet
-    if (card.source === "screen") el.append(h("p.note.card-warning", { role: "note" }, t("card_from_screen")));
+    if (card.source === "screen") el.append(h("p.note.card-warning", null, t("card_from_screen")));
   } else if (card.kind === "plan") {
     if (card.text) el.append(h("div.card-plan", null, markdown(card.text)));
   } else if (card.text) {
@@ -64,8 +60,7 @@ export function renderCard(card, { readOnly, answer }) {
   }
 
   if (card.answerable === false) {
-    el.classList.add("not-ready");
-    body.append(h("p.note.card-not-ready", { role: "status" }, t("card_not_ready")));
+    body.append(h("p.note.card-not-ready", null, t("card_not_ready")));
     return el;
   }
 
