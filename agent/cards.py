@@ -21,6 +21,7 @@ arguments of ``tmux send-keys -l``. Send each group with its own ``send-keys`` c
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 import json
 import re
@@ -34,10 +35,14 @@ from relay.protocol import Card, CardOption
 
 __all__ = [
     "DetectedCard",
+    "HookAsk",
     "QuestionTab",
     "ScreenFacts",
     "classify_text",
     "describe",
+    "early_card",
+    "from_hook",
+    "hook_matches",
     "keys_for",
     "read_screen",
 ]
@@ -75,6 +80,11 @@ class DetectedCard:
     amendable: bool = False  # permission footer shows 'Tab to amend'
     submit_row: int | None = None  # multi-select: position of the unnumbered 'Submit' row
     footer_keys: bool = False  # options are key names read from the footer ('Enter to …')
+    # a permission card built from Claude Code's own request (see from_hook / early_card)
+    tool_use_id: str | None = None
+    source: Literal["hook", "screen"] = "screen"
+    answerable: bool = True  # false: the request came, its dialog is not drawn yet
+    warning: str | None = None
 
     def __post_init__(self) -> None:
         if not self.fingerprint:
@@ -90,6 +100,11 @@ class DetectedCard:
             multi_select=self.multi_select,
             tool=self.tool,
             tool_input=dict(self.tool_input) if self.tool_input is not None else None,
+            tool_use_id=self.tool_use_id,
+            source=self.source,
+            answerable=self.answerable,
+            warning=self.warning,
+            digest=self.fingerprint,
         )
 
 
@@ -186,6 +201,147 @@ def describe(facts: ScreenFacts) -> dict[str, Any]:
             "tool_input": c.tool_input,
         }
     return {"card": card, "busy": facts.busy, "preview": facts.preview}
+
+
+# ---------------------------------------------------------------------------
+# permission cards from Claude Code's own request (hooks)
+# ---------------------------------------------------------------------------
+
+NOT_MATCHING = (
+    "Claude Code's request does not match the dialog on the Mac's screen: this card shows the "
+    "screen's text, which may be cut short."
+)
+NO_REQUEST = (
+    "No request from Claude Code goes with this dialog: its text is read from the screen, which "
+    "may be cut short or printed by a program."
+)
+NOT_DRAWN = "The dialog is not on the Mac's screen yet: this card can be answered once it is."
+
+
+@dataclass(frozen=True)
+class HookAsk:
+    """A permission Claude Code asked for through its hooks: the PermissionRequest's
+    ``tool_name`` and full ``tool_input``, with the ``tool_use_id`` of the PreToolUse that
+    carried the same input (PermissionRequest itself has none in 2.1.328); ``at`` is when the
+    request came (the agent's clock)."""
+
+    tool: str
+    tool_input: dict[str, Any]
+    tool_use_id: str | None = None
+    at: float = 0.0
+
+
+def hook_matches(card: DetectedCard, ask: HookAsk) -> bool:
+    """Is ``card`` (read from the screen) the dialog of ``ask``? The same tool, and what the
+    dialog shows of the input (the command, the file path, the URL…) is part of the request's.
+    The screen's text is cut to the terminal width and wrapped, so it is compared without
+    whitespace and piece by piece around any ``…``."""
+    if card.kind != "permission" or not _same_tool(card.tool, ask.tool):
+        return False
+    shown = card.tool_input or {}
+    full = ask.tool_input
+    if ask.tool == "Bash":
+        return _pieces_in(str(shown.get("command", "")), _text(full.get("command")))
+    if "file_path" in shown:
+        path = full.get("file_path", full.get("notebook_path"))
+        return isinstance(path, str) and _path_matches(str(shown["file_path"]), path)
+    for key in ("url", "query", "prompt"):
+        if key in shown:
+            return _pieces_in(str(shown[key]), _text(full.get(key)))
+    # nothing of the input parsed from the dialog: one of its texts must be shown there
+    values = [_squash(v)[:24] for v in full.values() if isinstance(v, str) and v.strip()]
+    body = _squash(card.text)
+    return not values or any(v in body for v in values)
+
+
+def from_hook(card: DetectedCard, ask: HookAsk) -> DetectedCard:
+    """The permission card of a dialog that matches ``ask``: what will run comes from the
+    request (the whole command, the file and its edit), the keys and the digest from the
+    screen."""
+    return dataclasses.replace(
+        card,
+        tool=ask.tool,
+        tool_input=dict(ask.tool_input),
+        text=_request_text(ask, _question_row(card.text)),
+        tool_use_id=ask.tool_use_id,
+        source="hook",
+        answerable=True,
+        warning=None,
+    )
+
+
+def early_card(ask: HookAsk) -> DetectedCard:
+    """The card of a request whose dialog is not drawn yet: shown, not answerable."""
+    return DetectedCard(
+        kind="permission",
+        title=ask.tool,
+        text=_request_text(ask, ""),
+        options=(),
+        selected=None,
+        tool=ask.tool,
+        tool_input=dict(ask.tool_input),
+        tool_use_id=ask.tool_use_id,
+        source="hook",
+        answerable=False,
+        warning=NOT_DRAWN,
+    )
+
+
+def _same_tool(screen_tool: str | None, hook_tool: str) -> bool:
+    if screen_tool == hook_tool:
+        return True
+    return screen_tool == "MCP" and hook_tool.startswith("mcp__")
+
+
+def _text(value: Any) -> str:
+    return value if isinstance(value, str) else ""
+
+
+def _squash(text: str) -> str:
+    return "".join(text.split())
+
+
+def _pieces_in(shown: str, full: str) -> bool:
+    """Every piece of the screen's text (cut where it shows ``…``) is in ``full``, in order,
+    the first at its start."""
+    pieces = [p for p in _squash(shown).split("…") if p]
+    target = _squash(full)
+    if not pieces or not target.startswith(pieces[0]):
+        return False
+    at = len(pieces[0])
+    for piece in pieces[1:]:
+        found = target.find(piece, at)
+        if found < 0:
+            return False
+        at = found + len(piece)
+    return True
+
+
+def _path_matches(shown: str, full: str) -> bool:
+    """The dialog shows a path relative to the folder (``hello.txt``), under ``~``, or cut in
+    the middle with ``…``; the request has it absolute."""
+    shown = shown.strip()
+    if "…" in shown:
+        head, _, tail = shown.rpartition("…")
+        return full.endswith(tail) and _squash(head.rstrip("…")) in full[: len(full) - len(tail)]
+    if shown.startswith("~/"):
+        return full.endswith(shown[1:])
+    return full == shown or full.endswith("/" + shown.removeprefix("./"))
+
+
+def _question_row(text: str) -> str:
+    rows = text.splitlines()
+    return rows[-1] if rows and rows[-1].startswith("Do you want") else ""
+
+
+def _request_text(ask: HookAsk, question: str) -> str:
+    data = ask.tool_input
+    if ask.tool == "Bash":
+        parts = [_text(data.get("description")), _text(data.get("command"))]
+    else:
+        path = data.get("file_path", data.get("notebook_path"))
+        parts = [_text(path) or _text(data.get("url")) or _text(data.get("query"))]
+    return "\n".join(p for p in [*parts, question] if p)
 
 
 def keys_for(

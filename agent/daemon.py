@@ -28,7 +28,18 @@ from agent import autopass
 from agent import held as heldrules
 from agent import policy as policyrules
 from agent.archive import DiskArchive
-from agent.cards import DetectedCard, ScreenFacts, keys_for, read_screen
+from agent.cards import (
+    NO_REQUEST,
+    NOT_MATCHING,
+    DetectedCard,
+    HookAsk,
+    ScreenFacts,
+    early_card,
+    from_hook,
+    hook_matches,
+    keys_for,
+    read_screen,
+)
 from agent.decisions import DecisionLog
 from agent.hookserver import HookServer, permission_decision
 from agent.hooksettings import build_settings, hook_command_path, hook_env, write_settings
@@ -86,6 +97,8 @@ TICK = 0.05
 PANES_TTL = 0.5  # how long one list of panes (alive, size, cursor) is reused
 BURST_SECONDS = 1.0  # after a hook, read the screen every BURST_INTERVAL for this long
 BURST_INTERVAL = 0.1
+EARLY_CARD_FOR = 10.0  # a request's card waits this long for its dialog to be drawn
+DIALOG_WATCH_INTERVAL = 0.02  # screen reads meanwhile
 REVIVED_TEXT = "🔁 The Mac restarted, so the session was reopened in the same conversation"
 
 
@@ -93,9 +106,44 @@ def _policy(record: SessionRecord) -> policyrules.Policy:
     return policyrules.from_record(record.policy, record.allow_all)
 
 
-def _set_policy(record: SessionRecord, policy: policyrules.Policy) -> None:
+def _set_policy(
+    record: SessionRecord, policy: policyrules.Policy, ended: str = "it was turned off"
+) -> None:
+    """Keep the session's new policy; "allow all" starting or ending is told in the
+    conversation (``ended`` says why it ended)."""
+    before = _policy(record)
     record.policy = policy.to_json()
     record.allow_all = policy.allow_all
+    if policy.allow_all and (
+        not before.allow_all or before.allow_all_until != policy.allow_all_until
+    ):
+        _queue_marker(record, MarkerKind.ALLOW_ALL, _allow_all_started(policy))
+    elif before.allow_all and not policy.allow_all:
+        _queue_marker(
+            record, MarkerKind.ALLOW_ALL, f"🔒 Allow all ended ({ended}): tools ask again"
+        )
+
+
+def _allow_all_started(policy: policyrules.Policy) -> str:
+    until = policy.allow_all_until
+    if until is None:
+        span = "until the session ends"
+    else:
+        left = max(0, round((until - time.time()) / 60))
+        hours, minutes = divmod(left, 60)
+        length = " ".join(
+            p for p in (f"{hours} h" if hours else "", f"{minutes} min" if minutes else "") if p
+        )
+        at = datetime.fromtimestamp(until, UTC).strftime("%Y-%m-%d %H:%M UTC")
+        span = f"for {length or 'less than a minute'}, until {at}"
+    return f"🔓 Allow all is on {span}: tools no rule names run without asking"
+
+
+def _queue_marker(record: SessionRecord, marker: MarkerKind, text: str) -> None:
+    """A line of the bridge's own in the session's conversation, sent with the next lines."""
+    record.marker_seq += 1
+    line = bridge_line(marker, text, _now_iso(), f"bridge-{record.id}-{record.marker_seq}")
+    record.pending_markers.append({"offset": record.marker_seq, "text": line})
 
 
 def _is_no(card: DetectedCard, answer: str | list[str] | None) -> bool:
@@ -104,6 +152,16 @@ def _is_no(card: DetectedCard, answer: str | list[str] | None) -> bool:
         return False
     label = next((o.label for o in card.options if o.key == answer), "")
     return label.strip().lower().startswith("no")
+
+
+class DialogOpen(Exception):
+    """A dialog that takes keys is on the screen: a message's text or Esc must not go there.
+    ``pasted``: the text was already in the prompt box when the dialog was seen."""
+
+    def __init__(self, kind: str | None, pasted: bool = False) -> None:
+        super().__init__(f"a {kind} dialog is open")
+        self.kind = kind
+        self.pasted = pasted
 
 
 class CommandFailed(Exception):
@@ -172,6 +230,9 @@ class Runtime:
     transcript_retry_at: float = 0.0  # the relay refused its last batch: not before then
     transcript_backoff: float = 0.0
     transcript_refusal: str | None = None  # why, as last logged
+    tool_uses: dict[str, tuple[str, dict[str, Any]]] = field(default_factory=dict)  # PreToolUse
+    ask: HookAsk | None = None  # the permission Claude Code asked for, its dialog due or open
+    ask_seen: bool = False  # that dialog was seen on screen
 
     @property
     def name(self) -> str:
@@ -326,12 +387,29 @@ class Agent:
         while True:
             await asyncio.sleep(REGISTRY_SAVE_EVERY)
             now = time.time()
+            self._end_allow_all(now)
             for rt in self.runtimes.values():
                 if rt.pane_alive:
                     rt.record.last_alive_at = now
                     self._dirty = True
             if self._dirty:
                 await asyncio.to_thread(self._save)
+
+    def _end_allow_all(self, now: float, session_over: SessionRecord | None = None) -> None:
+        """Turn "allow all" off where its time is past, or (``session_over``) for a session
+        that ended, and say so in its conversation. (A request past the time is asked anyway:
+        the verdict checks the clock; this makes the policy and the phone say it too.)"""
+        for record in [session_over] if session_over else list(self.registry.sessions.values()):
+            policy = _policy(record)
+            if session_over is None and (not policy.allow_all or policy.allowing_all(now)):
+                continue
+            if session_over is not None and not policy.allow_all:
+                continue
+            why = "the session ended" if session_over else "its time is up"
+            _set_policy(record, policy.without_allow_all(), ended=why)
+            self._dirty = True
+            self._wake_transcripts.set()
+            _log.info("session %s: allow all ended (%s)", record.id, why)
 
     # -- sessions: attach, launch, revive --------------------------------------------------
 
@@ -475,19 +553,33 @@ class Agent:
                 record.transcript_path = path if isinstance(path, str) else None
                 rt.follower.follow(conversation, self._transcript_file(record))
                 self._dirty = True
+        self._note_request(rt, event, payload)
         if event == "PermissionRequest":
             # The session's policy (agent/policy.py): allow before the dialog is drawn, deny
             # with a reason, or None = ask (the dialog becomes a card). Questions and plans
             # always ask.
             tool = payload.get("tool_name")
             tool = tool if isinstance(tool, str) else None
-            verdict = _policy(record).verdict(tool)
-            self.decisions.note(record.id, verdict, payload, rt.hooks.tools)  # the audit log
+            policy = _policy(record)
+            verdict = policy.verdict(tool, now)  # an allow-all past its time is off
+            self.decisions.note(  # the audit log
+                record.id, verdict, payload, rt.hooks.tools, allow_all_until=policy.allow_all_until
+            )
             if verdict.rule == "allow":
                 return permission_decision("allow")
             if verdict.rule == "deny":
                 _log.info("session %s: policy denied %s", record.id, tool)
                 return permission_decision("deny", verdict.deny_message(tool or "this tool"))
+            if tool is not None:
+                # The card goes to the phone now, before the dialog is drawn (not answerable
+                # until it is): what will run is known from the request itself.
+                rt.ask, rt.ask_seen = self._ask_from(rt, tool, payload, now), False
+                rt.wake_screen.set()
+                rt.burst_until = now + BURST_SECONDS
+                self._track_card(rt)
+                # sent once the hook's answer is on its way: Claude Code draws the dialog only
+                # after it, so nothing here may delay it
+                asyncio.get_running_loop().call_soon(self._spawn, self._send_update(rt))
             return None
         if self.options.polling_only:
             if event in ("PostToolUse", "PostToolUseFailure", "Stop"):
@@ -501,6 +593,43 @@ class Agent:
         if event in ("PostToolUse", "PostToolUseFailure", "Stop"):
             self._spawn(self._deliver_held(rt, reason=event))
         return None
+
+    def _note_request(self, rt: Runtime, event: str, payload: dict[str, Any]) -> None:
+        """Keep the tool uses that may still ask (PreToolUse carries the tool use id that
+        PermissionRequest lacks), and forget a request once its tool ran or the turn ended."""
+        tool_use_id = payload.get("tool_use_id")
+        tool_use_id = tool_use_id if isinstance(tool_use_id, str) and tool_use_id else None
+        tool = payload.get("tool_name")
+        tool_input = payload.get("tool_input")
+        if event == "PreToolUse" and tool_use_id and isinstance(tool, str):
+            rt.tool_uses[tool_use_id] = (tool, tool_input if isinstance(tool_input, dict) else {})
+            while len(rt.tool_uses) > 64:  # parallel subagents' uses; never ending ones drop
+                del rt.tool_uses[next(iter(rt.tool_uses))]
+        elif event in ("PostToolUse", "PostToolUseFailure") and tool_use_id:
+            rt.tool_uses.pop(tool_use_id, None)
+            if rt.ask is not None and rt.ask.tool_use_id == tool_use_id:
+                rt.ask = None
+        elif event in ("Stop", "SessionEnd") or (
+            event == "SessionStart" and payload.get("source") != "compact"
+        ):
+            rt.tool_uses.clear()
+            rt.ask = None
+
+    def _ask_from(self, rt: Runtime, tool: str, payload: dict[str, Any], now: float) -> HookAsk:
+        tool_input = payload.get("tool_input")
+        tool_input = tool_input if isinstance(tool_input, dict) else {}
+        tool_use_id = payload.get("tool_use_id")
+        if not isinstance(tool_use_id, str) or not tool_use_id:
+            # the latest tool use of that tool with the very same input
+            tool_use_id = next(
+                (
+                    tid
+                    for tid, (name, given) in reversed(rt.tool_uses.items())
+                    if name == tool and given == tool_input
+                ),
+                None,
+            )
+        return HookAsk(tool=tool, tool_input=tool_input, tool_use_id=tool_use_id, at=now)
 
     # -- the relay ------------------------------------------------------------------------
 
@@ -588,9 +717,7 @@ class Agent:
                     self._dirty = True
 
     def _add_marker(self, record: SessionRecord, marker: MarkerKind, text: str) -> None:
-        record.marker_seq += 1
-        line = bridge_line(marker, text, _now_iso(), f"bridge-{record.id}-{record.marker_seq}")
-        record.pending_markers.append({"offset": record.marker_seq, "text": line})
+        _queue_marker(record, marker, text)
         self._dirty = True
         self._wake_transcripts.set()
 
@@ -704,6 +831,7 @@ class Agent:
                     rt.screen_mode, rt.screen_mode_at = facts.mode, now
         if was_alive and not rt.pane_alive:
             _log.info("session %s ended (its terminal is gone)", record.id)
+            self._end_allow_all(now, session_over=record)
             await self.mux.kill(rt.name)
             record.alive = False if record.ended_by_person or record.resting else record.alive
             self._dirty = True
@@ -750,6 +878,8 @@ class Agent:
         interval = self.config.preview_read_interval if busy else self.config.screen_read_interval
         if now < rt.burst_until:
             interval = BURST_INTERVAL
+        if rt.card is not None and not rt.card.answerable:
+            interval = DIALOG_WATCH_INTERVAL  # its card waits for the dialog: catch it drawn
         rt.next_screen = now + float(interval)
         await self._send_update(rt)
         if previous != computed.state and computed.state == "idle":
@@ -768,15 +898,44 @@ class Agent:
         return status
 
     def _track_card(self, rt: Runtime) -> None:
-        card = rt.screen.card if rt.screen and rt.state == "waiting" else None
+        """The card of what the screen shows. A card id is bound to one dialog: its text's
+        digest and, for a permission, the tool use it asks for; either changing makes a new
+        card, so an answer given for one dialog can never be taken for another."""
+        card = self._card_for(rt, rt.screen.card if rt.screen and rt.state == "waiting" else None)
         if card is None:
             rt.card, rt.card_id = None, None
             return
-        if rt.card is None or card.fingerprint != rt.card.fingerprint:
+        if (
+            rt.card is None
+            or card.fingerprint != rt.card.fingerprint
+            or card.tool_use_id != rt.card.tool_use_id
+            or card.answerable != rt.card.answerable
+        ):
             rt.card_count += 1
             rt.card_id = f"{card.fingerprint[:10]}-{rt.card_count}"
             rt.card_seen_at = time.monotonic()
         rt.card = card
+
+    def _card_for(self, rt: Runtime, shown: DetectedCard | None) -> DetectedCard | None:
+        """A permission dialog's card is built from the request that matches it (the whole
+        command, the file, the edit); the screen says only that it is drawn and its keys."""
+        ask = rt.ask
+        if shown is not None and shown.kind == "permission":
+            if ask is not None and hook_matches(shown, ask):
+                rt.ask_seen = True
+                return from_hook(shown, ask)
+            return dataclasses.replace(shown, warning=NOT_MATCHING if ask else NO_REQUEST)
+        if ask is not None:
+            drawn = rt.screen.card if rt.screen else None
+            if rt.ask_seen and (drawn is None or drawn.kind != "permission"):
+                rt.ask = None  # its dialog was answered
+            elif (
+                not rt.ask_seen
+                and (shown is None or shown.kind == "stuck")
+                and time.time() - ask.at < EARLY_CARD_FOR
+            ):
+                return early_card(ask)
+        return shown
 
     def _auto_pass(self, rt: Runtime, now: float) -> bool:
         """True while the dialog on screen is one the agent passes by itself (SPEC §4, rules in
@@ -871,6 +1030,7 @@ class Agent:
                 return
             record.held = heldrules.mark(record.held, ids, "typing")
             self._save()  # before typing: a crash now never leads to typing it twice
+            outcome = "failed"
             try:
                 await self._quiet_after_first_frame(rt)
                 if dismiss or interrupt:
@@ -878,10 +1038,16 @@ class Agent:
                 block = heldrules.block_text(messages)
                 if autopass.changes_model(block):
                     rt.model_changed_at = time.time()  # its "Switch model?" passes (SPEC §4)
-                typed = await self._paste_and_submit(rt, block)
+                outcome = "typed" if await self._paste_and_submit(rt, block) else "failed"
             except PaneGone:
-                typed = False
-            record.held = heldrules.mark(record.held, ids, "typed" if typed else "failed")
+                pass
+            except DialogOpen as exc:
+                # Not a key went into the dialog; the messages wait for it to close (a card
+                # answered delivers them), unless their text already sits in the prompt box.
+                _log.info("session %s: a %s dialog is open; the message waits", record.id, exc.kind)
+                outcome = "failed" if exc.pasted else "held"
+                rt.wake_screen.set()
+            record.held = heldrules.mark(record.held, ids, outcome)
             record.held = heldrules.prune(record.held)
             self._save()
         rt.wake_screen.set()
@@ -895,6 +1061,7 @@ class Agent:
         interrupting it. So the paste goes only once the Esc is seen to have worked (or after a
         second try: Claude Code then holds the text until the turn ends, as it would anyway)."""
         for _ in range(2):
+            await self._no_dialog(rt, escaping=True)
             await self.mux.send_keys(rt.name, [["Escape"]])
             deadline = time.monotonic() + ESCAPE_CONFIRM
             while time.monotonic() < deadline:
@@ -936,16 +1103,29 @@ class Agent:
         "typed" must mean typed: so every step is confirmed on the screen, and retried once.
         """
         for _ in range(2):
+            await self._no_dialog(rt)
             await self.mux.paste(rt.name, text, enter=False)
             if await self._wait_draft(rt, present=True, timeout=TYPE_CONFIRM):
                 break
         else:
             return False
         for _ in range(2):
+            await self._no_dialog(rt, pasted=True)  # an Enter in a dialog picks its option
             await self.mux.send_keys(rt.name, [["Enter"]])
             if await self._wait_draft(rt, present=False, timeout=TYPE_CONFIRM):
                 return True
         return False
+
+    async def _no_dialog(
+        self, rt: Runtime, *, escaping: bool = False, pasted: bool = False
+    ) -> None:
+        """Raise DialogOpen unless a fresh read of the screen shows no dialog the next key would
+        go to (for Esc: none that Esc would answer). The last known state is not enough: a
+        dialog may have been drawn since."""
+        facts = await self._screen_now(rt)
+        kind = facts.card.kind if facts.card is not None else None
+        if not (heldrules.may_escape(kind) if escaping else heldrules.may_type(kind)):
+            raise DialogOpen(kind, pasted=pasted)
 
     # -- commands from the phone -------------------------------------------------------------
 
@@ -1071,6 +1251,11 @@ class Agent:
         if rt.card is None or rt.card_id != card_id:
             raise CommandFailed("card_closed", "this card is already closed")
         card = rt.card
+        if not card.answerable:
+            raise CommandFailed(
+                "card_not_ready",
+                "the dialog is not on the Mac's screen yet; answer once the card says it is",
+            )
         answer: str | list[str] | None = args.get("keys") or args.get("key")
         text = args.get("text")
         try:
@@ -1099,14 +1284,46 @@ class Agent:
             settle = rt.card_seen_at + DIALOG_SETTLE - time.monotonic()
             if settle > 0:
                 await asyncio.sleep(settle)
+            # The answer is for the dialog the card was made from: read the screen once more
+            # right before the keys, and refuse if another dialog (or none) is there now.
+            fresh = await self._screen_now(rt)
+            drawn = fresh.card
+            if drawn is None or not self._same_dialog(rt, card, drawn):
+                await self._show_changed(rt, fresh)
+                raise CommandFailed(
+                    "card_changed",
+                    "the dialog on the Mac changed before this answer arrived; nothing was "
+                    "pressed: look at the new card",
+                )
+            try:
+                groups = keys_for(drawn, answer, text)  # from where its cursor is now
+            except ValueError as exc:
+                raise CommandFailed("bad_answer", str(exc)) from exc
             await self._press(rt, groups)
-            closed = await self._confirm_closed(rt, card, groups)
+            closed = await self._confirm_closed(rt, drawn, groups)  # the screen's own view
         if not closed:
             raise CommandFailed(
                 "card_still_open", "the terminal did not take the answer; try again"
             )
         await self._deliver_held(rt, reason="card")
         return {"closed": True, **changed}
+
+    def _same_dialog(self, rt: Runtime, card: DetectedCard, drawn: DetectedCard) -> bool:
+        """Is ``drawn`` (just read) the dialog ``card`` was made for: the same text digest and,
+        for a permission built from a request, still that request's tool use."""
+        if drawn.fingerprint != card.fingerprint:
+            return False
+        if card.tool_use_id is None:
+            return True
+        return rt.ask is not None and rt.ask.tool_use_id == card.tool_use_id
+
+    async def _show_changed(self, rt: Runtime, facts: ScreenFacts) -> None:
+        """The screen moved on under a card: show the phone what is there now."""
+        rt.screen, rt.screen_at = facts, time.time()
+        rt.screen_key = None
+        self._track_card(rt)
+        await self._send_update(rt)
+        rt.wake_screen.set()
 
     async def _press(self, rt: Runtime, groups: list[list[str]]) -> None:
         for index, group in enumerate(groups):
@@ -1157,6 +1374,7 @@ class Agent:
         record.alive = False
         record.ended_by_person = not resting
         record.resting = resting
+        self._end_allow_all(time.time(), session_over=record)
         await self.mux.kill(rt.name)
         rt.pane_alive = False
         self._save()

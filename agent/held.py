@@ -4,7 +4,9 @@ Pure rules (SPEC §5): a message is typed at once when the session is idle; whil
 is held, and all held messages are typed as one block after a tool finishes, after the turn ends
 or after a card is answered. "Send now" interrupts the turn and types at once. With a card open:
 question, plan and dialog cards are closed and the text is sent as a message; permission and
-keyed cards keep the text held (keys typed now would go into that dialog).
+keyed cards keep the text held (keys typed now would go into that dialog). The agent checks a
+fresh read of the screen with ``may_escape`` / ``may_type`` right before each key it sends for a
+message, not only the last state it knew: a dialog may have opened since.
 """
 
 from __future__ import annotations
@@ -48,6 +50,18 @@ def decide(situation: Situation, now_requested: bool) -> Delivery:
     if situation.state == "busy":
         return Delivery.INTERRUPT_THEN_TYPE if now_requested else Delivery.HOLD
     return Delivery.TYPE_NOW
+
+
+def may_escape(card_kind: str | None) -> bool:
+    """May Esc be pressed on this screen? Never on a permission or keyed dialog: Esc there is
+    an answer ("No", or leaving the picker) that nobody gave."""
+    return card_kind is None or card_kind in DISMISSIBLE_CARDS
+
+
+def may_type(card_kind: str | None) -> bool:
+    """May text (a paste, an Enter) go to this screen? Only with no dialog open (the interrupted
+    turn's "stuck" notice is no dialog): keys typed into a dialog would answer it."""
+    return card_kind is None or card_kind == "stuck"
 
 
 def new_message(text: str, now: float | None = None, message_id: str | None = None) -> HeldMessage:

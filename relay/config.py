@@ -111,6 +111,13 @@ SETTINGS: tuple[Setting, ...] = (
     Setting("max_link_message_bytes", 32 * MIB, "Largest message on the agent link.", "relay"),
     Setting("max_message_chars", 100_000, "Longest message text a phone may send.", "relay"),
     Setting(
+        "allow_all_default_minutes",
+        60,
+        'Minutes "allow all" lasts when it is turned on with no duration ("session": until '
+        "the session ends).",
+        "relay",
+    ),
+    Setting(
         "tool_result_max_chars",
         4000,
         "Tool result text kept in an event; the full length is recorded.",

@@ -814,7 +814,13 @@ def _tools_used(line: _JsonObj, ctx: _Ctx) -> None:
 BRIDGE_LINE_TYPE: Final = "bridge-marker"
 BRIDGE_CONVERSATION: Final = "bridge"
 _BRIDGE_MARKERS: Final[frozenset[str]] = frozenset(
-    {MarkerKind.AUTO_PASSED, MarkerKind.REVIVED, MarkerKind.INFO, MarkerKind.LINE_TOO_LARGE}
+    {
+        MarkerKind.AUTO_PASSED,
+        MarkerKind.REVIVED,
+        MarkerKind.INFO,
+        MarkerKind.LINE_TOO_LARGE,
+        MarkerKind.ALLOW_ALL,
+    }
 )
 
 

@@ -12,8 +12,8 @@ the page, so a person can look it up. Each error says what happened and what to 
     ├── MethodNotAllowed      405  method_not_allowed
     ├── Conflict              409  device_offline, epoch_mismatch, after_beyond_last,
     │                              history_unavailable, session_locked, session_exists,
-    │                              card_closed, read_only, session_archived, command_failed (or the Mac's own
-    │                              code)
+    │                              card_closed, card_changed, card_not_ready, read_only,
+    │                              session_archived, command_failed (or the Mac's own code)
     ├── PayloadTooLarge       413  body_too_large, text_too_large
     ├── Unprocessable         422  not_finite, bad_session_id
     ├── TooManyRequests       429  pair_rate_limited

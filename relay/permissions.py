@@ -35,7 +35,15 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from agent.policy import CATEGORIES, TOOL_CATEGORIES, Policy, PolicyError
 from relay.errors import BadRequest, Conflict
-from relay.routes import Phone, State, _command, _session, refuse_read_only
+from relay.routes import (
+    AllowAllFor,
+    Phone,
+    State,
+    _command,
+    _session,
+    allow_all_for,
+    refuse_read_only,
+)
 from relay.state import RelayState, iso
 
 # A read-only view (X-CB-Read-Only) may read but not change: same guard as relay/routes.py.
@@ -101,9 +109,12 @@ async def stored(state: RelayState, session_id: str) -> tuple[Policy, float | No
     if not rows:
         return Policy(), None
     try:
-        return Policy.from_json(json.loads(rows[0][0])), float(rows[0][1])
+        policy = Policy.from_json(json.loads(rows[0][0]))
     except (ValueError, PolicyError):
         return Policy(), None
+    if policy.allow_all and not policy.allowing_all():
+        policy = policy.without_allow_all()  # past its time: the Mac has ended it too
+    return policy, float(rows[0][1])
 
 
 def _body(
@@ -127,6 +138,10 @@ class PolicyBody(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     allow_all: bool = False
+    # "allow all" ends: after allow_all_for (seconds, or "session"), or at allow_all_until
+    # (Unix seconds, as GET shows it); neither given: the setting allow_all_default_minutes
+    allow_all_for: AllowAllFor = None
+    allow_all_until: float | None = Field(default=None, allow_inf_nan=False)
     categories: dict[str, str] = Field(default_factory=dict, max_length=16)
     tools: dict[str, str] = Field(default_factory=dict, max_length=200)
 
@@ -138,14 +153,27 @@ class PolicyChanges(BaseModel):
 
     reset: bool = False
     allow_all: bool | None = None
+    allow_all_for: AllowAllFor = None
+    allow_all_until: float | None = Field(default=None, allow_inf_nan=False)
     categories: dict[str, str | None] = Field(default_factory=dict, max_length=16)
     tools: dict[str, str | None] = Field(default_factory=dict, max_length=200)
+
+
+def _bounded(state: RelayState, data: dict[str, Any]) -> dict[str, Any]:
+    """ "Allow all" turned on is never open-ended: with no bound given, the default duration."""
+    if data.get("allow_all") is True and "allow_all_until" not in data:
+        data["allow_all_for"] = allow_all_for(state, data.get("allow_all_for"))
+    return data
 
 
 @router.get("/sessions/{session_id}/policy")
 async def get_policy(session_id: str, principal: Phone, state: State) -> dict[str, Any]:
     session = await _session(state, principal, session_id)
     policy, at = await stored(state, session.id)
+    live = state.live.sessions.get(session.id)
+    ended = session.mark in ("ended", "resting") or (live is not None and live.state == "ended")
+    if policy.allow_all and policy.allow_all_until is None and ended:
+        policy = policy.without_allow_all()  # "until the session ends": the Mac ended it too
     return _body(state, session.id, session.device_id, policy, at)
 
 
@@ -155,9 +183,11 @@ async def put_policy(
 ) -> dict[str, Any]:
     """Replace the session's policy on its Mac (409 ``device_offline`` when it is offline)."""
     session = await _session(state, principal, session_id)
-    policy = check(body.model_dump())
-    # _command refuses archived sessions, and stores the policy the Mac answers with.
-    answer = await _command(state, session, "set_policy", {"policy": policy.to_json()})
+    data = _bounded(state, body.model_dump(exclude_none=True))
+    policy = check(data)
+    # _command refuses archived sessions, and stores the policy the Mac answers with. The
+    # duration goes as such: the Mac makes it an end time of its own clock.
+    answer = await _command(state, session, "set_policy", {"policy": data})
     if "policy" not in answer:  # a Mac that does not echo it: it took what was sent
         await remember(state, session.id, policy.to_json())
     now_policy, at = await stored(state, session.id)
@@ -171,7 +201,7 @@ async def patch_policy(
     """Change some rules on the session's Mac, which merges them into the policy it holds:
     nothing changed elsewhere meanwhile is lost (409 ``device_offline`` when it is offline)."""
     session = await _session(state, principal, session_id)
-    changes = body.model_dump(exclude_defaults=True)
+    changes = _bounded(state, body.model_dump(exclude_defaults=True))
     if not changes:
         raise BadRequest("nothing to change: send reset, allow_all, categories or tools")
     try:

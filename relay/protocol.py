@@ -88,6 +88,7 @@ class MarkerKind(StrEnum):
     LINE_TOO_LARGE = "line_too_large"
     AUTO_PASSED = "auto_passed"  # a dialog passed without asking (agent)
     REVIVED = "revived"  # 🔁 the Mac restarted, the session was reopened
+    ALLOW_ALL = "allow_all"  # "allow all" started or ended (agent)
     INFO = "info"
 
 
@@ -152,6 +153,16 @@ class CardOption(_Model):
 
 
 class Card(_Model):
+    """A dialog on the Mac's screen, as the phone shows it.
+
+    A permission card's ``tool`` / ``tool_input`` come from Claude Code's own request (the
+    PermissionRequest / PreToolUse hook: the whole command, the file path, the edit) when it
+    matches the dialog on screen (``source: "hook"``); otherwise they are read from the screen,
+    which is cut to the terminal's width (``source: "screen"``, with ``warning``). A card may
+    reach the phone before its dialog is drawn: ``answerable`` is false until it is seen.
+    ``digest`` is the dialog's text digest the answer is bound to (with ``tool_use_id``).
+    """
+
     id: str
     kind: Literal["permission", "question", "plan", "dialog", "keyed", "stuck"]
     title: str = ""
@@ -160,6 +171,11 @@ class Card(_Model):
     multi_select: bool = False
     tool: str | None = None
     tool_input: dict[str, Any] | None = None
+    tool_use_id: str | None = None
+    source: Literal["hook", "screen"] = "screen"
+    answerable: bool = True
+    warning: str | None = None
+    digest: str | None = None
 
 
 class HeldMessage(_Model):

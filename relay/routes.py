@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from sse_starlette import EventSourceResponse
 from starlette.requests import HTTPConnection
 
+from agent.policy import MAX_ALLOW_ALL_SECONDS
 from relay import seq as seqrules
 from relay import subagents, usage
 from relay.auth import COOKIE_NAME, authenticate
@@ -98,6 +99,22 @@ class PairBody(Body):
     name: str | None = Field(default=None, max_length=100)
 
 
+# How long "allow all" lasts: seconds, or "session" (until the session ends); none given, the
+# setting allow_all_default_minutes. Never open-ended.
+AllowAllFor = (
+    Annotated[float, Field(gt=0, le=MAX_ALLOW_ALL_SECONDS, allow_inf_nan=False)]
+    | Literal["session"]
+    | None
+)
+
+
+def allow_all_for(state: RelayState, given: float | str | None) -> float | str:
+    """The duration of an "allow all" turned on: the one given, else the setting's."""
+    if given is not None:
+        return given
+    return float(state.config.allow_all_default_minutes) * 60
+
+
 class NewSession(Body):
     device_id: str
     cwd: str = Field(min_length=1, max_length=4096)
@@ -109,6 +126,7 @@ class NewSession(Body):
     model: str | None = Field(default=None, max_length=200)
     session_id: str | None = None  # a UUID (checked by session_uuid: a clear 422)
     allow_all: bool = False  # answer every permission request with "allow" (no dialogs)
+    allow_all_for: AllowAllFor = None  # … for this long (seconds, or "session")
     policy: dict[str, Any] | None = None  # first permission rules (relay/permissions.py)
 
 
@@ -254,7 +272,16 @@ async def create_session(body: NewSession, principal: Phone, state: State) -> di
     session = await state.store.create_session(
         principal.account_id, device.id, session_id, body.cwd
     )
-    args = body.model_dump(exclude={"device_id", "session_id"}, exclude_defaults=True)
+    args = body.model_dump(
+        exclude={"device_id", "session_id", "allow_all", "allow_all_for"}, exclude_defaults=True
+    )
+    if body.allow_all or (body.policy or {}).get("allow_all") is True:
+        # The Mac turns the duration into an end time of its own clock, kept in the policy.
+        policy = dict(body.policy or {})
+        policy["allow_all"] = True
+        if "allow_all_until" not in policy:
+            policy.setdefault("allow_all_for", allow_all_for(state, body.allow_all_for))
+        args["policy"] = policy
     result = await link.command(
         "create_session", session_id, args, float(state.config.command_timeout)
     )
@@ -464,6 +491,14 @@ async def answer_card(
     live = state.live.sessions.get(session.id)
     if live is None or live.card is None or live.card.id != card_id:
         raise Conflict("this card is already closed", code="card_closed", card_id=card_id)
+    if not live.card.answerable:
+        raise Conflict(
+            "the dialog is not on the Mac's screen yet; answer once the card says it is",
+            code="card_not_ready",
+            card_id=card_id,
+        )
+    # The Mac presses keys only if its screen still shows this card's dialog: else 409
+    # card_changed (its new card comes on the stream).
     args = body.model_dump(exclude_none=True)
     args["card_id"] = card_id
     from relay import audit  # the audit log (it imports this module): who answered which card how

@@ -30,7 +30,7 @@ claude-bridge rename SESSION TITLE… | rename SESSION --auto
 claude-bridge session-cost SESSION [--json]
     GET /api/sessions/{id}/cost: tokens and USD in total, per model and per subagent. (`claude-bridge
     cost FILE.jsonl…` reads transcript files instead, without a relay.)
-claude-bridge policy SESSION [--allow-all | --no-allow-all] [--category C=RULE…] [--tool T=RULE…]
+claude-bridge policy SESSION [--allow-all [--for DURATION] | --no-allow-all] [--category C=RULE…] [--tool T=RULE…]
                      [--reset] [--json]
     Without changes: the session's permission policy (the relay's copy, also while the Mac is
     offline). With changes: sent to the Mac, which must be online, and applied there on top of the
@@ -862,6 +862,24 @@ def parse_rule(text: str, kind: str) -> tuple[str, str]:
     return name, rule
 
 
+def parse_duration(text: str) -> float | str:
+    """``--for``: ``90m``, ``2h``, ``1h30m``, ``45s``, or ``session`` (until it ends)."""
+    spoken = text.strip().lower()
+    if spoken == "session":
+        return "session"
+    match = re.fullmatch(r"(?:(\d+)h)?(?:(\d+)m)?(?:(\d+)s)?", spoken)
+    seconds = 0
+    if match and spoken:
+        hours, minutes, secs = (int(g or 0) for g in match.groups())
+        seconds = hours * 3600 + minutes * 60 + secs
+    if seconds <= 0:
+        raise CommandError(
+            f"--for {text!r}: not a duration",
+            "e.g. --for 30m, --for 2h, --for 1h30m, or --for session (until the session ends)",
+        )
+    return float(seconds)
+
+
 def policy_changes(args: argparse.Namespace) -> dict[str, Any] | None:
     """The command's changes as a PATCH body (the Mac merges them into the policy it holds, so
     nothing changed elsewhere meanwhile is lost), or None for no change."""
@@ -870,6 +888,10 @@ def policy_changes(args: argparse.Namespace) -> dict[str, Any] | None:
         changes["reset"] = True
     if args.allow_all is not None:
         changes["allow_all"] = args.allow_all
+    if args.allow_all_for is not None:
+        if args.allow_all is False:
+            raise CommandError("--for goes with --allow-all", "e.g. --allow-all --for 2h")
+        changes["allow_all_for"] = parse_duration(args.allow_all_for)
     for field, kind, texts in (
         ("categories", "category", args.category),
         ("tools", "tool", args.tool),
@@ -894,7 +916,14 @@ def policy_lines(session: dict[str, Any], body: dict[str, Any], mac: str) -> lis
             f"  as {mac} last reported it ({when(body.get('updated_at'))}); {mac} is offline, "
             "and changes need it online"
         )
-    out.append(f"  allow all: {'yes' if allow_all else 'no'}")
+    until = policy.get("allow_all_until")
+    if not allow_all:
+        out.append("  allow all: no")
+    elif isinstance(until, int | float):
+        at = datetime.fromtimestamp(until).strftime("%Y-%m-%d %H:%M")
+        out.append(f"  allow all: yes, until {at}; then it ends by itself")
+    else:
+        out.append("  allow all: yes, until the session ends")
     rules = policy.get("categories") or {}
     tools_of = body.get("categories") or {}
     names = list(tools_of) or list(rules)
@@ -916,7 +945,15 @@ def policy_lines(session: dict[str, Any], body: dict[str, Any], mac: str) -> lis
 
 
 def cmd_policy(args: argparse.Namespace) -> int:
-    wants_change = bool(args.category or args.tool or args.reset or args.allow_all is not None)
+    wants_change = bool(
+        args.category
+        or args.tool
+        or args.reset
+        or args.allow_all is not None
+        or args.allow_all_for is not None
+    )
+    if args.allow_all_for is not None:
+        parse_duration(args.allow_all_for)  # every mistake before any request
     for text in args.category or []:
         parse_rule(text, "category")  # every mistake before any request
     for text in args.tool or []:
@@ -1373,7 +1410,14 @@ def add_commands(sub: Any) -> None:
         "--allow-all",
         action=argparse.BooleanOptionalAction,
         default=None,
-        help="allow every tool no rule names (--no-allow-all: ask for them)",
+        help="allow every tool no rule names, for a while (--no-allow-all: ask for them)",
+    )
+    policy.add_argument(
+        "--for",
+        dest="allow_all_for",
+        metavar="DURATION",
+        help="how long --allow-all lasts: 30m, 2h, 1h30m, or session (until the session ends);"
+        " default: the relay's allow_all_default_minutes",
     )
     policy.add_argument(
         "--category",

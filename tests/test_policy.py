@@ -4,6 +4,7 @@ real agent with the fake Claude Code answering PermissionRequest hooks by the po
 from __future__ import annotations
 
 import asyncio
+import time
 from pathlib import Path
 from typing import Any
 
@@ -353,7 +354,10 @@ def test_patch_changes_some_rules_and_keeps_what_the_mac_gained_meanwhile(
             )
             assert (await client.get(base)).json()["policy"] == body["policy"]
             reset = await client.patch(base, json={"reset": True, "allow_all": True})
-            assert reset.json()["policy"] == {"allow_all": True, "categories": {}, "tools": {}}
+            held = reset.json()["policy"]
+            until = held.pop("allow_all_until")  # "allow all" with no duration: the default
+            assert held == {"allow_all": True, "categories": {}, "tools": {}}
+            assert abs(until - (time.time() + 3600)) < 60, until
             sent = len(handler.commands)
             for wrong, message in (
                 ({}, "nothing to change"),

@@ -348,12 +348,21 @@ def test_policy_shows_and_changes_the_rules_on_the_mac(
     assert api(relay, account, "GET", path)["policy"] == want
 
     # Changes apply on top of what the session has; unset drops a rule.
+    # "allow all" with no --for lasts the relay's default (allow_all_default_minutes)
     body = cli_json(relay, account, "policy", "-1", "--allow-all", "--tool", "Bash=unset")
     merged = {"allow_all": True, "categories": {"read": "allow"}, "tools": {}}
-    assert body["ok"] is True and body["policy"] == merged
-    assert studio.commands[-1].args == {"changes": {"allow_all": True, "tools": {"Bash": None}}}
+    assert body["ok"] is True and body["policy"].pop("allow_all_until") > 0
+    assert body["policy"] == merged
+    asked = {"allow_all": True, "allow_all_for": 3600.0, "tools": {"Bash": None}}
+    assert studio.commands[-1].args == {"changes": asked}
     allowed = cli(relay, account.phone_token, "policy", session_id).stdout
-    assert "allow all: yes" in allowed and "  edit     allow (allow all) (no rule)" in allowed
+    assert (
+        "allow all: yes, until" in allowed and "  edit     allow (allow all) (no rule)" in allowed
+    )
+    lasting = cli_json(relay, account, "policy", session_id, "--allow-all", "--for", "session")
+    assert lasting["policy"]["allow_all_until"] is None
+    assert studio.commands[-1].args["changes"]["allow_all_for"] == "session"
+    assert "until the session ends" in cli(relay, account.phone_token, "policy", session_id).stdout
     reset = cli_json(relay, account, "policy", session_id, "--reset", "--tool", "WebFetch=ask")
     assert reset["policy"] == {"allow_all": False, "categories": {}, "tools": {"WebFetch": "ask"}}
     off = cli_json(relay, account, "policy", session_id, "--no-allow-all", "--reset")

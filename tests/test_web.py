@@ -36,7 +36,7 @@ from tests.web_helpers import (
     user_line,
 )
 
-WEIGHT_LIMIT = 155 * 1024  # the audit log view (web/js/audit.js) took the last 150 KB
+WEIGHT_LIMIT = 160 * 1024  # README figures: the control page weight goal, before compression
 SCREENSHOTS = ARTIFACTS / "screens"
 
 

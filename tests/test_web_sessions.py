@@ -324,6 +324,7 @@ def test_policy_editor_sends_only_its_changes_and_says_when_the_mac_is_offline(
     assert command.args == {  # only what was changed (WebFetch was added and removed)
         "changes": {
             "allow_all": True,
+            "allow_all_for": 3600.0,  # no duration chosen: the relay's default
             "categories": {"read": "allow", "execute": "deny"},
             "tools": {"Bash": "allow"},
         }
@@ -335,7 +336,8 @@ def test_policy_editor_sends_only_its_changes_and_says_when_the_mac_is_offline(
         "categories": {"read": "allow", "execute": "deny"},
         "tools": {"Bash": "allow"},
     }
-    assert api(relay, account, f"/api/sessions/{sid}/policy")["policy"] == held
+    shown = api(relay, account, f"/api/sessions/{sid}/policy")["policy"]
+    assert shown.pop("allow_all_until") > time.time() and shown == held
 
     # opened again: the relay's copy of what the Mac holds
     actions(page, "Permissions")
@@ -352,10 +354,12 @@ def test_policy_editor_sends_only_its_changes_and_says_when_the_mac_is_offline(
     dialog.get_by_label("Edit", exact=True).select_option("ask")
     dialog.get_by_role("button", name="Save").click()
     expect(page.locator("dialog")).to_have_count(0)  # closed once the Mac answered
+    # ("allow all", on and left alone, is not sent: it keeps the end it has)
     assert commands(scripted, "change_policy", 2)[-1].args == {
-        "changes": {"allow_all": True, "categories": {"edit": "ask"}, "tools": {"Bash": None}}
+        "changes": {"categories": {"edit": "ask"}, "tools": {"Bash": None}}
     }
-    assert api(relay, account, f"/api/sessions/{sid}/policy")["policy"] == {
+    shown = api(relay, account, f"/api/sessions/{sid}/policy")["policy"]
+    assert shown.pop("allow_all_until") > time.time() and shown == {
         "allow_all": True,
         "categories": {"read": "allow", "edit": "ask", "execute": "deny", "web": "allow"},
         "tools": {},

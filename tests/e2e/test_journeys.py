@@ -44,8 +44,14 @@ def wait_state(
 def wait_card(
     phone: httpx.Client, session_id: str, kind: str, timeout: float = 30
 ) -> dict[str, Any]:
+    # a card may come before its dialog is drawn (not answerable yet): wait for the dialog
     snap = wait_for(
-        lambda: (s := snapshot(phone, session_id))["card"] and s["card"]["kind"] == kind and s,
+        lambda: (
+            (s := snapshot(phone, session_id))["card"]
+            and s["card"]["kind"] == kind
+            and s["card"].get("answerable", True)
+            and s
+        ),
         timeout,
         f"a {kind} card",
     )

@@ -1,6 +1,7 @@
 // Cards: the dialogs Claude Code drew in the terminal, answered with one tap. A card stays on the
 // page, marked as answered, until the agent reports that the dialog really closed (the next
-// snapshot without it); a 409 card_closed says it closed before the answer arrived.
+// snapshot without it); a 409 card_closed / card_changed says it closed / another dialog came.
+// A card whose dialog is not drawn yet (answerable: false) is shown, not answerable.
 
 import { h } from "./dom.js";
 import { t } from "./i18n.js";
@@ -32,7 +33,7 @@ export function renderCard(card, { readOnly, answer }) {
       el.classList.remove("pending");
       el.classList.add("failed");
       controls.forEach((c) => { c.disabled = false; });
-      status.textContent = error.code === "card_closed" ? t("card_closed") : error.message;
+      status.textContent = /^card_(closed|changed|not_ready)$/.test(error.code) ? t(error.code) : error.message;
     }
   }
 
@@ -44,6 +45,7 @@ export function renderCard(card, { readOnly, answer }) {
   if (card.kind === "permission") {
     el.append(toolInput(card.tool, card.tool_input || {}));
     if (card.text) el.append(h("p.card-text", null, card.text));
+    if (card.source === "screen") el.append(h("p.note.card-warning", null, t("card_from_screen")));
   } else if (card.kind === "plan") {
     if (card.text) el.append(h("div.card-plan", null, markdown(card.text)));
   } else if (card.text) {
@@ -54,6 +56,11 @@ export function renderCard(card, { readOnly, answer }) {
   el.append(body);
   if (readOnly) {
     body.append(h("ul.opts", null, card.options.map((o) => h("li", null, o.label))), h("p.note", null, t("card_read_only")));
+    return el;
+  }
+
+  if (card.answerable === false) {
+    body.append(h("p.note.card-not-ready", null, t("card_not_ready")));
     return el;
   }
 

@@ -54,6 +54,11 @@ export async function showPolicy(id, readOnly) {
   try { data = await get(`/api/sessions/${enc(id)}/policy`); } catch (error) { box.replaceChildren(h("p.error", null, error.message)); return; }
   const policy = data.policy;
   const all = h("input", { type: "checkbox", checked: policy.allow_all });
+  // how long "allow all" lasts ("": the relay's default)
+  const span = h("select", { "aria-label": t("pol_all_for") },
+    [["", "pol_default"], ["3600", "pol_all_1h"], ["session", "pol_all_session"]].map(([v, k]) => h("option", { value: v }, t(k))));
+  const end = policy.allow_all_until;
+  const until = policy.allow_all && (end ? t("pol_all_until", { time: new Date(end * 1000).toLocaleString() }) : t("pol_all_session"));
   const cats = Object.keys(data.categories);
   const picks = cats.map((c) => rule(policy.categories[c], t("cat_" + c), true));
   const tools = new Map(Object.entries(policy.tools));
@@ -79,6 +84,8 @@ export async function showPolicy(id, readOnly) {
   box.replaceChildren(
     ...[!data.known && "pol_unknown", !data.device_online && "pol_offline", readOnly && "pol_read_only"].filter(Boolean).map((k) => h("p.note", null, t(k))),
     h("label.check", null, all, h("span", null, t("pol_all"))),
+    h("div.row", null, t("pol_all_for"), span),
+    until && h("p.note.pol-all-until", null, until),
     h("fieldset.pol", null, h("legend", null, t("pol_cats")), cats.map((c, i) => h("div.pol-row", null,
       h("span", null, h("span.pol-name", null, t("cat_" + c)), h("span.pol-tools", null, data.categories[c].join(", "))), picks[i]))),
     h("fieldset.pol", null, h("legend", null, t("pol_tools")), list, h("div.row.pol-add", null, name, newRule, add),
@@ -91,11 +98,15 @@ export async function showPolicy(id, readOnly) {
     status.textContent = "";
     try {
       const was = (m, k) => m[k] || null, diff = (pairs, old) => Object.fromEntries(pairs.filter(([k, v]) => v !== was(old, k)));
-      await patch(`/api/sessions/${enc(id)}/policy`, {
-        allow_all: all.checked,
+      const body = {
         categories: diff(cats.map((c, i) => [c, picks[i].value || null]), policy.categories),
         tools: diff([...tools, ...Object.keys(policy.tools).filter((k) => !tools.has(k)).map((k) => [k, null])], policy.tools),
-      });
+      };
+      // "allow all" left on keeps its end
+      const v = span.value;
+      if (!(all.checked && policy.allow_all && !v)) body.allow_all = all.checked;
+      if (all.checked && v) body.allow_all_for = v === "session" ? v : +v;
+      if ("allow_all" in body || Object.keys({ ...body.categories, ...body.tools }).length) await patch(`/api/sessions/${enc(id)}/policy`, body);
       toast(t("pol_saved"));
       dialog.close();
     } catch (error) {
