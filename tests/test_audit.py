@@ -377,22 +377,27 @@ def test_retention_keeps_a_deleted_sessions_audit_until_its_own_age(
             await link.send_raw(a_decision(sid, at=older).model_dump_json())
             await link.send_raw(a_decision(sid, at=clock.start).model_dump_json())
             await stored(server, acct.account_id, 2)
+            # The phone's calls run in a thread: a retention run asks this Mac (on this loop) to
+            # delete its archive, and waits for the answer.
             with phone_client(server, acct.phone_token) as client:
                 clock.days(31)
-                assert [s["session_id"] for s in run(client)["archived"]] == [sid]
+                report = await asyncio.to_thread(run, client)
+                assert [s["session_id"] for s in report["archived"]] == [sid]
                 clock.days(31 + 181)
-                report = run(client)
+                report = await asyncio.to_thread(run, client)
                 assert [s["session_id"] for s in report["deleted"]] == [sid]
                 assert report["audit_expired"] == 0
-                error_of(client.get(f"/api/sessions/{sid}"), 404, "unknown_session")
+                gone = await asyncio.to_thread(client.get, f"/api/sessions/{sid}")
+                error_of(gone, 404, "unknown_session")
                 # The session is gone; its audit rows are not.
-                assert len(audit(client, session_id=sid)["entries"]) == 2
+                listed = await asyncio.to_thread(audit, client, session_id=sid)
+                assert len(listed["entries"]) == 2
                 clock.days(264)
-                assert run(client)["audit_expired"] == 0
+                assert (await asyncio.to_thread(run, client))["audit_expired"] == 0
                 clock.days(266)  # the older decision is past audit_keep_days (365)
-                report = run(client)
+                report = await asyncio.to_thread(run, client)
                 assert report["audit_expired"] == 1 and report["audit_keep_days"] == 365
-                left = audit(client, session_id=sid)["entries"]
+                left = (await asyncio.to_thread(audit, client, session_id=sid))["entries"]
                 assert [e["at"] for e in left] == [_iso(clock.start)]
 
     asyncio.run(go())
