@@ -576,47 +576,71 @@ async def agent_part(root: Path, total: int, chunk: int, kills: int, odd: tuple[
         phone = PhoneWatch(relay.url, relay.phone_token, session_id)
         watcher = asyncio.create_task(phone.run())
         mix = Mix(start=path.stat().st_size, raw_bytes=True, odd=odd)
-        lines = mix.take(total)
-        kill_at = {(i + 1) * len(lines) // (kills + 1) for i in range(kills)}
+        planned = mix.take(total)
+        kill_at = {(i + 1) * len(planned) // (kills + 1) for i in range(kills)}
+        lines: list[Line] = []  # as written, with their real offsets in the file
         started = time.monotonic()
         with path.open("ab") as transcript:
-            for start in range(0, len(lines), chunk):
-                part = lines[start : start + chunk]
-                for line in part:
-                    # A line written in two halves: the first half alone is a partial line
-                    # the agent must not send.
-                    half = len(line.raw) // 2
-                    transcript.write(line.raw[:half])
-                    transcript.flush()
-                    transcript.write(line.raw[half:] + b"\n")
+            position = transcript.seek(0, os.SEEK_END)
+
+            def write(line: Line, data: bytes) -> None:
+                nonlocal position
+                transcript.write(data)
                 transcript.flush()
+                position += len(data)
+
+            for start in range(0, len(planned), chunk):
+                for line in planned[start : start + chunk]:
+                    # Written in two halves: the first half alone is a partial line the agent
+                    # must not send.
+                    line.offset = position
+                    half = len(line.raw) // 2
+                    write(line, line.raw[:half])
+                    write(line, line.raw[half:] + b"\n")
+                    lines.append(line)
                 if any(start <= k < start + chunk for k in kill_at):
                     half_line = mix.take(1)[0]
-                    transcript.write(half_line.raw[: len(half_line.raw) // 2])
-                    transcript.flush()
+                    half_line.offset = position
+                    half = len(half_line.raw) // 2
+                    write(half_line, half_line.raw[:half])
                     await asyncio.sleep(0.3)  # the agent is mid-read
                     killed = time.monotonic()
                     agent.kill()
-                    transcript.write(half_line.raw[len(half_line.raw) // 2 :] + b"\n")
-                    transcript.flush()
+                    write(half_line, half_line.raw[half:] + b"\n")
                     lines.append(half_line)
                     agent.start()
                     before = len(phone.seen)
-                    await asyncio.to_thread(
-                        _wait, lambda b=before: len(phone.seen) > b, 60, "events after a restart"
-                    )
+                    deadline = time.monotonic() + 30
+                    while len(phone.seen) <= before and time.monotonic() < deadline:
+                        await asyncio.sleep(0.05)
+                    if len(phone.seen) <= before:
+                        log("no new event within 30 s of an agent restart")
+                        tally.never_acked_batches += 1
                     tally.restarts.append(time.monotonic() - killed)
                 await asyncio.sleep(0.05)
         # Every complete line must reach the relay: wait until the stored history stops growing.
         last, still = -1, 0
         deadline = time.monotonic() + 90
-        while time.monotonic() < deadline and still < 20:
+        while time.monotonic() < deadline and still < 80:  # 8 s without a new event
             now = len(phone.seen)
             still = still + 1 if now == last else 0
             last = now
             await asyncio.sleep(0.1)
         tally.seconds = time.monotonic() - started
         events = stored_events(relay.url, relay.phone_token, session_id)
+        if os.environ.get("CB_BENCH_DEBUG"):
+            snap = phone_http.get(f"/api/sessions/{session_id}").json()
+            log(
+                f"lines from offset {lines[0].offset}; kills at line {sorted(kill_at)}; "
+                f"conversation now {snap.get('conversation_id')} (followed {conversation}), "
+                f"state {snap.get('state')}"
+            )
+            convs: dict[str, list[int]] = {}
+            for e in events:
+                convs.setdefault(str(e.get("conversation_id")), []).append(e.get("offset") or 0)
+            for c, offs in convs.items():
+                log(f"  {c}: {len(offs)} events, offsets {min(offs)}..{max(offs)}")
+            log(f"  line offsets: {[x.offset for x in lines][::20]}")
         ours = [x for x in events if (x.get("offset") or 0) >= lines[0].offset]
         tally.lines = len(lines)
         tally.odd = sum(1 for x in lines if x.kind != "real")
