@@ -17,7 +17,7 @@ request it checks:
 * nothing stored before is lost (a session's events are unchanged) and another account's session
   is never visible (404 on every route, never listed).
 
-Settings: ``max_examples=60`` per test (``CB_PROPS_EXAMPLES`` × 2.4 when set), ``deadline=None``,
+Settings: ``max_examples=60`` per test (``CB_PROPS_API_EXAMPLES`` to change it), ``deadline=None``,
 ``derandomize=True``, ``database=None`` (reproducible in CI, nothing left behind).
 """
 
@@ -49,7 +49,7 @@ from relay.protocol import LineRecord
 from relay.replay import read_lines
 from tests.conftest import Account, RelayServer, mac, transcript
 
-EXAMPLES = int(float(os.environ.get("CB_PROPS_EXAMPLES", "25")) * 2.4)
+EXAMPLES = int(os.environ.get("CB_PROPS_API_EXAMPLES", "60"))
 API_SETTINGS = settings(
     max_examples=EXAMPLES,
     deadline=None,
