@@ -906,16 +906,24 @@ def _run(server: RelayServer, rules: frozenset[str], what: str, odd_lines: bool)
         print(f"{what}: {time.monotonic() - started:.1f} s")
 
 
+# A pass takes seconds; a failure is shrunk for up to 5 minutes (Hypothesis's own bound) and then
+# reported, which the default 300 s test timeout would cut short.
+SHRINK_ROOM = pytest.mark.timeout(600)
+
+
+@SHRINK_ROOM
 def test_link_lines_and_odd_messages(link_relay: RelayServer) -> None:
     """Real and odd lines, resends, out-of-order and far offsets, junk messages."""
     _run(link_relay, LINES, "lines", odd_lines=True)
 
 
+@SHRINK_ROOM
 def test_link_connections(link_relay: RelayServer) -> None:
     """hello with bad numbers, aborted connections, frames the server refuses, reconnects."""
     _run(link_relay, CONNECTIONS, "connections", odd_lines=False)
 
 
+@SHRINK_ROOM
 def test_link_other_macs(link_relay: RelayServer) -> None:
     """A second Mac of the account names the first one's sessions (and another account's)."""
     _run(link_relay, OTHER_MACS, "other-macs", odd_lines=False)
