@@ -60,8 +60,8 @@ from tests.conftest import TRANSCRIPTS, Account, RelayServer
 
 MAX_LINE_BYTES = 16 * 1024  # small limits keep "too large" cheap to generate
 MAX_LINK_MESSAGE_BYTES = 256 * 1024
-REPLY_TIMEOUT = 5.0
-SETTLE_TIMEOUT = 3.0
+REPLY_TIMEOUT = 3.0
+SETTLE_TIMEOUT = 2.0
 EXAMPLES = int(os.environ.get("CB_PROPS_EXAMPLES", "15"))
 
 PROPS_SETTINGS = settings(
