@@ -116,6 +116,9 @@ def chat_line(content: str, escaped: bool = True) -> str:
 
 
 def events_made(text: str) -> int:
+    """Events a line makes on the relay: one marker when it is over the line limit."""
+    if len(text.encode("utf-8", "surrogatepass")) > MAX_LINE_BYTES:
+        return 1
     return len(convert_line(text, _LIMITS).events)
 
 
