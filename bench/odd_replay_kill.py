@@ -143,7 +143,7 @@ class Mix:
             text = full[: len(full) // 2]
             line = Line(0, text, None, kind, events_made(text))
         else:
-            text = "this is not JSON {" + "é" * (self.count % 9)
+            text = f"this is not JSON {{ #{self.count} " + "é" * (self.count % 9)
             line = Line(0, text, None, kind, events_made(text))
         if not line.raw:
             line.raw = line.text.encode("utf-8", "surrogatepass")
@@ -628,6 +628,14 @@ async def agent_part(root: Path, total: int, chunk: int, kills: int, odd: tuple[
             await asyncio.sleep(0.1)
         tally.seconds = time.monotonic() - started
         events = stored_events(relay.url, relay.phone_token, session_id)
+        # Claude Code writes to the same file (the revived session's own lines), so find each
+        # line where it really landed; each is unique (a fresh uuid or a counter).
+        blob = path.read_bytes()
+        cursor = lines[0].offset
+        for line in lines:
+            at = blob.find(b"\n" + line.raw + b"\n", cursor - 1)
+            line.offset = at + 1 if at >= 0 else -1
+            cursor = max(cursor, line.offset + len(line.raw))
         if os.environ.get("CB_BENCH_DEBUG"):
             snap = phone_http.get(f"/api/sessions/{session_id}").json()
             log(
@@ -641,10 +649,34 @@ async def agent_part(root: Path, total: int, chunk: int, kills: int, odd: tuple[
             for c, offs in convs.items():
                 log(f"  {c}: {len(offs)} events, offsets {min(offs)}..{max(offs)}")
             log(f"  line offsets: {[x.offset for x in lines][::20]}")
+            blob = path.read_bytes()
+            wrong = [x for x in lines if blob[x.offset : x.offset + len(x.raw)] != x.raw]
+            log(
+                f"  file {len(blob)} bytes; lines not at their offsets: {len(wrong)}; first: "
+                f"{[(x.offset, x.kind) for x in wrong[:3]]}"
+            )
+            if wrong:
+                at = wrong[0].offset
+                log(f"  file near {at}: {blob[at - 200 : at + 300]!r}")
+            stored_offsets = sorted({e.get("offset") or 0 for e in events})
+            mine = [(x.offset, x.kind) for x in lines]
+            lost_at = next((o for o, _ in mine if o not in stored_offsets), None)
+            if lost_at is not None:
+                log(
+                    f"  first missing {lost_at}; mine near: "
+                    f"{[m for m in mine if abs(m[0] - lost_at) < 3000]}; stored near: "
+                    f"{[o for o in stored_offsets if abs(o - lost_at) < 3000]}; stored after: "
+                    f"{[o for o in stored_offsets if o > lost_at][:8]}; mine after: "
+                    f"{[m for m in mine if m[0] > lost_at][:8]}"
+                )
         ours = [x for x in events if (x.get("offset") or 0) >= lines[0].offset]
         tally.lines = len(lines)
         tally.odd = sum(1 for x in lines if x.kind != "real")
-        tally_history(tally, lines, events, conversation, set())
+        located = [x for x in lines if x.offset >= 0]
+        if len(located) < len(lines):
+            # Cut in two by the other writer of the file: not a line the agent could send.
+            log(f"{len(lines) - len(located)} line(s) interleaved with Claude Code's own writes")
+        tally_history(tally, located, events, conversation, set())
         tally.events = len(ours)
         tally.doubled += phone.doubled
         tally.out_of_order += phone.out_of_order

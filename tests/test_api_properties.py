@@ -473,10 +473,21 @@ def test_path_ids_of_every_shape(
     what = f"{method} {path[:80]}"
     check_answer(response, what)
     if path_id == "foreign" and "/api/sessions/" in template:
-        assert response.status_code in (400, 404, 422), (
-            f"{what}: another account's session answered {response.status_code}"
+        # Another account's session answers exactly as a session that does not exist.
+        unknown_path = path.replace(world.foreign_id, str(uuid.uuid4()))
+        unknown = _send(world, method, unknown_path, body)
+        assert response.status_code == unknown.status_code and _code(response) == _code(unknown), (
+            f"{what}: another account's session answered {response.status_code} "
+            f"{response.text[:200]}, an unknown one {unknown.status_code} {unknown.text[:200]}"
         )
+        assert response.status_code in (400, 404, 405, 413, 422), what
     check_world(world)
+
+
+def _code(response: httpx.Response) -> str | None:
+    with contextlib.suppress(ValueError, AttributeError, TypeError):
+        return str(strict_json(response.content)["error"]["code"])
+    return None
 
 
 @API_SETTINGS
