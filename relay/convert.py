@@ -682,6 +682,7 @@ def _tools_used(line: _JsonObj, ctx: _Ctx) -> None:
 
 
 def _bridge_marker(line: _JsonObj, ctx: _Ctx) -> None:
+    """One of the agent's own marker lines (the format is wire/markers.py's)."""
     kind = line.get("marker")
     text = _str(line.get("text"))
     if kind not in BRIDGE_MARKERS or not text:
