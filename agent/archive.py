@@ -15,7 +15,7 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from relay.protocol import NumberedEvent, SessionPosition
+from wire.protocol import NumberedEvent, SessionPosition
 
 TAIL_BYTES = 64 * 1024
 

@@ -31,7 +31,7 @@ from typing import Any, Literal
 from wcwidth import wcswidth
 
 from agent.screen import Screen, from_plain, render
-from relay.protocol import Card, CardOption
+from wire.protocol import Card, CardOption
 
 __all__ = [
     "DetectedCard",

@@ -135,7 +135,7 @@ def cmd_agent(args: argparse.Namespace) -> int:
     from agent.daemon import AgentOptions
     from agent.launch import ClaudeMissing, find_claude
     from agent.mux import MuxError, find_program
-    from relay import config as configmod
+    from wire import config as configmod
 
     folder = data_dir(args.data)
     relay, token = resolve_link(args, folder)

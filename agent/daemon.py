@@ -26,7 +26,6 @@ from typing import Any
 
 from agent import autopass
 from agent import held as heldrules
-from agent import policy as policyrules
 from agent.archive import DiskArchive
 from agent.cards import (
     NO_REQUEST,
@@ -66,9 +65,10 @@ from agent.state import (
 )
 from agent.status import ClaudeStatus, find_for_session, read_status
 from agent.transcript import TranscriptFollower, transcript_path
-from relay.config import Config
-from relay.convert import BRIDGE_CONVERSATION, bridge_line
-from relay.protocol import (
+from wire import policy as policyrules
+from wire.config import Config
+from wire.markers import BRIDGE_CONVERSATION, bridge_line
+from wire.protocol import (
     Command,
     CommandResult,
     DeviceInfo,
@@ -555,7 +555,7 @@ class Agent:
                 self._dirty = True
         self._note_request(rt, event, payload)
         if event == "PermissionRequest":
-            # The session's policy (agent/policy.py): allow before the dialog is drawn, deny
+            # The session's policy (wire/policy.py): allow before the dialog is drawn, deny
             # with a reason, or None = ask (the dialog becomes a card). Questions and plans
             # always ask.
             tool = payload.get("tool_name")
@@ -1388,7 +1388,7 @@ class Agent:
         return {}
 
     async def _cmd_set_policy(self, session_id: str, args: dict[str, Any]) -> dict[str, Any]:
-        """Replace the session's permission policy (agent/policy.py); it applies to the next
+        """Replace the session's permission policy (wire/policy.py); it applies to the next
         PermissionRequest and is kept in the registry, so it survives reopen and revive."""
         record = self._record(session_id)
         try:

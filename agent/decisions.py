@@ -2,7 +2,7 @@
 
 When a PermissionRequest hook is answered by the session's policy — a tool's or a category's rule,
 or "allow all" — no card is ever shown, so the relay cannot see the decision: the agent sends a
-``decision`` link message (relay/protocol.py) naming the rule that made it and a digest of the
+``decision`` link message (wire/protocol.py) naming the rule that made it and a digest of the
 tool input. Decisions wait here (and in ``decisions.json`` in the data folder, across restarts)
 until the relay acknowledges them; each has its own id, so one sent twice is kept once.
 """
@@ -22,10 +22,10 @@ from typing import Any
 
 from agent.files import write_json
 from agent.link import NotLinked, RelayLink
-from agent.policy import Verdict
 from agent.state import RunningTool
-from relay.convert import summarize_tool_input
-from relay.protocol import Decision, DecisionAck, input_digest
+from wire.policy import Verdict
+from wire.protocol import Decision, DecisionAck, input_digest
+from wire.tools import summarize_tool_input
 
 _log = logging.getLogger("agent.decisions")
 

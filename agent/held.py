@@ -16,7 +16,7 @@ import time
 from dataclasses import dataclass
 from enum import StrEnum
 
-from relay.protocol import HeldMessage
+from wire.protocol import HeldMessage
 
 # Cards that are dismissed (Escape) so a message can be typed instead of answering them.
 DISMISSIBLE_CARDS = frozenset({"question", "plan", "dialog", "stuck"})

@@ -1,4 +1,4 @@
-"""The agent's link to the relay: the real protocol (relay/protocol.py) over a WebSocket that
+"""The agent's link to the relay: the real protocol (wire/protocol.py) over a WebSocket that
 comes back by itself.
 
 Reconnects with exponential backoff and jitter; says hello with the archive's positions so the
@@ -19,8 +19,8 @@ from collections.abc import Awaitable, Callable
 import websockets
 from pydantic import BaseModel
 
-from relay.protocol import Ack, DeviceInfo, LineRecord, Ping, SessionInfo, Welcome
-from relay.replay import Archive, CommandHandler, DecisionAckHandler, LinkRefused, MacLink
+from wire.client import Archive, CommandHandler, DecisionAckHandler, LinkRefused, MacLink
+from wire.protocol import Ack, DeviceInfo, LineRecord, Ping, SessionInfo, Welcome
 
 _log = logging.getLogger("agent.link")
 
@@ -156,7 +156,7 @@ class RelayLink:
         return ack
 
     async def send(self, message: BaseModel) -> None:
-        """Send one more link message (relay/protocol.py) as it is."""
+        """Send one more link message (wire/protocol.py) as it is."""
         link = self._require()
         try:
             await link.send_raw(message.model_dump_json())

@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from agent.files import write_json
-from relay.protocol import HeldMessage
+from wire.protocol import HeldMessage
 
 REGISTRY_VERSION = 1
 
@@ -53,7 +53,7 @@ class SessionRecord:
     acked: dict[str, int] = field(default_factory=dict)
     held: list[HeldMessage] = field(default_factory=list)
     allow_all: bool = False  # kept in step with policy["allow_all"] (older files had only it)
-    policy: dict[str, Any] = field(default_factory=dict)  # agent/policy.py's JSON form
+    policy: dict[str, Any] = field(default_factory=dict)  # wire/policy.py's JSON form
     marker_seq: int = 0  # offsets of the bridge's own marker lines
     pending_markers: list[dict[str, Any]] = field(default_factory=list)  # not yet stored
 

@@ -15,7 +15,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from relay.protocol import LineRecord
+from wire.protocol import LineRecord
 
 READ_CHUNK = 1024 * 1024
 _NOT_ALNUM = re.compile(r"[^A-Za-z0-9]")

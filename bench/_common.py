@@ -318,8 +318,8 @@ class BareSSEProcess(ServerProcess):
 
 def _captured() -> list[tuple[str, str | None, int]]:
     """Every captured transcript line: (text, uuid, number of display events it makes)."""
-    from relay import config as configmod
     from relay.convert import ConversionLimits, convert_line
+    from wire import config as configmod
 
     limits = ConversionLimits.from_config(configmod.load({}, environ={}))
     out: list[tuple[str, str | None, int]] = []
@@ -409,7 +409,7 @@ class LineSource:
         return out
 
     def take(self, count: int) -> list[Any]:
-        from relay.protocol import LineRecord
+        from wire.protocol import LineRecord
 
         out = []
         for _ in range(count):

@@ -1,6 +1,6 @@
 """Agent idle cost: CPU of the agent with 20 idle sessions.
 
-A relay process and the agent as people run it (``python -m relay agent --relay URL --token T
+A relay process and the agent as people run it (``python -m cli agent --relay URL --token T
 --data DIR --claude PATH --mux tmux --socket NAME``: file watching on, the default), with a HOME,
 agent data folder and tmux server (``-L`` socket) of its own. Its ``claude`` is the stand-in of
 bench/agent_latency.py: it draws a captured idle Claude Code screen, writes the status file
@@ -74,7 +74,7 @@ SETTLE = 5.0  # seconds after every session is idle before the window opens
 
 
 class AgentProcess:
-    """``python -m relay agent …`` in its own process; stopped (SIGTERM, then SIGKILL) on exit."""
+    """``python -m cli agent …`` in its own process; stopped (SIGTERM, then SIGKILL) on exit."""
 
     def __init__(self, mac: Mac, relay: RelayProcess) -> None:
         self.mac = mac
@@ -91,7 +91,7 @@ class AgentProcess:
         self._log = open(self.mac.root / "agent.log", "wb")
         env = clean_env({**self.mac.session_env(), "PYTHONPATH": str(REPO)})
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "relay", "agent", "--relay", self.relay.url,
+            [sys.executable, "-m", "cli", "agent", "--relay", self.relay.url,
              "--token", self.relay.device_token, "--data", str(self.mac.data),
              "--claude", str(self.mac.claude), "--mux", "tmux", "--socket", self.mac.socket,
              "--log-level", "warning"],
@@ -294,7 +294,7 @@ def report(result: dict[str, Any]) -> list[Row]:
     n, secs = result["sessions"], result["seconds"]
     idle, total = result["idle_at_end"]
     how = {
-        "cli": "`python -m relay agent` (file watching on, the default)",
+        "cli": "`python -m cli agent` (file watching on, the default)",
         "watch": "Agent(AgentOptions(watch=True)) in its own process",
         "poll": "Agent(AgentOptions(watch=False)) in its own process (700 ms polling)",
     }[result["kind"]]
@@ -354,7 +354,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--py-spy", metavar="FILE", default=None,
                         help="record py-spy raw stacks of the agent during the window into FILE")  # fmt: skip
     parser.add_argument("--agent", choices=["cli", "watch", "poll"], default="cli",
-                        help="cli: `python -m relay agent` (default); watch / poll: "
+                        help="cli: `python -m cli agent` (default); watch / poll: "
                         "Agent(AgentOptions(watch=True/False)) in its own process")  # fmt: skip
     parser.add_argument("--no-status-files", action="store_true",
                         help="the stand-in writes no ~/.claude/sessions/<pid>.json")  # fmt: skip

@@ -257,7 +257,7 @@ async def _run_agent(
     spec: dict[str, Any], stop: asyncio.Event, started: threading.Event | None = None
 ) -> None:
     from agent.daemon import Agent, AgentOptions
-    from relay import config as configmod
+    from wire import config as configmod
 
     options = AgentOptions(
         data_dir=Path(spec["data"]),

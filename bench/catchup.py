@@ -51,8 +51,8 @@ class CatchupResult:
 
 
 async def fill(relay: RelayProcess, events: int, batch: int) -> tuple[str, float]:
-    from relay.protocol import DeviceInfo
-    from relay.replay import MacLink
+    from wire.client import MacLink
+    from wire.protocol import DeviceInfo
 
     session_id = str(uuid.uuid4())
     conversation_id = str(uuid.uuid4())

@@ -65,7 +65,7 @@ class ListingResult:
 
 def usage_lines(name: str) -> list[Any]:
     """The lines of a captured transcript that carry usage or Claude Code's cost-state."""
-    from relay.replay import read_lines
+    from wire.client import read_lines
 
     return [
         line
@@ -76,9 +76,9 @@ def usage_lines(name: str) -> list[Any]:
 
 async def fill(data_dir: Path, sessions: int) -> tuple[str, float]:
     """Store ``sessions`` sessions with usage; return (account id, seconds)."""
-    from relay import config as configmod
     from relay import usage
     from relay.store import Store
+    from wire import config as configmod
 
     config = configmod.load({"data_dir": str(data_dir)}, environ={})
     store = Store(config)
@@ -104,9 +104,9 @@ async def fill(data_dir: Path, sessions: int) -> tuple[str, float]:
 
 
 async def time_store(data_dir: Path, account_id: str, sessions: int, repeat: int) -> list[float]:
-    from relay import config as configmod
     from relay.store import Store
     from relay.usage import session_costs
+    from wire import config as configmod
 
     store = Store(configmod.load({"data_dir": str(data_dir)}, environ={}))
     try:

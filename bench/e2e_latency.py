@@ -33,9 +33,9 @@ from typing import Any
 import httpx
 
 from agent.daemon import Agent, AgentOptions
-from relay import config as configmod
 from tests.conftest import RelayServer, SSEReader
 from tests.e2e.conftest import API_KEY, REPO, seed_home
+from wire import config as configmod
 
 GOALS = {"line_p50": 25.0, "line_p99": 100.0, "card_p50": 200.0}
 

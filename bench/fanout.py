@@ -105,7 +105,7 @@ class RawPoster:
 
 async def publish(args: argparse.Namespace) -> dict[str, Any]:
     """Wait for "go" on stdin, then send ``batches`` batches of ``lines`` events, ``interval`` apart."""
-    from relay.protocol import DeviceInfo, EventKind, LineRecord, NumberedEvent
+    from wire.protocol import DeviceInfo, EventKind, LineRecord, NumberedEvent
 
     loop = asyncio.get_running_loop()
     durations: list[float] = []
@@ -115,7 +115,7 @@ async def publish(args: argparse.Namespace) -> dict[str, Any]:
     epoch = "bench0epoch0"
     link = client = None
     if args.publish_to == "relay":
-        from relay.replay import MacLink
+        from wire.client import MacLink
 
         link = MacLink(args.url, args.token, DeviceInfo(name="bench-fanout"))
         await link.connect()
@@ -361,8 +361,8 @@ async def _stop_profiler(proc: Any) -> None:
 
 async def _prepare_relay(relay: RelayProcess) -> Target:
     """Create the session the clients will watch (one line through the link)."""
-    from relay.protocol import DeviceInfo, LineRecord
-    from relay.replay import MacLink
+    from wire.client import MacLink
+    from wire.protocol import DeviceInfo, LineRecord
 
     session_id = str(uuid.uuid4())
     link = MacLink(relay.url, relay.device_token, DeviceInfo(name="bench-fanout"))

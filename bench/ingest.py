@@ -58,8 +58,8 @@ class IngestResult:
 async def push(
     relay: RelayProcess, lines: int, batch: int, mix: str, warmup: int = 2
 ) -> IngestResult:
-    from relay.protocol import DeviceInfo
-    from relay.replay import MacLink
+    from wire.client import MacLink
+    from wire.protocol import DeviceInfo
 
     source = LineSource(mix)
     session_id = str(uuid.uuid4())

@@ -1,6 +1,6 @@
 """A replay of odd and real transcript lines while the relay, then the agent, is killed with -9.
 
-Part 1 (relay): a Mac (relay/replay.py's MacLink, resending every unacked batch after a
+Part 1 (relay): a Mac (wire/client.py's MacLink, resending every unacked batch after a
 reconnect, as the agent does) replays real captured lines mixed with odd ones: lone surrogates
 (as JSON.stringify writes half an emoji), lines over the relay's line limit, non-JSON lines, cut
 (partial) JSON lines, and lines held back and sent after later ones (out of order). The relay
@@ -8,7 +8,7 @@ process (``claude-bridge relay``) is killed with SIGKILL mid-batch a few times a
 on the same data folder. A phone follows the session's SSE stream throughout, reconnecting with
 Last-Event-ID.
 
-Part 2 (agent): the real agent (``python -m relay agent``) runs a session on the fake Claude Code
+Part 2 (agent): the real agent (``python -m cli agent``) runs a session on the fake Claude Code
 (tests/fakeclaude) in tmux; the benchmark appends the same mix to that session's transcript file
 (odd bytes included: a surrogate as raw UTF-8 bytes, a line written in two halves) while the
 agent is killed with SIGKILL and started again.
@@ -95,8 +95,8 @@ def _user_line(content: str) -> tuple[str, str]:
 
 
 def events_made(text: str) -> int:
-    from relay import config as configmod
     from relay.convert import ConversionLimits, convert_line
+    from wire import config as configmod
 
     limits = ConversionLimits.from_config(configmod.load({}, environ={}))
     return len(convert_line(text, limits).events)
@@ -346,8 +346,8 @@ def _reported(ack: Any) -> set[int]:
 async def relay_part(
     root: Path, total: int, batch: int, kills: int, odd: tuple[str, ...], hold: bool = True
 ) -> Tally:
-    from relay.protocol import DeviceInfo, LineRecord
-    from relay.replay import MacLink
+    from wire.client import MacLink
+    from wire.protocol import DeviceInfo, LineRecord
 
     relay = Relay(root)
     relay.start()
@@ -501,7 +501,7 @@ class AgentProc:
     def start(self) -> None:
         with (self.root / "agent.log").open("ab") as sink:
             self.proc = subprocess.Popen(
-                [sys.executable, "-m", "relay", "agent", "--relay", self.relay.url,
+                [sys.executable, "-m", "cli", "agent", "--relay", self.relay.url,
                  "--token", self.relay.device_token, "--data", str(self.data),
                  "--claude", str(FAKE_CLAUDE), "--mux", "tmux", "--socket", self.socket],
                 cwd=REPO, env=self.env, stdin=subprocess.DEVNULL, stdout=sink, stderr=sink,

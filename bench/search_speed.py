@@ -42,7 +42,7 @@ from bench._common import (
     markdown_table,
     percentile,
 )
-from relay.protocol import LineRecord
+from wire.protocol import LineRecord
 
 GOAL_P95_SECONDS = 0.050
 SEED = 20261129
@@ -278,9 +278,9 @@ def make_session(rng: random.Random, cwd: str) -> list[Any]:
 
 
 async def _fill(data_dir: Path, sessions: int, rng: random.Random) -> World:
-    from relay import config as configmod
     from relay import search, titles
     from relay.store import Store
+    from wire import config as configmod
 
     store = Store(configmod.load({"data_dir": str(data_dir)}, environ={}))
     try:

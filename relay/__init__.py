@@ -3,6 +3,7 @@
 Modules, in the order a request meets them: ``app`` (the ASGI app), ``auth`` (logins),
 ``routes`` (phone API), ``link`` (the Macs' WebSocket), ``convert`` (transcript line → events),
 ``seq`` (numbering and catch-up rules), ``store`` and ``writer`` (SQLite), ``hub`` and ``sse``
-(live streams), ``history`` (older pages from the Mac), ``live`` (what connected Macs report),
-``protocol`` (the wire messages both sides import), ``config`` (every setting).
+(live streams), ``history`` (older pages from the Mac), ``live`` (what connected Macs report).
+The link messages, the settings table and the policy model it shares with the agent are in
+``wire/``; the relay never imports the agent.
 """

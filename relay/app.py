@@ -18,12 +18,12 @@ from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from relay import audit, link, permissions, push, retention, routes, search, usage
-from relay.config import Config, Network, trusted_networks
 from relay.errors import PayloadTooLarge, RelayError
 from relay.hub import Hub
 from relay.jsontext import JSONText
 from relay.state import RelayState
 from relay.store import Store
+from wire.config import Config, Network, trusted_networks
 
 _log = logging.getLogger("relay")
 
@@ -169,7 +169,7 @@ class ForwardedHeaders:
 
 
 def server_options(config: Config) -> dict[str, Any]:
-    """The uvicorn settings of every way the relay is started (relay/cli.py, the tests)."""
+    """The uvicorn settings of every way the relay is started (cli/main.py, the tests)."""
     return {
         "ws_max_size": int(config.max_link_message_bytes),
         # Forwarded headers are ForwardedHeaders' job, trusting only ``trusted_proxies``.

@@ -8,7 +8,7 @@ One row per decision, in the table ``audit``:
   canonical JSON and its one-line summary), which answer (keys and their labels, typed text,
   "always") and when;
 * **a decision nobody made by hand**, reported by the Mac over the link (``decision``,
-  relay/protocol.py): a PermissionRequest hook answered by the session's policy (``policy``:
+  wire/protocol.py): a PermissionRequest hook answered by the session's policy (``policy``:
   a tool's or a category's rule; ``allow_all``), with the rule that made it (``tool Bash: allow``,
   ``category read: allow``, ``allow all``) and the Mac it ran on;
 * **a hook's decision** (``hook``): a PermissionRequest hook of the person's own settings that
@@ -39,12 +39,12 @@ from typing import Annotated, Any, TypeVar
 
 from fastapi import APIRouter, Depends, Query, Request
 
-from relay.convert import summarize_tool_input
 from relay.errors import BadRequest
-from relay.protocol import Card, Decision, input_digest
 from relay.routes import CardAnswer, Phone, State, refuse_read_only
 from relay.state import RelayState, iso
 from relay.store import Principal, Session
+from wire.protocol import Card, Decision, input_digest
+from wire.tools import summarize_tool_input
 
 T = TypeVar("T")
 router = APIRouter(prefix="/api", dependencies=[Depends(refuse_read_only)])

@@ -31,18 +31,19 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final
 
-from relay.config import SETTINGS
-from relay.protocol import DisplayEvent, EventKind, MarkerKind
+from wire.config import SETTINGS
+from wire.markers import BRIDGE_LINE_TYPE, BRIDGE_MARKERS
+from wire.protocol import DisplayEvent, EventKind, MarkerKind
+from wire.tools import one_line, summarize_tool_input
 
 if TYPE_CHECKING:
-    from relay.config import Config
+    from wire.config import Config
 
 __all__ = [
     "ASSISTANT_BLOCK_TYPES",
     "ATTACHMENT_TYPES",
     "DEFAULT_LIMITS",
     "LINE_TYPES",
-    "SUMMARY_MAX_CHARS",
     "SYSTEM_SUBTYPES",
     "UNKNOWN_AGENT_ID",
     "USER_BLOCK_TYPES",
@@ -51,12 +52,11 @@ __all__ = [
     "LineFacts",
     "convert_line",
     "is_handled",
-    "summarize_tool_input",
 ]
 
 
 def _setting_default(name: str) -> int:
-    # relay.config is the single source of defaults; mirror it instead of repeating numbers.
+    # wire.config is the single source of defaults; mirror it instead of repeating numbers.
     for setting in SETTINGS:
         if setting.name == name:
             return int(setting.default)
@@ -117,8 +117,6 @@ class Conversion:
 # Fixed texts and small limits of the display
 # ---------------------------------------------------------------------------
 
-SUMMARY_MAX_CHARS: Final = 200  # a tool summary is one line of the page
-_SHORT_SCALAR_CHARS: Final = 60  # longer values are left out of an unknown tool's summary
 _TYPE_NAME_CHARS: Final = 40  # how much of an unknown type name a marker repeats
 # Older transcripts mark sidechain lines without an agentId; the page still has to tell them apart.
 UNKNOWN_AGENT_ID: Final = "sidechain"
@@ -261,14 +259,6 @@ def _trim_strings(value: Any, limit: int) -> tuple[Any, bool]:
     return value, False
 
 
-def _one_line(text: str, max_chars: int = SUMMARY_MAX_CHARS) -> str:
-    # Bound the work first: a heredoc command can be megabytes long.
-    flat = " ".join(text[: max_chars * 4].split())
-    if len(flat) > max_chars:
-        return flat[: max_chars - 1] + "…"
-    return flat
-
-
 def _tag(text: str, name: str) -> str | None:
     """The text inside ``<name>…</name>`` (to the end if unclosed), or None."""
     opening = f"<{name}>"
@@ -282,124 +272,6 @@ def _tag(text: str, name: str) -> str | None:
 
 def _clean_output(text: str) -> str:
     return _ANSI_RE.sub("", _WRAPPER_TAG_RE.sub("", text)).strip()
-
-
-# ---------------------------------------------------------------------------
-# Tool input summaries
-# ---------------------------------------------------------------------------
-
-
-def _first_str(tool_input: Mapping[str, Any], *keys: str) -> str:
-    for key in keys:
-        value = tool_input.get(key)
-        if isinstance(value, str) and value:
-            return value
-    return ""
-
-
-def _sum_bash(i: Mapping[str, Any]) -> str:
-    return _first_str(i, "command", "description")
-
-
-def _sum_path(i: Mapping[str, Any]) -> str:
-    return _first_str(i, "file_path", "notebook_path", "path")
-
-
-def _sum_search(i: Mapping[str, Any]) -> str:
-    pattern = _first_str(i, "pattern")
-    path = _first_str(i, "path")
-    return f"{pattern} in {path}" if path else pattern
-
-
-def _sum_url(i: Mapping[str, Any]) -> str:
-    return _first_str(i, "url")
-
-
-def _sum_query(i: Mapping[str, Any]) -> str:
-    return _first_str(i, "query")
-
-
-def _sum_agent(i: Mapping[str, Any]) -> str:
-    kind = _first_str(i, "subagent_type")
-    description = _first_str(i, "description", "prompt")
-    return f"{kind}: {description}" if kind else description
-
-
-def _sum_question(i: Mapping[str, Any]) -> str:
-    questions = i.get("questions")
-    if not isinstance(questions, list) or not questions:
-        return _first_str(i, "question")
-    first = questions[0]
-    text = _first_str(first, "question", "header") if isinstance(first, dict) else ""
-    more = len(questions) - 1
-    return f"{text} (+{more} more)" if more else text
-
-
-def _sum_plan(i: Mapping[str, Any]) -> str:
-    return "plan"
-
-
-def _sum_todos(i: Mapping[str, Any]) -> str:
-    todos = i.get("todos")
-    count = len(todos) if isinstance(todos, list) else 0
-    return f"{count} todo" if count == 1 else f"{count} todos"
-
-
-def _sum_skill(i: Mapping[str, Any]) -> str:
-    skill = _first_str(i, "skill", "command")
-    args = _first_str(i, "args")
-    return f"{skill} {args}" if args else skill
-
-
-def _scalar_text(value: object) -> str | None:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    if isinstance(value, int | float):
-        return str(value)
-    if isinstance(value, str) and len(value) <= _SHORT_SCALAR_CHARS:
-        return value
-    return None
-
-
-def _sum_generic(i: Mapping[str, Any]) -> str:
-    parts = []
-    for key, value in i.items():
-        text = _scalar_text(value)
-        if text is not None:
-            parts.append(f"{key}={text}")
-    return " ".join(parts)
-
-
-_SUMMARIZERS: Final[Mapping[str, Callable[[Mapping[str, Any]], str]]] = {
-    "Bash": _sum_bash,
-    "Read": _sum_path,
-    "Write": _sum_path,
-    "Edit": _sum_path,
-    "MultiEdit": _sum_path,
-    "NotebookEdit": _sum_path,
-    "NotebookRead": _sum_path,
-    "LS": _sum_path,
-    "Grep": _sum_search,
-    "Glob": _sum_search,
-    "WebFetch": _sum_url,
-    "WebSearch": _sum_query,
-    "ToolSearch": _sum_query,
-    "Agent": _sum_agent,
-    "Task": _sum_agent,
-    "AskUserQuestion": _sum_question,
-    "ExitPlanMode": _sum_plan,
-    "TodoWrite": _sum_todos,
-    "Skill": _sum_skill,
-    "SlashCommand": _sum_skill,
-}
-
-
-def summarize_tool_input(tool: str, tool_input: Mapping[str, Any]) -> str:
-    """A readable one-line summary of a tool's input (at most ``SUMMARY_MAX_CHARS`` chars)."""
-    if not isinstance(tool_input, Mapping):
-        return ""
-    summarize = _SUMMARIZERS.get(tool, _sum_generic)
-    return _one_line(summarize(tool_input))
 
 
 # ---------------------------------------------------------------------------
@@ -502,7 +374,7 @@ def _command(text: str, ctx: _Ctx) -> None:
         return
     args = (_tag(text, "command-args") or "").strip()
     shown = f"/{name} {args}" if args else f"/{name}"
-    ctx.marker(MarkerKind.LOCAL_COMMAND, _one_line(shown))
+    ctx.marker(MarkerKind.LOCAL_COMMAND, one_line(shown))
 
 
 def _command_output(text: str, ctx: _Ctx) -> None:
@@ -516,7 +388,7 @@ def _command_output(text: str, ctx: _Ctx) -> None:
 def _bash_input(text: str, ctx: _Ctx) -> None:
     # "!command" typed in the prompt box runs in a shell without the model.
     command = (_tag(text, "bash-input") or "").strip()
-    ctx.marker(MarkerKind.LOCAL_COMMAND, _one_line(f"! {command}"))
+    ctx.marker(MarkerKind.LOCAL_COMMAND, one_line(f"! {command}"))
 
 
 def _task_notification(text: str, ctx: _Ctx) -> None:
@@ -709,7 +581,7 @@ def _api_error_retry(line: _JsonObj, ctx: _Ctx) -> None:
     text = _str(line.get("content")) or "API error"
     if isinstance(attempt, int) and isinstance(most, int):
         text = f"{text} · retrying ({attempt}/{most})"
-    ctx.marker(MarkerKind.API_ERROR, _one_line(text))
+    ctx.marker(MarkerKind.API_ERROR, one_line(text))
 
 
 def _system_other(line: _JsonObj, ctx: _Ctx) -> None:
@@ -809,41 +681,13 @@ def _tools_used(line: _JsonObj, ctx: _Ctx) -> None:
         ctx.tools_used = [tool for tool in tools if isinstance(tool, str)]
 
 
-# The agent writes its own lines (auto-passed dialogs, revives) in this shape, in the
-# conversation named BRIDGE_CONVERSATION, so they are numbered and stored like any other line.
-BRIDGE_LINE_TYPE: Final = "bridge-marker"
-BRIDGE_CONVERSATION: Final = "bridge"
-_BRIDGE_MARKERS: Final[frozenset[str]] = frozenset(
-    {
-        MarkerKind.AUTO_PASSED,
-        MarkerKind.REVIVED,
-        MarkerKind.INFO,
-        MarkerKind.LINE_TOO_LARGE,
-        MarkerKind.ALLOW_ALL,
-    }
-)
-
-
 def _bridge_marker(line: _JsonObj, ctx: _Ctx) -> None:
+    """One of the agent's own marker lines (the format is wire/markers.py's)."""
     kind = line.get("marker")
     text = _str(line.get("text"))
-    if kind not in _BRIDGE_MARKERS or not text:
+    if kind not in BRIDGE_MARKERS or not text:
         raise _BadShape(f"a bridge marker line with marker {kind!r}")
     ctx.marker(MarkerKind(kind), text)
-
-
-def bridge_line(marker: MarkerKind, text: str, timestamp: str, marker_id: str) -> str:
-    """A line the agent sends for ``marker`` (see BRIDGE_LINE_TYPE)."""
-    return json.dumps(
-        {
-            "type": BRIDGE_LINE_TYPE,
-            "marker": str(marker),
-            "text": text,
-            "timestamp": timestamp,
-            "uuid": marker_id,
-        },
-        ensure_ascii=False,
-    )
 
 
 def _title_from(key: str) -> _Handler:

@@ -13,9 +13,9 @@ from __future__ import annotations
 
 from relay import seq as seqrules
 from relay.errors import Conflict, RelayError
-from relay.protocol import NumberedEvent
 from relay.state import RelayState
 from relay.store import Session
+from wire.protocol import NumberedEvent
 
 Events = list[tuple[int, str]]  # (seq, NumberedEvent JSON), oldest first
 

@@ -22,7 +22,8 @@ from relay import audit
 from relay.auth import authenticate
 from relay.errors import NotFound, RelayError
 from relay.live import DeviceLink
-from relay.protocol import (
+from relay.state import RelayState
+from wire.protocol import (
     PROTOCOL_VERSION,
     Ack,
     CommandResult,
@@ -40,7 +41,6 @@ from relay.protocol import (
     agent_message,
     replace_surrogates,
 )
-from relay.state import RelayState
 
 router = APIRouter()
 _log = logging.getLogger("relay.link")

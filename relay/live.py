@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from relay.errors import Conflict, GatewayTimeout
-from relay.protocol import (
+from wire.protocol import (
     Command,
     CommandName,
     CommandResult,

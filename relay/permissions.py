@@ -1,7 +1,7 @@
 """Per-session permission policies from the phone: ``GET`` / ``PUT`` / ``PATCH
 /api/sessions/{id}/policy``.
 
-The rules themselves are ``agent/policy.py`` (allow / ask / deny by tool and by category, a
+The rules themselves are ``wire/policy.py`` (allow / ask / deny by tool and by category, a
 tool's rule beating its category's, "allow all"; questions and plans always ask).
 
 Where a policy lives:
@@ -33,7 +33,6 @@ from typing import Any
 from fastapi import APIRouter, Depends
 from pydantic import BaseModel, ConfigDict, Field
 
-from agent.policy import CATEGORIES, TOOL_CATEGORIES, Policy, PolicyError
 from relay.errors import BadRequest, Conflict
 from relay.routes import (
     AllowAllFor,
@@ -45,6 +44,7 @@ from relay.routes import (
     refuse_read_only,
 )
 from relay.state import RelayState, iso
+from wire.policy import CATEGORIES, TOOL_CATEGORIES, Policy, PolicyError
 
 # A read-only view (X-CB-Read-Only) may read but not change: same guard as relay/routes.py.
 router = APIRouter(prefix="/api", dependencies=[Depends(refuse_read_only)])

@@ -52,13 +52,13 @@ from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from fastapi import APIRouter, Depends, Request
 from pydantic import Field
 
-from relay.config import Config
 from relay.errors import BadRequest, Conflict
 from relay.jsontext import dumps
-from relay.protocol import SessionInfo
 from relay.routes import Body, Phone
 from relay.state import RelayState
 from relay.store import Session
+from wire.config import Config
+from wire.protocol import SessionInfo
 
 _log = logging.getLogger("relay.push")
 

@@ -51,13 +51,13 @@ from typing import Any
 from fastapi import APIRouter, Depends, Request
 
 from relay import audit
-from relay.config import Config
 from relay.errors import Conflict, RelayError
 from relay.live import DeviceLink
-from relay.protocol import SessionInfo
 from relay.routes import Phone, State, _session, refuse_read_only
 from relay.state import RelayState, iso
 from relay.store import Session
+from wire.config import Config
+from wire.protocol import SessionInfo
 
 _log = logging.getLogger("relay.retention")
 # A read-only view (X-CB-Read-Only) may read but not change: same guard as relay/routes.py.

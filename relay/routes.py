@@ -13,16 +13,16 @@ from pydantic import BaseModel, ConfigDict, Field
 from sse_starlette import EventSourceResponse
 from starlette.requests import HTTPConnection
 
-from agent.policy import MAX_ALLOW_ALL_SECONDS
 from relay import seq as seqrules
 from relay import subagents, usage
 from relay.auth import COOKIE_NAME, authenticate
 from relay.errors import BadRequest, Conflict, NotFound, PayloadTooLarge, Unprocessable
 from relay.history import fetch_page
-from relay.protocol import CommandName, CommandResult
 from relay.sse import account_updates, last_event_id, session_events
 from relay.state import RelayState, iso
 from relay.store import Principal, Session, new_session_id
+from wire.policy import MAX_ALLOW_ALL_SECONDS
+from wire.protocol import CommandName, CommandResult
 
 READ_ONLY_HEADER = "X-CB-Read-Only"
 

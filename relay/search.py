@@ -81,10 +81,10 @@ from fastapi import APIRouter, Depends, Query
 from relay import titles
 from relay.convert import Conversion
 from relay.errors import BadRequest, NotFound
-from relay.protocol import EventKind, LineRecord, SessionInfo
 from relay.routes import Phone, State, refuse_read_only
 from relay.state import RelayState, iso
 from relay.store import Session, Store
+from wire.protocol import EventKind, LineRecord, SessionInfo
 
 __all__ = [
     "MAX_QUERY_CHARS",

@@ -14,7 +14,7 @@ import secrets
 from dataclasses import dataclass
 
 from relay.errors import BadRequest, Conflict
-from relay.protocol import MAX_SEQ
+from wire.protocol import MAX_SEQ
 
 EPOCH_BYTES = 6
 

@@ -11,12 +11,12 @@ from typing import Any
 
 from relay import usage
 from relay.auth import RateLimiter
-from relay.config import Config
 from relay.errors import NotFound
 from relay.hub import Hub
 from relay.live import DeviceLink, Live
-from relay.protocol import SessionInfo
 from relay.store import Device, Session, Store
+from wire.config import Config
+from wire.protocol import SessionInfo
 
 # Told of every session_update from a Mac: (account id, session, live side before, after).
 SessionWatcher = Callable[[str, Session, SessionInfo | None, SessionInfo], None]

@@ -26,11 +26,13 @@ from typing import Any, Protocol, TypeVar
 
 from relay import seq as seqrules
 from relay import subagents
-from relay.config import Config
-from relay.convert import BRIDGE_CONVERSATION, Conversion, ConversionLimits, convert_line
+from relay.convert import Conversion, ConversionLimits, convert_line
 from relay.datadir import DATABASE, secure_folder
 from relay.errors import BadRequest, Conflict, NotFound, RelayError, Unauthorized
-from relay.protocol import (
+from relay.writer import Writer
+from wire.config import Config
+from wire.markers import BRIDGE_CONVERSATION
+from wire.protocol import (
     MAX_SEQ,
     MAX_TRANSCRIPT_OFFSET,
     DisplayEvent,
@@ -41,7 +43,6 @@ from relay.protocol import (
     SessionPosition,
     replace_surrogates,
 )
-from relay.writer import Writer
 
 SCHEMA_VERSION = 1
 T = TypeVar("T")

@@ -44,9 +44,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Final
 
-from relay.convert import BRIDGE_CONVERSATION, Conversion
+from relay.convert import Conversion
 from relay.errors import BadRequest, NotFound
-from relay.protocol import EventKind, LineRecord
+from wire.markers import BRIDGE_CONVERSATION
+from wire.protocol import EventKind, LineRecord
 
 if TYPE_CHECKING:
     from relay.store import Session, Store

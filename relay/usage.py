@@ -34,11 +34,11 @@ from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import Response
 
 from relay.auth import authenticate
-from relay.config import Config
 from relay.convert import Conversion
 from relay.cost import EMPTY_REPORT, CostCounter, Ledger, Prices, Usage, load_prices
-from relay.protocol import LineRecord
 from relay.store import Principal, Store
+from wire.config import Config
+from wire.protocol import LineRecord
 
 _log = logging.getLogger("relay.usage")
 

@@ -17,11 +17,11 @@ import httpx
 import pytest
 import uvicorn
 
-from relay import config as configmod
 from relay.app import create_app, server_options
-from relay.protocol import DeviceInfo
-from relay.replay import MacLink
 from relay.state import RelayState
+from wire import config as configmod
+from wire.client import MacLink
+from wire.protocol import DeviceInfo
 
 FIXTURES = Path(__file__).parent / "fixtures"
 TRANSCRIPTS = FIXTURES / "transcripts"
@@ -59,7 +59,7 @@ class RelayServer:
                 port=self.port,
                 log_level="warning",
                 timeout_graceful_shutdown=1,
-                **server_options(self.config),  # as relay/cli.py starts it
+                **server_options(self.config),  # as cli/main.py starts it
             )
         )
         self.thread = threading.Thread(target=self.server.run, daemon=True)

@@ -12,7 +12,6 @@ from typing import Any
 
 import pytest
 
-from relay.protocol import SessionInfo
 from tests.e2e.conftest import Bridge, wait_for
 from tests.e2e.test_journeys import (
     events,
@@ -23,6 +22,7 @@ from tests.e2e.test_journeys import (
     wait_state,
 )
 from tests.fake_bridge import fake_bridge  # noqa: F401  (the `fake` fixture)
+from wire.protocol import SessionInfo
 
 
 def test_trust_is_passed_and_the_first_prompt_waits_for_the_prompt_box(fake: Bridge) -> None:

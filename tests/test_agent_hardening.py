@@ -19,7 +19,6 @@ from agent.daemon import Agent
 from agent.mux import Mux, MuxError
 from agent.screen import render
 from agent.state import HookFacts, apply_hook, current_mode, launch_mode
-from relay.protocol import Command, CommandResult
 from tests import test_web as web
 from tests.conftest import Account
 from tests.e2e.conftest import Bridge, wait_for
@@ -33,6 +32,7 @@ from tests.e2e.test_journeys import (
 )
 from tests.fake_bridge import fake_bridge  # noqa: F401  (the `fake` fixture)
 from tests.web_helpers import ScriptedMac
+from wire.protocol import Command, CommandResult
 
 # The browser tests' fixtures (tests/test_web.py): Chromium, the Mac's loop, a phone, a scripted Mac.
 browser = web.browser

@@ -17,7 +17,7 @@ from agent.cli import resolve_claude_args
 from agent.launch import BadClaudeArgs, check_claude_args, claude_argv, session_env, version_warning
 from agent.registry import Registry, RegistryDamaged, SessionRecord, revive_candidates
 from agent.transcript import TranscriptFollower, project_slug, read_complete_lines, transcript_path
-from relay.protocol import NumberedEvent
+from wire.protocol import NumberedEvent
 
 
 def line(n: int) -> bytes:

@@ -20,9 +20,9 @@ import websockets
 from fastapi.routing import APIRoute, APIWebSocketRoute
 
 from relay.app import WEB_DIR
-from relay.protocol import Card, CardOption, Command, CommandResult, Hello, LineRecord, SessionInfo
-from relay.replay import LinkRefused, MacLink, link_url, read_lines
 from tests.conftest import Account, RelayServer, mac, phone_client, transcript
+from wire.client import LinkRefused, MacLink, link_url, read_lines
+from wire.protocol import Card, CardOption, Command, CommandResult, Hello, LineRecord, SessionInfo
 
 T = TypeVar("T")
 

@@ -27,8 +27,6 @@ import httpx
 import pytest
 
 from relay import push
-from relay.protocol import Command, CommandResult
-from relay.replay import read_lines
 from tests.conftest import (
     Account,
     RelayServer,
@@ -39,6 +37,8 @@ from tests.conftest import (
     transcript,
 )
 from tests.test_push import BrowserKeys, PushService
+from wire.client import read_lines
+from wire.protocol import Command, CommandResult
 
 JSON = {"content-type": "application/json"}
 
@@ -148,7 +148,7 @@ def _start_relay(data: Path, port: int, env: dict[str, str]) -> subprocess.Popen
         os.umask(0o022)
 
     return subprocess.Popen(
-        [sys.executable, "-m", "relay", "relay", "--data", str(data), "--port", str(port)],
+        [sys.executable, "-m", "cli", "relay", "--data", str(data), "--port", str(port)],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,

@@ -45,9 +45,9 @@ from hypothesis import strategies as st
 from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import connect
 
-from relay.protocol import LineRecord
-from relay.replay import read_lines
 from tests.conftest import Account, RelayServer, mac, transcript
+from wire.client import read_lines
+from wire.protocol import LineRecord
 
 EXAMPLES = int(os.environ.get("CB_PROPS_API_EXAMPLES", "60"))
 API_SETTINGS = settings(

@@ -341,7 +341,7 @@ def test_a_card_reaches_the_phone_before_its_dialog_and_waits_for_it(fake: Bridg
 
 
 def test_allow_all_takes_a_duration_and_ends_by_itself() -> None:
-    from agent.policy import Policy, PolicyError
+    from wire.policy import Policy, PolicyError
 
     timed = Policy.from_json({"allow_all": True, "allow_all_for": 3600}, now=1000.0)
     assert timed.allow_all_until == 4600.0
@@ -364,7 +364,7 @@ def test_allow_all_takes_a_duration_and_ends_by_itself() -> None:
 
 
 def test_the_cli_reads_a_duration() -> None:
-    from relay.sessions_cli import CommandError, parse_duration
+    from cli.sessions import CommandError, parse_duration
 
     assert parse_duration("90m") == 5400.0 and parse_duration("1h30m") == 5400.0
     assert parse_duration("session") == "session" and parse_duration("45s") == 45.0

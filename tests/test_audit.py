@@ -23,10 +23,7 @@ import httpx
 import pytest
 
 from agent.decisions import decision_for, rule_text
-from agent.policy import Policy
 from agent.state import RunningTool
-from relay.protocol import Command, CommandResult, Decision, SessionInfo, input_digest
-from relay.replay import MacLink
 from tests.conftest import Account, RelayServer, mac, phone_client
 from tests.e2e.conftest import Bridge, wait_for
 from tests.e2e.test_journeys import events, start_session
@@ -35,6 +32,9 @@ from tests.test_api import SMALL, await_until, error_of, new_id, push
 from tests.test_open import cli
 from tests.test_retention import FAST, Clock, Mac, retention_of, run
 from tests.web_helpers import permission_card
+from wire.client import MacLink
+from wire.policy import Policy
+from wire.protocol import Command, CommandResult, Decision, SessionInfo, input_digest
 
 BASH_INPUT = {"command": "touch bash_made.txt && echo hi", "description": "Create a file"}
 
@@ -581,8 +581,8 @@ def test_the_macs_decisions_are_kept_on_disk_until_the_relay_acknowledges_them(
     there after the agent restarts, and leaves only once the relay has it in the audit log."""
     from agent.decisions import DecisionLog
     from agent.link import RelayLink
-    from relay.protocol import DeviceInfo, Welcome
-    from relay.replay import MemoryArchive
+    from wire.client import MemoryArchive
+    from wire.protocol import DeviceInfo, Welcome
 
     sid = new_id()
     path = tmp_path / "agent" / "decisions.json"

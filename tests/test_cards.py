@@ -17,7 +17,7 @@ from agent.cards import (
     read_screen,
 )
 from agent.screen import Screen, from_plain, render
-from relay.protocol import Card
+from wire.protocol import Card
 
 SCREENS = Path(__file__).parent / "fixtures" / "screens"
 

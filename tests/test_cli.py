@@ -21,7 +21,7 @@ from tests.fake_bridge import FAKE as FAKE_CLAUDE
 
 def cli(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
     result = subprocess.run(
-        [sys.executable, "-m", "relay", *args], capture_output=True, text=True, timeout=60
+        [sys.executable, "-m", "cli", *args], capture_output=True, text=True, timeout=60
     )
     if check:
         assert result.returncode == 0, result.stderr
@@ -131,7 +131,7 @@ def test_relay_refuses_a_port_in_use_with_advice(relay: RelayServer, tmp_path: P
 
 def test_store_opened_by_the_cli_and_the_relay_together(tmp_path: Path) -> None:
     """The CLI writes tokens into the database of a relay that may be running at the time."""
-    from relay import config as configmod
+    from wire import config as configmod
 
     cfg = configmod.load({"data_dir": str(tmp_path)}, environ={})
     running = Store(cfg)
@@ -148,7 +148,7 @@ def test_up_runs_the_relay_and_this_machines_agent_and_pairs_a_phone(tmp_path: P
     env = {k: v for k, v in os.environ.items() if not k.startswith("CB_")}
     env["HOME"] = str(tmp_path / "home")  # the agent reads ~/.claude: never the real one
     agent_dir = tmp_path / "agent"
-    base = [sys.executable, "-m", "relay", "up", "--data", str(tmp_path / "relay"),
+    base = [sys.executable, "-m", "cli", "up", "--data", str(tmp_path / "relay"),
             "--agent-data", str(agent_dir), "--port", str(port), "--claude", FAKE_CLAUDE,
             "--socket", socket_name]  # fmt: skip
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from relay import config
+from wire import config
 
 README = Path(__file__).resolve().parent.parent / "README.md"
 

@@ -10,17 +10,17 @@ from typing import Any
 
 import pytest
 
-from relay import config as relay_config
-from relay import convert as convert_module
 from relay.convert import (
     UNKNOWN_AGENT_ID,
     Conversion,
     ConversionLimits,
     convert_line,
     is_handled,
-    summarize_tool_input,
 )
-from relay.protocol import DisplayEvent, EventKind, MarkerKind
+from wire import config as relay_config
+from wire import tools as tools_module
+from wire.protocol import DisplayEvent, EventKind, MarkerKind
+from wire.tools import summarize_tool_input
 
 FIXTURES = Path(__file__).parent / "fixtures"
 TRANSCRIPTS = FIXTURES / "transcripts"
@@ -611,7 +611,7 @@ def test_unexpected_error_inside_a_handler_becomes_unreadable(
     def broken(tool_input: Any) -> str:
         raise TypeError("boom")
 
-    monkeypatch.setitem(convert_module._SUMMARIZERS, "Bash", broken)
+    monkeypatch.setitem(tools_module._SUMMARIZERS, "Bash", broken)
     raw = assistant_line([{"type": "tool_use", "id": "t", "name": "Bash", "input": {}}])
     event = only_unreadable(convert_line(raw))
     assert event.text.endswith("(unexpected shape of a 'assistant' line)")
@@ -810,7 +810,7 @@ def test_summary_of_odd_input_does_not_raise() -> None:
 
 
 def test_the_bridges_own_marker_lines_become_markers() -> None:
-    from relay.convert import bridge_line
+    from wire.markers import bridge_line
 
     line = bridge_line(MarkerKind.REVIVED, "🔁 reopened", "2026-11-30T00:00:00Z", "m-1")
     events = convert_line(line).events

@@ -20,9 +20,9 @@ import httpx
 import pytest
 
 from relay import cost
-from relay.protocol import LineRecord
-from relay.replay import read_lines
 from tests.conftest import TRANSCRIPTS, Account, RelayServer, mac, phone_client, transcript
+from wire.client import read_lines
+from wire.protocol import LineRecord
 
 ROOT = Path(__file__).resolve().parent.parent
 TOKEN_KEYS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens")
@@ -356,7 +356,7 @@ def test_the_ledger_survives_storage() -> None:
 
 def run_cost(*files: Path, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [str(ROOT / ".venv/bin/python"), "-m", "relay", "cost", *map(str, files)],
+        [str(ROOT / ".venv/bin/python"), "-m", "cli", "cost", *map(str, files)],
         capture_output=True, text=True, timeout=60, cwd=ROOT,
         env={**os.environ, **(env or {})},
     )  # fmt: skip

@@ -9,9 +9,9 @@ import uuid
 import httpx
 import pytest
 
-from relay.protocol import LineRecord, NumberedEvent, SessionInfo
-from relay.replay import MacLink, read_lines
 from tests.conftest import Account, RelayServer, mac, phone_client, transcript
+from wire.client import MacLink, read_lines
+from wire.protocol import LineRecord, NumberedEvent, SessionInfo
 
 
 def lines_of(prefix: str) -> list[LineRecord]:
@@ -333,7 +333,7 @@ def test_a_revoked_device_token_closes_the_open_link(make_relay: object) -> None
 def test_a_card_survives_later_updates_and_clears_only_when_told(
     relay: RelayServer, account: Account
 ) -> None:
-    from relay.protocol import Card, CardOption, HeldMessage
+    from wire.protocol import Card, CardOption, HeldMessage
 
     session_id = str(uuid.uuid4())
     card = Card(

@@ -18,9 +18,9 @@ import websockets
 from websockets.asyncio.client import ClientConnection
 
 from agent.link import RelayLink
-from relay.protocol import DeviceInfo, LineRecord, NumberedEvent, SessionPosition, Welcome
-from relay.replay import MacLink, MemoryArchive, link_url, read_lines
 from tests.conftest import Account, RelayServer, mac, phone_client, transcript
+from wire.client import MacLink, MemoryArchive, link_url, read_lines
+from wire.protocol import DeviceInfo, LineRecord, NumberedEvent, SessionPosition, Welcome
 
 
 def user_text(text: str) -> str:
@@ -715,7 +715,7 @@ def test_another_mac_cannot_update_a_sessions_live_side(
 def test_a_relay_message_the_mac_cannot_read_is_skipped_not_the_end_of_its_link() -> None:
     """A newer relay's message type, or a broken one, must not end the Mac's read loop: the
     commands after it are still run and answered."""
-    from relay.protocol import Command, CommandResult
+    from wire.protocol import Command, CommandResult
 
     answers: list[dict[str, Any]] = []
 

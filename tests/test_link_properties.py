@@ -54,9 +54,9 @@ from hypothesis.stateful import (
 from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import ClientConnection, connect
 
-from relay import config as configmod
 from relay.convert import ConversionLimits, convert_line
 from tests.conftest import TRANSCRIPTS, Account, RelayServer
+from wire import config as configmod
 
 MAX_LINE_BYTES = 16 * 1024  # small limits keep "too large" cheap to generate
 MAX_LINK_MESSAGE_BYTES = 256 * 1024

@@ -22,11 +22,12 @@ from typing import Any
 import httpx
 import pytest
 
-from relay import routes, sessions_cli
-from relay.protocol import Command, CommandResult, SessionInfo
-from relay.replay import read_lines
+from cli import sessions as sessions_cli
+from relay import routes
 from tests.conftest import Account, RelayServer, phone_client, transcript
 from tests.web_helpers import LoopThread, ScriptedMac
+from wire.client import read_lines
+from wire.protocol import Command, CommandResult, SessionInfo
 
 READ_ONLY = {routes.READ_ONLY_HEADER: "1"}
 LIFE = {"create_session": "idle", "reopen": "idle", "end": "ended", "rest": "ended"}
@@ -73,7 +74,7 @@ def cli(
     env.update(CB_RELAY=server.url, CB_TOKEN=token)
     env["CB_AGENT_DIR"] = agent_dir or "/nonexistent/claude-bridge-agent"
     result = subprocess.run(
-        [sys.executable, "-m", "relay", *args],
+        [sys.executable, "-m", "cli", *args],
         capture_output=True,
         text=True,
         timeout=60,
@@ -268,7 +269,7 @@ def test_errors_say_what_to_do_and_exit_2(
         [
             sys.executable,
             "-m",
-            "relay",
+            "cli",
             "sessions",
             "--relay",
             "http://127.0.0.1:9",

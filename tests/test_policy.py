@@ -11,7 +11,12 @@ from typing import Any
 import httpx
 import pytest
 
-from agent.policy import (
+from tests.conftest import Account, RelayServer, mac, phone_client
+from tests.e2e.conftest import Bridge, wait_for
+from tests.e2e.test_journeys import events, snapshot, start_session, wait_card, wait_event
+from tests.fake_bridge import fake_bridge  # noqa: F401  (the `fake` fixture)
+from tests.test_api import SMALL, await_until, error_of, new_id, push
+from wire.policy import (
     CATEGORIES,
     NEVER_AUTO,
     TOOL_CATEGORIES,
@@ -20,12 +25,7 @@ from agent.policy import (
     category_of,
     from_record,
 )
-from relay.protocol import Card, CardOption, Command, CommandResult, SessionInfo
-from tests.conftest import Account, RelayServer, mac, phone_client
-from tests.e2e.conftest import Bridge, wait_for
-from tests.e2e.test_journeys import events, snapshot, start_session, wait_card, wait_event
-from tests.fake_bridge import fake_bridge  # noqa: F401  (the `fake` fixture)
-from tests.test_api import SMALL, await_until, error_of, new_id, push
+from wire.protocol import Card, CardOption, Command, CommandResult, SessionInfo
 
 # -- the rules (pure) ------------------------------------------------------------------------
 

@@ -27,10 +27,10 @@ from cryptography.hazmat.primitives.asymmetric.utils import encode_dss_signature
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 from relay import push
-from relay.protocol import Card, CardOption, SessionInfo
-from relay.replay import read_lines
 from relay.store import Session
 from tests.conftest import RelayServer, mac, phone_client, transcript
+from wire.client import read_lines
+from wire.protocol import Card, CardOption, SessionInfo
 
 # RFC 8291, section 5 (the worked example), verbatim.
 RFC_PLAINTEXT = b"When I grow up, I want to be a watermelon"

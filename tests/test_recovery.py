@@ -17,11 +17,11 @@ from pathlib import Path
 import httpx
 import pytest
 
-from relay import config as configmod
-from relay.protocol import DeviceInfo, LineRecord
-from relay.replay import MacLink
 from relay.store import Store
 from tests.conftest import SSEReader, free_port
+from wire import config as configmod
+from wire.client import MacLink
+from wire.protocol import DeviceInfo, LineRecord
 
 TOTAL_LINES = 10_000
 BATCH = 100
@@ -32,7 +32,7 @@ def start_relay(data: Path, port: int) -> subprocess.Popen[bytes]:
     log = data / "relay.log"
     with log.open("ab") as sink:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "relay", "relay", "--data", str(data), "--port", str(port),
+            [sys.executable, "-m", "cli", "relay", "--data", str(data), "--port", str(port),
              "--log-level", "warning"],
             stdout=subprocess.DEVNULL,
             stderr=sink,

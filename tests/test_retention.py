@@ -13,12 +13,12 @@ from typing import Any
 import httpx
 import pytest
 
-from relay.protocol import Command, CommandResult, SessionInfo
-from relay.replay import MemoryArchive
 from relay.retention import DAY, Ages, Retention, SessionAge, plan
 from tests.conftest import RelayServer, mac, phone_client
 from tests.e2e.conftest import wait_for
 from tests.test_api import SMALL, await_until, error_of, new_id, push
+from wire.client import MemoryArchive
+from wire.protocol import Command, CommandResult, SessionInfo
 
 AGES = Ages(archive_after=30 * DAY, delete_after=180 * DAY)
 FAST = {"retention_retry_interval": 0.1}

@@ -1,5 +1,5 @@
 """Titles, search and browse, and summary snapshots — through the API of a real relay, with
-transcripts pushed by a scripted Mac (relay.replay.MacLink) as the agent would."""
+transcripts pushed by a scripted Mac (wire.client.MacLink) as the agent would."""
 
 from __future__ import annotations
 
@@ -16,11 +16,11 @@ import httpx
 import pytest
 
 from relay.errors import BadRequest, NotFound
-from relay.protocol import LineRecord, SessionInfo
-from relay.replay import read_lines
 from relay.search import day_text, match_expression
 from relay.titles import prompt_gist, rename
 from tests.conftest import Account, RelayServer, SSEReader, mac, phone_client, transcript
+from wire.client import read_lines
+from wire.protocol import LineRecord, SessionInfo
 
 # -- transcripts -------------------------------------------------------------------------------
 

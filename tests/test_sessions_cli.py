@@ -1,8 +1,8 @@
 """The session commands of ``claude-bridge`` beyond open/sessions — search, rename, session-cost,
-policy, pin/unpin, retention and subagents — run as processes (``python -m relay …``) against a
+policy, pin/unpin, retention and subagents — run as processes (``python -m cli …``) against a
 real relay, with sessions made by pushing captured transcripts over the real link.
 
-The Mac is a ScriptedMac (relay.replay.MacLink on its own loop thread) that records the commands
+The Mac is a ScriptedMac (wire.client.MacLink on its own loop thread) that records the commands
 it gets and answers ``set_policy`` / ``change_policy`` the way the agent does (the policy it now
 holds, or ``bad_args``), so a test sees exactly what reached the Mac.
 """
@@ -21,12 +21,12 @@ from typing import Any
 
 import pytest
 
-from relay import sessions_cli
-from relay.replay import read_lines
+from cli import sessions as sessions_cli
 from relay.retention import DAY, Retention
 from tests.conftest import TRANSCRIPTS, Account, RelayServer, phone_client, transcript
 from tests.test_open import cli, loop_thread  # noqa: F401  (the `loop` fixture)
 from tests.web_helpers import LoopThread, ScriptedMac, assistant_line, user_line
+from wire.client import read_lines
 
 SUB_MAIN = TRANSCRIPTS / "m_subagent__b9a49076-7ef0-4409-b3eb-ff11c5c634e6.jsonl"
 SUB_AGENT_FILE = TRANSCRIPTS / "m_subagent__subagent__agent-a0f2c7af82d1d7fd7.jsonl"
@@ -546,7 +546,7 @@ def test_unreachable_relay_and_offsets_without_sessions(
         [
             sys.executable,
             "-m",
-            "relay",
+            "cli",
             "retention",
             "--relay",
             "http://127.0.0.1:9",

@@ -11,8 +11,8 @@ from typing import Any
 
 import httpx
 
-from relay.protocol import LineRecord, SessionInfo
 from tests.conftest import Account, RelayServer, SSEReader, mac, phone_client
+from wire.protocol import LineRecord, SessionInfo
 
 
 def user_lines(start_offset: int, count: int, prefix: str = "m") -> list[LineRecord]:

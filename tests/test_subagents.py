@@ -21,11 +21,11 @@ from typing import Any
 import httpx
 import pytest
 
-from relay import config as configmod
 from relay import subagents
-from relay.replay import read_lines
 from relay.store import Store
 from tests.conftest import TRANSCRIPTS, Account, RelayServer, mac, phone_client
+from wire import config as configmod
+from wire.client import read_lines
 
 MAIN = TRANSCRIPTS / "m_subagent__b9a49076-7ef0-4409-b3eb-ff11c5c634e6.jsonl"
 SUB = TRANSCRIPTS / "m_subagent__subagent__agent-a0f2c7af82d1d7fd7.jsonl"
@@ -268,7 +268,7 @@ def test_read_only_open_shows_subagent_events_and_the_summary_line(
     env = {k: v for k, v in os.environ.items() if not k.startswith("CB_")}
     env.update(CB_RELAY=relay.url, CB_TOKEN=account.phone_token)
     result = subprocess.run(
-        [sys.executable, "-m", "relay", "open", "--session", session_id, "--read-only"],
+        [sys.executable, "-m", "cli", "open", "--session", session_id, "--read-only"],
         capture_output=True,
         text=True,
         timeout=60,

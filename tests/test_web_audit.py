@@ -10,12 +10,12 @@ import time
 
 from playwright.sync_api import expect
 
-from relay.protocol import Decision, input_digest
 from tests import test_web as web
 from tests.conftest import Account, RelayServer
 from tests.test_web import Phone, commands, new_sid, relay_client, wait_for
 from tests.test_web_sessions import actions
 from tests.web_helpers import ScriptedMac, permission_card
+from wire.protocol import Decision, input_digest
 
 browser = web.browser
 loop = web.loop

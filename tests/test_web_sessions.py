@@ -21,8 +21,6 @@ from typing import Any
 import httpx
 from playwright.sync_api import Browser, Page, Request, expect
 
-from relay.protocol import LineRecord
-from relay.replay import read_lines
 from tests import test_web as web
 from tests.conftest import TRANSCRIPTS, Account, RelayServer
 from tests.test_web import Phone, commands, new_sid, relay_client, wait_for
@@ -34,6 +32,8 @@ from tests.web_helpers import (
     tool_use_line,
     user_line,
 )
+from wire.client import read_lines
+from wire.protocol import LineRecord
 
 MAIN = TRANSCRIPTS / "m_subagent__b9a49076-7ef0-4409-b3eb-ff11c5c634e6.jsonl"
 SUB = TRANSCRIPTS / "m_subagent__subagent__agent-a0f2c7af82d1d7fd7.jsonl"

@@ -15,8 +15,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
-from agent.policy import Policy, PolicyError
-from relay.protocol import (
+from tests.conftest import RelayServer, transcript
+from wire.client import MacLink, MemoryArchive, read_lines
+from wire.policy import Policy, PolicyError
+from wire.protocol import (
     Card,
     CardOption,
     Command,
@@ -25,8 +27,6 @@ from relay.protocol import (
     HeldMessage,
     SessionInfo,
 )
-from relay.replay import MacLink, MemoryArchive, read_lines
-from tests.conftest import RelayServer, transcript
 
 T = TypeVar("T")
 
@@ -141,7 +141,7 @@ class ScriptedMac:
         self, session_id: str, bodies: list[dict[str, Any]], cwd: str = "/Users/ada/src/shop"
     ) -> int:
         """Transcript lines made up by the test (a conversation of its own, offsets after the last)."""
-        from relay.protocol import LineRecord
+        from wire.protocol import LineRecord
 
         offset = self.offsets.get(session_id, 0)
         lines = []
@@ -255,8 +255,8 @@ class PortRelay(RelayServer):
     def __init__(self, data_dir: Path, port: int, **overrides: Any) -> None:
         import uvicorn
 
-        from relay import config as configmod
         from relay.app import create_app
+        from wire import config as configmod
 
         self.port = port
         self.config = configmod.load(

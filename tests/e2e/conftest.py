@@ -22,8 +22,8 @@ import httpx
 import pytest
 
 from agent.daemon import Agent, AgentOptions
-from relay import config as configmod
 from tests.conftest import Account, RelayServer, free_port
+from wire import config as configmod
 
 HERE = Path(__file__).parent
 REPO = HERE.parent.parent

@@ -17,11 +17,11 @@ from pathlib import Path
 import httpx
 import pytest
 
-from relay import config as configmod
 from relay.store import Store
 from tests.conftest import SSEReader, free_port
 from tests.e2e.conftest import Bridge, seed_home, wait_for
 from tests.e2e.test_journeys import events, snapshot, start_session, wait_event, wait_state
+from wire import config as configmod
 
 pytestmark = pytest.mark.e2e
 
@@ -30,7 +30,7 @@ def agent_process(bridge: Bridge, relay_url: str, token: str) -> subprocess.Pope
     bridge.root.mkdir(parents=True, exist_ok=True)
     with (bridge.root / "agent.log").open("ab") as log:
         return subprocess.Popen(
-            [sys.executable, "-m", "relay", "agent", "--relay", relay_url, "--token", token,
+            [sys.executable, "-m", "cli", "agent", "--relay", relay_url, "--token", token,
              "--data", str(bridge.data), "--claude", bridge.claude, "--mux", "tmux",
              "--socket", bridge.socket],
             env={**bridge.env(), "PYTHONPATH": str(Path(__file__).parents[2])},
@@ -193,7 +193,7 @@ def relay_process(tmp_path: Path) -> Iterator[dict[str, object]]:
 
     def start() -> subprocess.Popen[bytes]:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "relay", "relay", "--data", str(data), "--port", str(port),
+            [sys.executable, "-m", "cli", "relay", "--data", str(data), "--port", str(port),
              "--log-level", "warning"],
             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
         )  # fmt: skip

@@ -67,7 +67,7 @@ from urllib.parse import quote
 
 import httpx
 
-from relay import config as configmod
+from wire import config as configmod
 
 # relay.routes.READ_ONLY_HEADER, repeated here: importing the API would cost the CLI 0.5 s.
 READ_ONLY_HEADER = "X-CB-Read-Only"
@@ -852,7 +852,7 @@ def parse_rule(text: str, kind: str) -> tuple[str, str]:
             "e.g. --category read=allow --tool Bash=deny (unset drops a rule)",
         )
     if kind == "category":
-        from agent.policy import CATEGORIES  # pure and small, unlike the relay's API
+        from wire.policy import CATEGORIES  # pure and small, unlike the relay's API
 
         if name not in CATEGORIES:
             raise CommandError(

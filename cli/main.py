@@ -10,7 +10,7 @@ claude-bridge cost FILE…         tokens and USD of transcript files taken as o
 claude-bridge open --session ID|-N  resume, start (with that id) or read a session
 claude-bridge sessions           list sessions, newest created first
 claude-bridge audit              every decision on a card: who or which rule, which card, answer
-(the session commands, relay/sessions_cli.py, list the rest)
+(the session commands, cli/sessions.py, list the rest)
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
-from relay import config as configmod
+from wire import config as configmod
 
 DEFAULT_DATA = "~/.claude-bridge/relay"
 
@@ -354,8 +354,9 @@ def cmd_cost(args: argparse.Namespace) -> int:
 
 
 def cmd_replay(args: argparse.Namespace) -> int:
-    from relay.protocol import DeviceInfo
-    from relay.replay import LinkRefused, MacLink, replay_file
+    from cli.replay import replay_file
+    from wire.client import LinkRefused, MacLink
+    from wire.protocol import DeviceInfo
 
     async def run() -> int:
         link = MacLink(args.relay, args.token, DeviceInfo(name=args.name))
@@ -517,7 +518,7 @@ def build_parser() -> argparse.ArgumentParser:
     replay.add_argument("files", nargs="+", metavar="FILE.jsonl")
     replay.set_defaults(func=cmd_replay)
 
-    from relay.sessions_cli import add_commands as add_session_commands  # open, sessions
+    from cli.sessions import add_commands as add_session_commands  # open, sessions
 
     add_session_commands(sub)
 

@@ -1,8 +1,9 @@
-"""A Mac on the link, in a few lines: connects with a device token and speaks the real protocol.
+"""The link client: a Mac on the link, connecting with a device token and speaking the protocol.
 
-Used by ``claude-bridge replay`` to push transcripts (demo data, load tests) and by the test suite
-as a scripted Mac. It keeps the numbered events the relay sends back (its archive), answers
-history requests from that archive, and hands commands to a handler.
+The agent's link (agent/link.py) is built on ``MacLink``; ``claude-bridge replay`` uses it to push
+transcripts (demo data, load tests) and the test suite uses it as a scripted Mac. It keeps the
+numbered events the relay sends back (its archive), answers history requests from that archive,
+and hands commands to a handler. ``read_lines`` is the one reader of a transcript's complete lines.
 """
 
 from __future__ import annotations
@@ -14,14 +15,13 @@ import json
 import logging
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any, Protocol
 
 import websockets
 from pydantic import ValidationError
 from websockets.asyncio.client import ClientConnection
 
-from relay.protocol import (
+from wire.protocol import (
     Ack,
     Command,
     CommandResult,
@@ -46,7 +46,7 @@ from relay.protocol import (
 CommandHandler = Callable[[Command], Awaitable[CommandResult]]
 DecisionAckHandler = Callable[[DecisionAck], None]
 
-_log = logging.getLogger("relay.replay")
+_log = logging.getLogger("wire.client")
 
 
 class Archive(Protocol):
@@ -311,41 +311,3 @@ class MacLink:
             await self._ws.send(
                 History(request_id=request.request_id, events=wanted).model_dump_json()
             )
-
-
-@dataclass
-class ReplaySummary:
-    session_id: str
-    conversation_id: str
-    lines: int
-    duplicates: int
-    last_seq: int
-    seconds: float
-
-
-async def replay_file(
-    link: MacLink,
-    path: Path,
-    session_id: str,
-    *,
-    batch_size: int = 200,
-    progress: Callable[[int, int], None] | None = None,
-) -> ReplaySummary:
-    """Push one transcript's complete lines as a Mac would, batch by batch, each acknowledged."""
-    loop = asyncio.get_running_loop()
-    started = loop.time()
-    data = path.read_bytes()
-    conversation_id = path.stem
-    lines = list(read_lines(data))
-    duplicates = 0
-    last_seq = 0
-    for index in range(0, len(lines), batch_size):
-        batch = lines[index : index + batch_size]
-        ack = await link.send_lines(session_id, conversation_id, batch, cwd=str(path.parent))
-        duplicates += ack.duplicates
-        last_seq = ack.last_seq
-        if progress is not None:
-            progress(min(index + batch_size, len(lines)), len(lines))
-    return ReplaySummary(
-        session_id, conversation_id, len(lines), duplicates, last_seq, loop.time() - started
-    )

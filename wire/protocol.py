@@ -354,7 +354,7 @@ CommandName = Literal[
     "rest",
     "reopen",
     "cancel_held",
-    "set_policy",  # args {"policy": {...}}: a session's permission rules (agent/policy.py)
+    "set_policy",  # args {"policy": {...}}: a session's permission rules (wire/policy.py)
     "change_policy",  # args {"changes": {...}}: some rules changed, the others kept
     "delete_history",  # args {}: retention deleted the session; drop its archive and record
 ]

@@ -1,3 +1,0 @@
-from relay.cli import main
-
-raise SystemExit(main())

@@ -1,0 +1,175 @@
+"""The parts' import rules, read from the source (nothing is imported or run).
+
+``agent`` and ``relay`` never import each other; both may import ``wire``, the shared package,
+which imports neither of them; ``cli`` (the command line) is the one package that imports all
+three, and none of them imports it. Inside each package the module-level imports form no cycle.
+The cross-package rule counts every import, inside functions too.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+PACKAGES = ("agent", "relay", "wire", "cli")
+
+# The packages each one must not import, and why.
+FORBIDDEN: dict[str, dict[str, str]] = {
+    "agent": {"relay": "the agent and the relay never import each other", "cli": "cli is on top"},
+    "relay": {"agent": "the agent and the relay never import each other", "cli": "cli is on top"},
+    "wire": {
+        "agent": "the shared package imports neither side",
+        "relay": "the shared package imports neither side",
+        "cli": "cli is on top",
+    },
+    "cli": {},
+}
+
+
+@dataclass(frozen=True)
+class Import:
+    importer: str  # dotted module name
+    imported: str  # dotted module name (or package)
+    line: int
+    top_level: bool  # at module level (not inside a function), as a cycle needs
+
+
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(ROOT).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def package_modules(package: str) -> dict[str, Path]:
+    return {module_name(p): p for p in sorted((ROOT / package).rglob("*.py"))}
+
+
+def _resolve(node: ast.ImportFrom, importer: str, is_package: bool) -> str:
+    if not node.level:
+        return node.module or ""
+    base = importer.split(".") if is_package else importer.split(".")[:-1]
+    base = base[: len(base) - (node.level - 1)]
+    return ".".join([*base, node.module] if node.module else base)
+
+
+def _in_type_checking(node: ast.If) -> bool:
+    test = node.test
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
+
+
+def imports_of(name: str, path: Path, known: set[str]) -> Iterator[Import]:
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    is_package = path.name == "__init__.py"
+
+    def walk(node: ast.AST, top_level: bool) -> Iterator[Import]:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.Import):
+                for alias in child.names:
+                    yield Import(name, alias.name, child.lineno, top_level)
+            elif isinstance(child, ast.ImportFrom):
+                target = _resolve(child, name, is_package)
+                for alias in child.names:
+                    # `from pkg import mod` imports the module pkg.mod when there is one.
+                    sub = f"{target}.{alias.name}"
+                    yield Import(name, sub if sub in known else target, child.lineno, top_level)
+            elif isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
+                yield from walk(child, False)
+            elif isinstance(child, ast.If) and _in_type_checking(child):
+                # Imports for the type checker only: they never run, so they make no cycle.
+                yield from walk(child, False)
+            else:
+                yield from walk(child, top_level)
+
+    yield from walk(tree, True)
+
+
+def all_imports() -> list[Import]:
+    modules = {
+        name: path for package in PACKAGES for name, path in package_modules(package).items()
+    }
+    known = set(modules)
+    return [imp for name, path in modules.items() for imp in imports_of(name, path, known)]
+
+
+def test_every_package_is_scanned() -> None:
+    for package in PACKAGES:
+        assert (ROOT / package / "__init__.py").is_file(), f"{package}/ is not a package"
+        assert len(package_modules(package)) >= 2, f"no modules found in {package}/"
+
+
+def test_no_part_imports_a_part_it_must_not() -> None:
+    broken = []
+    for imp in all_imports():
+        importer_package = imp.importer.split(".")[0]
+        imported_package = imp.imported.split(".")[0]
+        why = FORBIDDEN[importer_package].get(imported_package)
+        if why is not None:
+            where = imp.importer.replace(".", "/") + ".py"
+            broken.append(f"{where}:{imp.line} imports {imp.imported} ({why})")
+    shown = "\n".join(dict.fromkeys(broken))  # one line per import statement
+    assert not broken, "imports across the parts that break the rule:\n" + shown
+
+
+def _cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    """One import cycle in ``graph`` (module → modules it imports at module level), or None."""
+    state: dict[str, int] = {}  # 1 = on the current path, 2 = done
+    path: list[str] = []
+
+    def visit(node: str) -> list[str] | None:
+        state[node] = 1
+        path.append(node)
+        for nxt in sorted(graph.get(node, ())):
+            if state.get(nxt) == 1:
+                return [*path[path.index(nxt) :], nxt]
+            if nxt not in state and (found := visit(nxt)) is not None:
+                return found
+        path.pop()
+        state[node] = 2
+        return None
+
+    for start in sorted(graph):
+        if start not in state and (found := visit(start)) is not None:
+            return found
+    return None
+
+
+def _import_graph(imports: list[Import], known: set[str]) -> dict[str, set[str]]:
+    graph: dict[str, set[str]] = {name: set() for name in known}
+    for imp in imports:
+        if not imp.top_level or imp.imported not in known or imp.imported == imp.importer:
+            continue
+        # A package's __init__ importing its own modules is how a package is built, not a cycle.
+        if imp.imported.startswith(imp.importer + "."):
+            continue
+        graph[imp.importer].add(imp.imported)
+    return graph
+
+
+def test_no_import_cycle_inside_a_package() -> None:
+    imports = all_imports()
+    cycles = []
+    for package in PACKAGES:
+        known = set(package_modules(package))
+        own = [i for i in imports if i.importer in known]
+        found = _cycle(_import_graph(own, known))
+        if found is not None:
+            cycles.append(f"{package}/: " + " → ".join(found))
+    # Across packages too: the rule above already forbids the edges a cycle would need, but a
+    # cycle through wire and another part would still be one.
+    every = {name for package in PACKAGES for name in package_modules(package)}
+    found = _cycle(_import_graph(imports, every))
+    if found is not None:
+        cycles.append("across the parts: " + " → ".join(found))
+    assert not cycles, "module-level import cycles:\n" + "\n".join(cycles)
+
+
+def test_the_cycle_finder_finds_a_cycle() -> None:
+    # The scan above passes by finding nothing; check it can find something.
+    assert _cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
+    assert _cycle({"a": {"b"}, "b": set()}) is None
