@@ -77,13 +77,15 @@ def usage_lines(name: str) -> list[Any]:
 async def fill(data_dir: Path, sessions: int) -> tuple[str, float]:
     """Store ``sessions`` sessions with usage; return (account id, seconds)."""
     from relay import usage
+    from relay.hub import Hub
+    from relay.state import RelayState
     from relay.store import Store
     from wire import config as configmod
 
     config = configmod.load({"data_dir": str(data_dir)}, environ={})
     store = Store(config)
     try:
-        await usage.install(store, config)
+        await usage.start(RelayState(config=config, store=store, hub=Hub(16)))
         account_id = store.ensure_account()
         _, _, device_id = store.create_token(account_id, "device", "bench-fill")
         kinds = [[(usage_lines(name), conv) for name, conv in parts] for parts in KINDS.values()]

@@ -39,8 +39,10 @@ from typing import Annotated, Any, TypeVar
 
 from fastapi import APIRouter, Depends, Query, Request
 
+from relay.deps import CardAnswer, Phone, State, refuse_read_only
 from relay.errors import BadRequest
-from relay.routes import CardAnswer, Phone, State, refuse_read_only
+from relay.feature import Feature
+from relay.search import parse_time
 from relay.state import RelayState, iso
 from relay.store import Principal, Session
 from wire.protocol import Card, Decision, input_digest
@@ -438,7 +440,7 @@ class HookWatch:
                 await task
 
 
-async def install(state: RelayState) -> HookWatch:
+async def start(state: RelayState) -> HookWatch:
     """Create the table and its triggers, and watch for hook markers (at start-up)."""
     await state.store.write(setup)
     watch = HookWatch(state, asyncio.get_running_loop())
@@ -460,8 +462,6 @@ async def audit_log(
     limit: Annotated[int | None, Query()] = None,
 ) -> dict[str, Any]:
     """The account's decisions, newest first, a page at a time (``before`` = ``next_before``)."""
-    from relay.search import parse_time  # it imports relay.routes, as this module does
-
     size = PAGE_DEFAULT if limit is None else limit
     if not 1 <= size <= PAGE_MAX:
         raise BadRequest(f"limit must be between 1 and {PAGE_MAX}", code="bad_limit")
@@ -476,3 +476,6 @@ async def audit_log(
         before=before,
         limit=size,
     )
+
+
+FEATURE = Feature("audit", start=start, router=router)

@@ -80,8 +80,9 @@ from fastapi import APIRouter, Depends, Query
 
 from relay import titles
 from relay.convert import Conversion
+from relay.deps import Phone, State, refuse_read_only
 from relay.errors import BadRequest, NotFound
-from relay.routes import Phone, State, refuse_read_only
+from relay.feature import Feature
 from relay.state import RelayState, iso
 from relay.store import Session, Store
 from wire.protocol import EventKind, LineRecord, SessionInfo
@@ -97,10 +98,10 @@ __all__ = [
     "answer_gist",
     "compaction_gist",
     "compose_summary",
-    "install",
     "match_expression",
     "router",
     "search",
+    "start",
     "summaries",
 ]
 
@@ -606,9 +607,8 @@ class SearchIndex:
                     self._publish(await self.store.get_session(session.account_id, session.id))
 
 
-def install(state: RelayState) -> SearchIndex:
-    """Titles, summaries and the search index for a running relay (see relay/app.py)."""
-    state.store.add_observer(titles.TitleObserver())
+async def start(state: RelayState) -> SearchIndex:
+    """Summaries and the search index for a running relay (titles: relay/titles.py)."""
     index = SearchIndex(state.store, state.summaries, state.publish_session)
     state.store.add_observer(index)
     state.watchers.append(index.watch)
@@ -877,7 +877,7 @@ async def summary_of(store: Store, session_id: str) -> str:
 
 # -- routes -----------------------------------------------------------------------------------
 
-# A read-only view may search and read, never give a title back (routes.refuse_read_only).
+# A read-only view may search and read, never give a title back (relay/deps.py refuse_read_only).
 router = APIRouter(prefix="/api", dependencies=[Depends(refuse_read_only)])
 
 
@@ -957,3 +957,6 @@ async def automatic_title(session_id: str, principal: Phone, state: State) -> di
     session = await titles.rename(state.store, principal.account_id, session_id, None)
     state.publish_session(session)
     return state.session_json(session, full=True)
+
+
+FEATURE = Feature("search", start=start, router=router)

@@ -46,6 +46,8 @@ from typing import TYPE_CHECKING, Final
 
 from relay.convert import Conversion
 from relay.errors import BadRequest, NotFound
+from relay.feature import Feature
+from relay.state import RelayState
 from wire.markers import BRIDGE_CONVERSATION
 from wire.protocol import EventKind, LineRecord
 
@@ -406,3 +408,11 @@ async def rename(store: Store, account_id: str, session_id: str, title: str | No
 
     await store.write(job)
     return await store.get_session(account_id, session_id)
+
+
+async def start(state: RelayState) -> None:
+    """Keep each session's derived and Claude Code's titles as lines arrive."""
+    state.store.add_observer(TitleObserver())
+
+
+FEATURE = Feature("titles", start=start)
