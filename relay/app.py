@@ -17,10 +17,11 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from relay import audit, link, permissions, push, retention, routes, search, titles, usage
+from relay import link, routes
 from relay.deps import refuse_read_only
 from relay.errors import PayloadTooLarge, RelayError
 from relay.feature import Feature, close_all, start_all
+from relay.features import audit, permissions, push, retention, search, titles, usage
 from relay.hub import Hub
 from relay.jsontext import JSONText
 from relay.state import RelayState

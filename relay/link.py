@@ -18,9 +18,9 @@ from fastapi import APIRouter, WebSocket, WebSocketDisconnect
 from pydantic import ValidationError
 from starlette.websockets import WebSocketState
 
-from relay import audit
 from relay.auth import authenticate
 from relay.errors import NotFound, RelayError
+from relay.features import audit
 from relay.live import DeviceLink
 from relay.state import RelayState
 from wire.protocol import (

@@ -12,7 +12,6 @@ from fastapi.responses import JSONResponse, Response
 from pydantic import Field
 from sse_starlette import EventSourceResponse
 
-from relay import audit, permissions, retention, search, subagents, usage
 from relay import seq as seqrules
 from relay.auth import COOKIE_NAME
 from relay.deps import (
@@ -29,6 +28,7 @@ from relay.deps import (
     session_or_404,
 )
 from relay.errors import BadRequest, Conflict, NotFound, PayloadTooLarge, Unprocessable
+from relay.features import audit, permissions, retention, search, subagents, usage
 from relay.history import fetch_page
 from relay.sse import account_updates, last_event_id, session_events
 from relay.state import RelayState, iso
@@ -76,7 +76,7 @@ class NewSession(Body):
     session_id: str | None = None  # a UUID (checked by session_uuid: a clear 422)
     allow_all: bool = False  # answer every permission request with "allow" (no dialogs)
     allow_all_for: AllowAllFor = None  # … for this long (seconds, or "session")
-    policy: dict[str, Any] | None = None  # first permission rules (relay/permissions.py)
+    policy: dict[str, Any] | None = None  # first permission rules (relay/features/permissions.py)
 
 
 class SessionPatch(Body):
@@ -290,10 +290,12 @@ async def session_events_page(
 
 @router.get("/sessions/{session_id}/subagents")
 async def session_subagents(session_id: str, principal: Phone, state: State) -> dict[str, Any]:
-    """One summary line per subagent: type, task, outcome, cost (relay/subagents.py)."""
+    """One summary line per subagent: type, task, outcome, cost (relay/features/subagents.py)."""
     session = await session_or_404(state, principal, session_id)
     costs: dict[str, dict[str, Any]] = {}
-    if state.part(usage.UsageTracker) is not None:  # per subagent, by agent id (relay/usage.py)
+    if (
+        state.part(usage.UsageTracker) is not None
+    ):  # per subagent, by agent id (relay/features/usage.py)
         report = await usage.session_costs(state.store, principal.account_id, [session.id])
         costs = report.get(session.id, {}).get("by_agent", {})
     listed = await subagents.summaries(state.store, session.id, costs)

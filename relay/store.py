@@ -25,10 +25,10 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
 
 from relay import seq as seqrules
-from relay import subagents
 from relay.convert import Conversion, ConversionLimits, convert_line
 from relay.datadir import DATABASE, secure_folder
 from relay.errors import BadRequest, Conflict, NotFound, RelayError, Unauthorized
+from relay.features import subagents
 from relay.writer import Writer
 from wire.config import Config
 from wire.markers import BRIDGE_CONVERSATION

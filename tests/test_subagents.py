@@ -21,7 +21,7 @@ from typing import Any
 import httpx
 import pytest
 
-from relay import subagents
+from relay.features import subagents
 from relay.store import Store
 from tests.conftest import TRANSCRIPTS, Account, RelayServer, mac, phone_client
 from wire import config as configmod
@@ -109,7 +109,7 @@ def test_the_parent_shows_one_summary_line_linked_to_its_tool_call(
         assert line["line"].startswith(
             "general-purpose · Inspect folder — finished: Subagent report: the folder was listed."
         )
-        # Cost per subagent when the relay computes usage (relay/usage.py), else null.
+        # Cost per subagent when the relay computes usage (relay/features/usage.py), else null.
         cost = client.get(f"/api/sessions/{session_id}/cost")
         if cost.status_code == 200:
             assert line["cost"] == cost.json()["by_agent"][AGENT]

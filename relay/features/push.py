@@ -61,7 +61,7 @@ from relay.store import Session
 from wire.config import Config
 from wire.protocol import SessionInfo
 
-_log = logging.getLogger("relay.push")
+_log = logging.getLogger("relay.features.push")
 
 KEY_FILE = "vapid.pem"
 SUBSCRIPTIONS_FILE = "push.json"

@@ -22,7 +22,7 @@ Stages:
   ``hello`` brings the deleted id back before it was told (the relay then re-creates an empty
   row), that row is removed again once the Mac confirms.
 
-The **audit log** (relay/audit.py) is not the session's: deleting a session leaves its audit
+The **audit log** (relay/features/audit.py) is not the session's: deleting a session leaves its audit
 rows in place (the table is kept out of the sweep below, and its append-only trigger would
 refuse anyway). Each run deletes the audit rows older than ``audit_keep_days`` (365), counted
 from each decision, in the same transaction.
@@ -50,17 +50,17 @@ from typing import Any
 
 from fastapi import APIRouter, Depends, Request
 
-from relay import audit
 from relay.deps import Phone, State, refuse_read_only, relay_state, session_or_404
 from relay.errors import Conflict, RelayError
 from relay.feature import Feature
+from relay.features import audit
 from relay.live import DeviceLink
 from relay.state import RelayState, iso
 from relay.store import Session
 from wire.config import Config
 from wire.protocol import SessionInfo
 
-_log = logging.getLogger("relay.retention")
+_log = logging.getLogger("relay.features.retention")
 # A read-only view (X-CB-Read-Only) may read but not change: same guard as relay/routes.py (relay/deps.py).
 router = APIRouter(prefix="/api", dependencies=[Depends(refuse_read_only)])
 
@@ -103,7 +103,7 @@ class Ages:
 
     archive_after: float
     delete_after: float
-    audit_keep: float = 0.0  # an audit row's own age (relay/audit.py), never its session's
+    audit_keep: float = 0.0  # an audit row's own age (relay/features/audit.py), never its session's
 
     @classmethod
     def from_config(cls, config: Config) -> Ages:

@@ -67,7 +67,7 @@ __all__ = [
     "rename",
 ]
 
-_log = logging.getLogger("relay.titles")
+_log = logging.getLogger("relay.features.titles")
 
 TITLE_MAX_CHARS: Final = 60  # a derived title: one line of a phone's list
 CLAUDE_TITLE_MAX_CHARS: Final = 200  # Claude Code's or a person's own words are kept longer

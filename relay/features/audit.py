@@ -42,7 +42,7 @@ from fastapi import APIRouter, Depends, Query, Request
 from relay.deps import CardAnswer, Phone, State, refuse_read_only
 from relay.errors import BadRequest
 from relay.feature import Feature
-from relay.search import parse_time
+from relay.features.search import parse_time
 from relay.state import RelayState, iso
 from relay.store import Principal, Session
 from wire.protocol import Card, Decision, input_digest
