@@ -20,8 +20,17 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from relay import link, routes
 from relay.deps import refuse_read_only
 from relay.errors import PayloadTooLarge, RelayError
-from relay.feature import Feature, close_all, start_all
-from relay.features import audit, permissions, push, retention, search, titles, usage
+from relay.feature import Feature, close_all, schemas, start_all
+from relay.features import (
+    audit,
+    permissions,
+    push,
+    retention,
+    search,
+    subagents,
+    titles,
+    usage,
+)
 from relay.hub import Hub
 from relay.jsontext import JSONText
 from relay.state import RelayState
@@ -201,6 +210,7 @@ class SecurityHeaders:
 # Every feature of the relay, started in this order (relay/feature.py): titles before search,
 # whose summaries read them; retention last, as its first run may delete what the others index.
 FEATURES: tuple[Feature, ...] = (
+    subagents.FEATURE,  # the subagent index and pages
     usage.FEATURE,  # usage and cost per session
     push.FEATURE,  # Web Push: keys, subscriptions, watcher
     titles.FEATURE,  # derived and Claude Code's titles
@@ -214,7 +224,7 @@ FEATURES: tuple[Feature, ...] = (
 def create_app(config: Config) -> FastAPI:
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        store = Store(config)
+        store = Store(config, schemas=schemas(FEATURES))
         hub = Hub(int(config.sse_queue_size))
         hub.bind(asyncio.get_running_loop())
         store.add_listener(hub.publish_events_threadsafe)

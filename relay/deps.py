@@ -12,15 +12,33 @@ import re
 from typing import Annotated, Any, Literal
 
 from fastapi import Depends, Request
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 from starlette.requests import HTTPConnection
 
 from relay.auth import authenticate
-from relay.errors import Conflict, NotFound
+from relay.bodies import Body, CardAnswer
+from relay.errors import BadRequest, Conflict, NotFound
 from relay.state import RelayState
 from relay.store import Principal, Session
-from wire.policy import MAX_ALLOW_ALL_SECONDS
+from wire.policy import MAX_ALLOW_ALL_SECONDS, Policy, PolicyError
 from wire.protocol import CommandName, CommandResult
+
+__all__ = [
+    "READ_ONLY_HEADER",
+    "AllowAllFor",
+    "Body",
+    "CardAnswer",
+    "Phone",
+    "State",
+    "allow_all_for",
+    "check_policy",
+    "check_result",
+    "phone",
+    "refuse_read_only",
+    "relay_state",
+    "send_command",
+    "session_or_404",
+]
 
 READ_ONLY_HEADER = "X-CB-Read-Only"
 
@@ -63,26 +81,6 @@ def refuse_read_only(request: HTTPConnection) -> None:
     )
 
 
-# -- bodies ---------------------------------------------------------------------------------
-
-
-class Body(BaseModel):
-    """The base of every request body: a number must be finite. ``1e999``, ``"Infinity"`` and
-    ``NaN`` are refused (422 ``not_finite``): one of them stored would reach every phone of the
-    account, whose JSON.parse cannot read it."""
-
-    model_config = ConfigDict(allow_inf_nan=False)
-
-
-class CardAnswer(Body):
-    """An answer to a card (relay/routes.py), as the audit log records it (relay/features/audit.py)."""
-
-    key: str | None = Field(default=None, max_length=32)
-    keys: list[str] | None = Field(default=None, max_length=64)
-    text: str | None = None
-    always: bool = False  # "always allow this category for this session" (permission cards)
-
-
 # How long "allow all" lasts: seconds, or "session" (until the session ends); none given, the
 # setting allow_all_default_minutes. Never open-ended.
 AllowAllFor = (
@@ -97,6 +95,14 @@ def allow_all_for(state: RelayState, given: float | str | None) -> float | str:
     if given is not None:
         return given
     return float(state.config.allow_all_default_minutes) * 60
+
+
+def check_policy(data: Any) -> Policy:
+    """A policy from a request body, or 400 ``bad_request`` saying what is wrong."""
+    try:
+        return Policy.from_json(data)
+    except PolicyError as exc:
+        raise BadRequest(f"policy: {exc}") from None
 
 
 # -- sessions and commands ---------------------------------------------------------------------

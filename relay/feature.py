@@ -1,7 +1,7 @@
 """The one interface through which a feature plugs into the relay (relay/app.py ``FEATURES``).
 
-A feature is declared once, as a ``Feature``: its name, its router (``/api/…`` routes) and its
-``start``, which the app's lifespan awaits with the running ``RelayState``. ``start`` creates the
+A feature is declared once, as a ``Feature``: its name, its schema (tables the store makes as it
+opens), its router (``/api/…`` routes) and its ``start``, which the app's lifespan awaits with the running ``RelayState``. ``start`` creates the
 feature's tables, adds its line observers and event listeners to the store, its watchers, command
 guards, result readers and snapshot fields to the state, starts its background task, and returns
 its running part (kept on the state: ``state.part(Retention)``), closed when the relay stops.
@@ -19,6 +19,7 @@ from typing import Protocol, runtime_checkable
 from fastapi import APIRouter
 
 from relay.state import RelayState
+from relay.store import Schema
 
 
 @runtime_checkable
@@ -31,8 +32,17 @@ class Part(Protocol):
 @dataclass(frozen=True)
 class Feature:
     name: str
+    # Its tables (and triggers, and what fills them from what is already stored): run by the
+    # store's writer as the store opens, before any line comes in (relay/store.py).
+    schema: Schema | None = None
+    # Its line observers, listeners, watchers, background task: see the module's docstring.
     start: Callable[[RelayState], Awaitable[object]] | None = None
-    router: APIRouter | None = None
+    router: APIRouter | None = None  # its routes, under /api
+
+
+def schemas(features: tuple[Feature, ...]) -> list[Schema]:
+    """The features' schemas, for ``Store(config, schemas=…)``."""
+    return [f.schema for f in features if f.schema is not None]
 
 
 async def start_all(features: tuple[Feature, ...], state: RelayState) -> dict[str, object]:

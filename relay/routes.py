@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-import functools
 import json
 import re
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Depends, Path, Query, Request
+from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import JSONResponse, Response
 from pydantic import Field
 from sse_starlette import EventSourceResponse
@@ -22,13 +21,13 @@ from relay.deps import (
     Phone,
     State,
     allow_all_for,
+    check_policy,
     check_result,
     refuse_read_only,
     send_command,
     session_or_404,
 )
 from relay.errors import BadRequest, Conflict, NotFound, PayloadTooLarge, Unprocessable
-from relay.features import audit, permissions, retention, search, subagents, usage
 from relay.history import fetch_page
 from relay.sse import account_updates, last_event_id, session_events
 from relay.state import RelayState, iso
@@ -185,13 +184,12 @@ async def revoke_device(device_id: str, principal: Phone, state: State) -> dict[
 @router.get("/sessions")
 async def sessions(principal: Phone, state: State) -> dict[str, Any]:
     items = await state.store.list_sessions(principal.account_id)
-    summaries = await search.summaries(state.store, principal.account_id)
-    stages = await retention.stages(state, principal.account_id)
+    extras = [await fields(principal.account_id) for fields in state.list_fields]
     listed = []
     for s in items:
         item = state.session_json(s)
-        item["summary"] = summaries.get(s.id, "")
-        item["stage"], item["pinned"] = stages.get(s.id, ("active", False))
+        for extra in extras:  # summary, stage, pinned (relay/features/)
+            item.update(extra(s.id))
         listed.append(item)
     return {"sessions": listed, "needs_you": sum(1 for s in listed if s["needs_you"])}
 
@@ -200,7 +198,7 @@ async def sessions(principal: Phone, state: State) -> dict[str, Any]:
 async def create_session(body: NewSession, principal: Phone, state: State) -> dict[str, Any]:
     session_id = session_uuid(body.session_id) if body.session_id is not None else None
     if body.policy is not None:
-        permissions.check(body.policy)  # 400 before anything starts
+        check_policy(body.policy)  # 400 before anything starts
     devices = {d.id: d for d in await state.store.list_devices(principal.account_id)}
     device = devices.get(body.device_id)
     if device is None:
@@ -237,8 +235,8 @@ async def create_session(body: NewSession, principal: Phone, state: State) -> di
 async def session_snapshot(session_id: str, principal: Phone, state: State) -> dict[str, Any]:
     session = await session_or_404(state, principal, session_id)
     body = state.session_json(session, full=True)
-    body["summary"] = await search.summary_of(state.store, session.id)
-    body["stage"], body["pinned"], _ = await retention.stage_of(state, session.id)
+    for fields in state.snapshot_fields:  # summary, stage, pinned (relay/features/)
+        body.update(await fields(session))
     return body
 
 
@@ -285,48 +283,6 @@ async def session_events_page(
         separators=(",", ":"),
     )[:-1]
     body = head + ',"events":[' + ",".join(data for _, data in events) + "]}"
-    return Response(body, media_type="application/json")
-
-
-@router.get("/sessions/{session_id}/subagents")
-async def session_subagents(session_id: str, principal: Phone, state: State) -> dict[str, Any]:
-    """One summary line per subagent: type, task, outcome, cost (relay/features/subagents.py)."""
-    session = await session_or_404(state, principal, session_id)
-    costs: dict[str, dict[str, Any]] = {}
-    if (
-        state.part(usage.UsageTracker) is not None
-    ):  # per subagent, by agent id (relay/features/usage.py)
-        report = await usage.session_costs(state.store, principal.account_id, [session.id])
-        costs = report.get(session.id, {}).get("by_agent", {})
-    listed = await subagents.summaries(state.store, session.id, costs)
-    return {"session_id": session.id, "subagents": listed}
-
-
-@router.get("/sessions/{session_id}/subagents/{agent_id}/events")
-async def subagent_events_page(
-    session_id: str,
-    agent_id: Annotated[str, Path(max_length=200)],
-    principal: Phone,
-    state: State,
-    after: Annotated[int | None, Query()] = None,
-    before: Annotated[int | None, Query()] = None,
-    limit: Annotated[int | None, Query()] = None,
-    epoch: Annotated[str | None, Query(max_length=64)] = None,
-) -> Response:
-    """A page of one subagent's events, by the session's seqs, like the session's own events."""
-    session = await session_or_404(state, principal, session_id)
-    body = await subagents.page(
-        state.store,
-        session,
-        agent_id,
-        after=after,
-        before=before,
-        limit=limit,
-        epoch=epoch,
-        page_max=int(state.config.catchup_page),
-        # The subagent page picks its events out of what is fetched: all of it or an error.
-        fetch=functools.partial(fetch_page, state, whole=True),
-    )
     return Response(body, media_type="application/json")
 
 
@@ -405,8 +361,12 @@ async def answer_card(
     # card_changed (its new card comes on the stream).
     args = body.model_dump(exclude_none=True)
     args["card_id"] = card_id
-    entry = audit.of_answer(request, principal, session, live.card, body)
-    return await audit.recorded(state, entry, send_command(state, session, "answer_card", args))
+    # The card as shown is taken now: the Mac's next dialog may replace it meanwhile.
+    taken = [log(request, principal, session, live.card, body) for log in state.answer_loggers]
+    answer = await send_command(state, session, "answer_card", args)
+    for done in taken:  # only an answer the Mac took is a decision (the audit log)
+        await done()
+    return answer
 
 
 @router.post("/sessions/{session_id}/held/{message_id}/cancel")

@@ -9,13 +9,16 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, TypeVar
 
+from starlette.requests import Request
+
 from relay.auth import RateLimiter
+from relay.bodies import CardAnswer
 from relay.errors import NotFound
 from relay.hub import Hub
 from relay.live import DeviceLink, Live
-from relay.store import Device, Session, Store
+from relay.store import Device, Principal, Session, Store
 from wire.config import Config
-from wire.protocol import SessionInfo
+from wire.protocol import Card, Decision, SessionInfo
 
 # Told of every session_update from a Mac: (account id, session, live side before, after).
 SessionWatcher = Callable[[str, Session, SessionInfo | None, SessionInfo], None]
@@ -23,6 +26,19 @@ SessionWatcher = Callable[[str, Session, SessionInfo | None, SessionInfo], None]
 CommandGuard = Callable[[Session], Awaitable[None]]
 # Sees what a Mac answered to a command for a session: (session id, the answer's data).
 ResultReader = Callable[[str, Mapping[str, Any]], Awaitable[None]]
+# Stores a Mac's own decision on a permission (relay/features/audit.py): (account id, device
+# id, the decision); answers the error code to send back, or "" when stored.
+DecisionRecorder = Callable[[str, str, Decision], Awaitable[str]]
+# A phone's answer to a card, seen before it is sent (the card as shown): answers what to do once
+# the Mac took it, e.g. write it to the audit log (relay/features/audit.py).
+AnswerLogger = Callable[
+    [Request, Principal, Session, Card, CardAnswer], Callable[[], Awaitable[None]]
+]
+# More fields of each session in an account's list (GET /api/sessions): given the account id,
+# what to add to each session, by session id (e.g. its summary, its retention stage).
+ListFields = Callable[[str], Awaitable[Callable[[str], Mapping[str, Any]]]]
+# More fields of one session's full snapshot (GET /api/sessions/{id}).
+SnapshotFields = Callable[[Session], Awaitable[Mapping[str, Any]]]
 # More fields of a session's snapshot (``session_json``), e.g. its cost (relay/features/usage.py).
 SessionFields = Callable[[Session], Mapping[str, Any]]
 
@@ -54,6 +70,10 @@ class RelayState:
     command_guards: list[CommandGuard] = field(default_factory=list)
     result_readers: list[ResultReader] = field(default_factory=list)
     session_fields: list[SessionFields] = field(default_factory=list)
+    record_decision: DecisionRecorder | None = None
+    answer_loggers: list[AnswerLogger] = field(default_factory=list)
+    list_fields: list[ListFields] = field(default_factory=list)
+    snapshot_fields: list[SnapshotFields] = field(default_factory=list)
     # Each feature's running part, by its class: ``state.part(Retention)``.
     parts: dict[type, object] = field(default_factory=dict)
 

@@ -38,6 +38,7 @@ from relay.deps import (
     Phone,
     State,
     allow_all_for,
+    check_policy,
     refuse_read_only,
     send_command,
     session_or_404,
@@ -71,14 +72,6 @@ async def start(state: RelayState) -> None:
         await remember_from_result(state, session_id, data)
 
     state.result_readers.append(read)
-
-
-def check(data: Any) -> Policy:
-    """A policy from a request body, or 400 ``bad_request`` saying what is wrong."""
-    try:
-        return Policy.from_json(data)
-    except PolicyError as exc:
-        raise BadRequest(f"policy: {exc}") from None
 
 
 async def remember(state: RelayState, session_id: str, data: Any) -> None:
@@ -190,7 +183,7 @@ async def put_policy(
     """Replace the session's policy on its Mac (409 ``device_offline`` when it is offline)."""
     session = await session_or_404(state, principal, session_id)
     data = _bounded(state, body.model_dump(exclude_none=True))
-    policy = check(data)
+    policy = check_policy(data)
     # _command refuses archived sessions, and stores the policy the Mac answers with. The
     # duration goes as such: the Mac makes it an end time of its own clock.
     answer = await send_command(state, session, "set_policy", {"policy": data})

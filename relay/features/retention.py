@@ -718,7 +718,22 @@ async def start(state: RelayState) -> Retention:
     async def guard(session: Session) -> None:
         await refuse_if_archived(state, session)
 
+    async def listed(account_id: str) -> Callable[[str], dict[str, Any]]:
+        found = await stages(state, account_id)
+
+        def fields(session_id: str) -> dict[str, Any]:
+            stage, pinned = found.get(session_id, (ACTIVE, False))
+            return {"stage": stage, "pinned": pinned}
+
+        return fields
+
+    async def shown(session: Session) -> dict[str, Any]:
+        stage, pinned, _ = await stage_of(state, session.id)
+        return {"stage": stage, "pinned": pinned}
+
     state.command_guards.append(guard)
+    state.list_fields.append(listed)
+    state.snapshot_fields.append(shown)
     retention.start()
     return retention
 

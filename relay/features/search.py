@@ -612,6 +612,16 @@ class SearchIndex:
 async def start(state: RelayState) -> SearchIndex:
     """Summaries and the search index for a running relay (titles: relay/features/titles.py)."""
     index = SearchIndex(state.store, state.summaries, state.publish_session)
+
+    async def listed(account_id: str) -> Callable[[str], dict[str, Any]]:
+        found = await summaries(state.store, account_id)
+        return lambda session_id: {"summary": found.get(session_id, "")}
+
+    async def shown(session: Session) -> dict[str, Any]:
+        return {"summary": await summary_of(state.store, session.id)}
+
+    state.list_fields.append(listed)
+    state.snapshot_fields.append(shown)
     state.store.add_observer(index)
     state.watchers.append(index.watch)
     return index
