@@ -207,8 +207,8 @@ class SecurityHeaders:
         await self.app(scope, receive, with_headers)
 
 
-# Every feature of the relay, started in this order (relay/feature.py): titles before search,
-# whose summaries read them; retention last, as its first run may delete what the others index.
+# Every feature of the relay (relay/feature.py), started in this order and closed in the reverse:
+# the titles' observer ahead of the search index's, retention (and its schedule) last.
 FEATURES: tuple[Feature, ...] = (
     subagents.FEATURE,  # the subagent index and pages
     usage.FEATURE,  # usage and cost per session

@@ -1,10 +1,11 @@
 """The one interface through which a feature plugs into the relay (relay/app.py ``FEATURES``).
 
 A feature is declared once, as a ``Feature``: its name, its schema (tables the store makes as it
-opens), its router (``/api/…`` routes) and its ``start``, which the app's lifespan awaits with the running ``RelayState``. ``start`` creates the
-feature's tables, adds its line observers and event listeners to the store, its watchers, command
-guards, result readers and snapshot fields to the state, starts its background task, and returns
-its running part (kept on the state: ``state.part(Retention)``), closed when the relay stops.
+opens), its router (``/api/…`` routes) and its ``start``, which the app's lifespan awaits with the
+running ``RelayState``. ``start`` creates the tables it makes later, adds its line observers and
+event listeners to the store, its watchers, command guards, result readers and snapshot fields to
+the state, starts its background task, and returns its running part (kept on the state:
+``state.part(Retention)``, and as ``app.state.<name>``), closed when the relay stops.
 
 The core (store, link, hub, sse, routes) never imports a feature module; features import the
 core, and the request-scoped helpers from relay/deps.py.

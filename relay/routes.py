@@ -1,4 +1,7 @@
-"""The phone API: JSON over HTTP, every route behind a login (bearer token or the page's cookie)."""
+"""The phone API's core: pairing, logins, sessions and their commands, as JSON over HTTP, every
+route behind a login (bearer token or the page's cookie). The features add their own routers
+(relay/features/); what they add to these routes (a session's summary and stage, a guard on
+commands, the audit of a card's answer) comes through what they registered on ``RelayState``."""
 
 from __future__ import annotations
 

@@ -60,11 +60,10 @@ class RelayState:
     live: Live = field(default_factory=Live)
     pair_limiter: RateLimiter = field(init=False)
     started_at: float = field(default_factory=time.time)
-    watchers: list[SessionWatcher] = field(
-        default_factory=list
-    )  # e.g. Web Push (relay/features/push.py)
-    # Summary snapshots taken since the relay started (relay/features/search.py), by session id: the
-    # ``session`` events carry them, so phones showing lists need not re-read every summary.
+    # e.g. Web Push (relay/features/push.py)
+    watchers: list[SessionWatcher] = field(default_factory=list)
+    # Summary snapshots taken since the relay started (relay/features/search.py), by session id:
+    # the ``session`` events carry them, so phones showing lists need not re-read every summary.
     summaries: dict[str, str] = field(default_factory=dict)
     # What the features add to the core (relay/feature.py), each registered at start-up.
     command_guards: list[CommandGuard] = field(default_factory=list)
