@@ -1,7 +1,7 @@
 """Listing costs: how long the relay takes to give every session's usage and cost, 10,000 sessions.
 
 The relay's data folder is filled first through the real ingest path (Store.ingest with the usage
-observer of relay/features/usage.py), with the captured transcripts' lines that carry usage, one of three
+observer of features/usage.py), with the captured transcripts' lines that carry usage, one of three
 kinds per session: Claude Code's cost-state totals (n_permissionrequest_allow_hook), a subagent
 (m_subagent and its agent-… transcript) and an estimate only (d_bash_permission). Then:
 

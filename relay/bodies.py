@@ -15,7 +15,7 @@ class Body(BaseModel):
 
 
 class CardAnswer(Body):
-    """An answer to a card (relay/routes.py), as the audit log records it (relay/features/audit.py)."""
+    """An answer to a card (relay/routes.py), as the audit log records it (features/audit.py)."""
 
     key: str | None = Field(default=None, max_length=32)
     keys: list[str] | None = Field(default=None, max_length=64)

@@ -55,7 +55,7 @@ def private_key(b64: str) -> ec.EllipticCurvePrivateKey:
     return ec.derive_private_key(int.from_bytes(push.unb64u(b64), "big"), ec.SECP256R1())
 
 
-# -- the browser's side, written from the RFCs (not from relay/features/push.py) --------------------------
+# -- the browser's side, written from the RFCs (not from relay/features/push.py) -------------------
 
 
 def _hmac(key: bytes, data: bytes) -> bytes:

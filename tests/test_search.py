@@ -390,7 +390,7 @@ def test_filters_for_group_state_dates_and_stage(relay: RelayServer, account: Ac
             assert response.status_code == 400, (params, response.text)
             assert response.json()["error"]["code"] == code
 
-        # An archived session (relay/features/retention.py's stage) stays searchable and can be filtered.
+        # An archived session (features/retention.py's stage) stays searchable and can be filtered.
         def archive(conn: sqlite3.Connection) -> None:
             conn.execute(
                 "INSERT INTO session_retention (session_id, stage, since, archived_at)"

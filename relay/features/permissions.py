@@ -48,7 +48,8 @@ from relay.feature import Feature
 from relay.state import RelayState, iso
 from wire.policy import CATEGORIES, TOOL_CATEGORIES, Policy, PolicyError
 
-# A read-only view (X-CB-Read-Only) may read but not change: same guard as relay/routes.py (relay/deps.py).
+# A read-only view (X-CB-Read-Only) may read but not change: same guard as relay/routes.py
+# (relay/deps.py refuse_read_only).
 router = APIRouter(prefix="/api", dependencies=[Depends(refuse_read_only)])
 
 TABLE = """

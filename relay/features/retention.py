@@ -9,9 +9,9 @@ Stages:
 * **archived** — kept in ``sessions`` (so lists and search still find it) with the stage in
   this module's table ``session_retention``. It opens read-only: every command that would act
   on it (send, answer a card, interrupt, end, rest, reopen, set_policy…) is refused with 409
-  ``session_archived`` (``refuse_if_archived``, a command guard of ``relay/deps.py`` ``send_command``). New
-  events arriving from its Mac make it active again at the next run; pinning makes it active
-  at once.
+  ``session_archived`` (``refuse_if_archived``, a command guard of relay/deps.py
+  ``send_command``). New events arriving from its Mac make it active again at the next run;
+  pinning makes it active at once.
 * **deleted** — ``delete_after_days`` (180) after it was archived, the session is deleted on the
   relay: its row in ``sessions`` and everything keyed by its id (events, conversations, and any
   table with a ``session_id`` column, so derived data such as usage or a search index goes
@@ -22,7 +22,7 @@ Stages:
   ``hello`` brings the deleted id back before it was told (the relay then re-creates an empty
   row), that row is removed again once the Mac confirms.
 
-The **audit log** (relay/features/audit.py) is not the session's: deleting a session leaves its audit
+The **audit log** (features/audit.py) is not the session's: deleting a session leaves its audit
 rows in place (the table is kept out of the sweep below, and its append-only trigger would
 refuse anyway). Each run deletes the audit rows older than ``audit_keep_days`` (365), counted
 from each decision, in the same transaction.
@@ -61,7 +61,8 @@ from wire.config import Config
 from wire.protocol import SessionInfo
 
 _log = logging.getLogger("relay.features.retention")
-# A read-only view (X-CB-Read-Only) may read but not change: same guard as relay/routes.py (relay/deps.py).
+# A read-only view (X-CB-Read-Only) may read but not change: same guard as relay/routes.py
+# (relay/deps.py refuse_read_only).
 router = APIRouter(prefix="/api", dependencies=[Depends(refuse_read_only)])
 
 DAY = 86400.0

@@ -24,7 +24,7 @@ clear 400 (``query_too_long``). An empty query browses: newest activity first, s
 **Here and elsewhere** — given ``device_id`` and/or ``cwd``, results are split into ``here`` (on
 that Mac and/or in that folder or below it) and ``elsewhere`` (other places), each ranked and
 limited on its own. Filters: ``state`` (live state, comma-separated: starting, idle, busy,
-waiting, ended), ``group``, ``stage`` (active, archived: relay/features/retention.py's stages; archived
+waiting, ended), ``group``, ``stage`` (active, archived: features/retention.py's stages; archived
 sessions are searched like any other unless filtered out, deleted ones are gone from the relay
 and from the index), ``since``/``until`` (dates or times: a session matches when it was active
 in that span).
@@ -34,7 +34,7 @@ it is never regenerated when a list is opened:
 
 * at the end of a turn (Claude Code's ``system`` lines ``stop_hook_summary`` / ``turn_duration``)
   when something happened since the last snapshot: ``<topic> → <answer> · <files>``, where the
-  topic is the gist of the last substantive prompt (relay/features/titles.py rules, 100 characters), the
+  topic is the gist of the last substantive prompt (features/titles.py rules, 100 characters), the
   answer the first sentence(s) of the turn's last assistant text (up to 160 characters) and the
   files the names of those touched in the turn (at most 3);
 * at compaction: Claude Code's own summary (the ``isCompactSummary`` user line) — its "Primary
@@ -179,7 +179,7 @@ def _day_sql(ts: str) -> str:
 
 
 # The last column, never searched, names the session: whoever deletes a session's rows by
-# ``session_id`` (relay/features/retention.py does, in every table that has one) reaches this table too.
+# ``session_id`` (features/retention.py does, in every table that has one) reaches this table too.
 _FTS_COLUMNS: Final = ", ".join(WEIGHTS) + ", session_id"
 _NEW_DOC: Final = f"""
     INSERT OR IGNORE INTO session_digest (session_id) VALUES (NEW.id);
@@ -709,7 +709,7 @@ _EXTRA_SELECT: Final = (
 
 
 async def _stage_sql(store: Store) -> str | None:
-    """SQL for a session's retention stage (relay/features/retention.py keeps it in its own table), or
+    """SQL for a session's retention stage (features/retention.py keeps it in its own table), or
     None when this relay keeps no stages."""
     rows = await store.read(
         "SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'session_retention'"

@@ -1,7 +1,7 @@
 """Usage and cost on the relay (SPEC §9): kept per session as lines arrive, listed in one query.
 
 ``UsageTracker`` is a line observer (relay/store.py): inside the ingest transaction, for the lines
-stored for the first time, it updates the session's ledger (relay/features/cost.py) — the message ids it
+stored for the first time, it updates the session's ledger (features/cost.py) — the message ids it
 counted and their usage (``usage_messages``, so a response repeated across lines, batches or
 conversation files counts once) and one ``session_costs`` row holding the ledger and the
 finished report. The work
@@ -17,7 +17,8 @@ that reads the committed rows and fills the cache once that job has committed to
 never shows a figure a rolled-back batch computed.
 
 Prices are those of the relay's configuration at ingest time (``model_prices`` overrides on top
-of relay/features/prices.json); changing them re-prices a session's estimated part when it next gets lines.
+of relay/features/prices.json); changing them re-prices a session's estimated part when it next
+gets lines.
 """
 
 from __future__ import annotations
