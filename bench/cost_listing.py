@@ -1,7 +1,7 @@
 """Listing costs: how long the relay takes to give every session's usage and cost, 10,000 sessions.
 
 The relay's data folder is filled first through the real ingest path (Store.ingest with the usage
-observer of relay/usage.py), with the captured transcripts' lines that carry usage, one of three
+observer of features/usage.py), with the captured transcripts' lines that carry usage, one of three
 kinds per session: Claude Code's cost-state totals (n_permissionrequest_allow_hook), a subagent
 (m_subagent and its agent-… transcript) and an estimate only (d_bash_permission). Then:
 
@@ -76,14 +76,16 @@ def usage_lines(name: str) -> list[Any]:
 
 async def fill(data_dir: Path, sessions: int) -> tuple[str, float]:
     """Store ``sessions`` sessions with usage; return (account id, seconds)."""
-    from relay import usage
+    from relay.features import usage
+    from relay.hub import Hub
+    from relay.state import RelayState
     from relay.store import Store
     from wire import config as configmod
 
     config = configmod.load({"data_dir": str(data_dir)}, environ={})
     store = Store(config)
     try:
-        await usage.install(store, config)
+        await usage.start(RelayState(config=config, store=store, hub=Hub(16)))
         account_id = store.ensure_account()
         _, _, device_id = store.create_token(account_id, "device", "bench-fill")
         kinds = [[(usage_lines(name), conv) for name, conv in parts] for parts in KINDS.values()]
@@ -104,8 +106,8 @@ async def fill(data_dir: Path, sessions: int) -> tuple[str, float]:
 
 
 async def time_store(data_dir: Path, account_id: str, sessions: int, repeat: int) -> list[float]:
+    from relay.features.usage import session_costs
     from relay.store import Store
-    from relay.usage import session_costs
     from wire import config as configmod
 
     store = Store(configmod.load({"data_dir": str(data_dir)}, environ={}))

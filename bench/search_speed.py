@@ -1,8 +1,9 @@
 """Search: how fast the relay answers GET /api/search over 10,000 sessions.
 
 The relay's database is filled before the relay starts, in this process, through the store's
-real ingest path with the real observers (relay/titles.py and relay/search.py), so titles,
-summaries, files, tools, Macs, folders and dates are indexed exactly as in use. The sessions are
+real ingest path with the real observers (relay/features/titles.py and
+relay/features/search.py), so titles, summaries, files, tools, Macs, folders and dates are indexed
+exactly as in use. The sessions are
 generated to look like a person's year of work: 4 Macs, 40 projects, 1–5 turns each with tool
 calls on project files, some Claude Code titles (custom-title / ai-title), some compactions, and
 creation dates spread over the last 180 days.
@@ -278,7 +279,7 @@ def make_session(rng: random.Random, cwd: str) -> list[Any]:
 
 
 async def _fill(data_dir: Path, sessions: int, rng: random.Random) -> World:
-    from relay import search, titles
+    from relay.features import search, titles
     from relay.store import Store
     from wire import config as configmod
 

@@ -335,7 +335,7 @@ def cmd_events(args: argparse.Namespace) -> int:
 def cmd_cost(args: argparse.Namespace) -> int:
     """All the files are one session (a transcript, its /clear successors, its subagents'
     agent-<id>.jsonl): read in the order given, each named by its file name for subagents."""
-    from relay.cost import CostCounter, PriceError, load_prices
+    from relay.features.cost import CostCounter, PriceError, load_prices
 
     try:
         counter = CostCounter(load_prices(str(_config(args).model_prices)))

@@ -17,8 +17,20 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from relay import audit, link, permissions, push, retention, routes, search, usage
+from relay import link, routes
+from relay.deps import refuse_read_only
 from relay.errors import PayloadTooLarge, RelayError
+from relay.feature import Feature, close_all, schemas, start_all
+from relay.features import (
+    audit,
+    permissions,
+    push,
+    retention,
+    search,
+    subagents,
+    titles,
+    usage,
+)
 from relay.hub import Hub
 from relay.jsontext import JSONText
 from relay.state import RelayState
@@ -195,28 +207,38 @@ class SecurityHeaders:
         await self.app(scope, receive, with_headers)
 
 
+# Every feature of the relay (relay/feature.py), started in this order and closed in the reverse:
+# the titles' observer ahead of the search index's, retention (and its schedule) last.
+FEATURES: tuple[Feature, ...] = (
+    subagents.FEATURE,  # the subagent index and pages
+    usage.FEATURE,  # usage and cost per session
+    push.FEATURE,  # Web Push: keys, subscriptions, watcher
+    titles.FEATURE,  # derived and Claude Code's titles
+    search.FEATURE,  # summaries and the search index
+    permissions.FEATURE,  # the relay's copy of session policies
+    audit.FEATURE,  # every decision on every card
+    retention.FEATURE,  # expiry on a schedule
+)
+
+
 def create_app(config: Config) -> FastAPI:
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
-        store = Store(config)
+        store = Store(config, schemas=schemas(FEATURES))
         hub = Hub(int(config.sse_queue_size))
         hub.bind(asyncio.get_running_loop())
         store.add_listener(hub.publish_events_threadsafe)
-        await usage.install(store, config)  # usage and cost per session (relay/usage.py)
         store.ensure_account()
-        app.state.relay = RelayState(config=config, store=store, hub=hub)
-        app.state.push = push.install(app.state.relay)  # Web Push: keys, subscriptions, watcher
-        app.state.search = search.install(app.state.relay)  # titles, summaries, search index
-        await permissions.install(app.state.relay)  # the relay's copy of session policies
-        app.state.audit = await audit.install(app.state.relay)  # card decisions (relay/audit.py)
-        app.state.retention = await retention.install(app.state.relay)  # expiry on a schedule
+        state = RelayState(config=config, store=store, hub=hub)
+        app.state.relay = state
+        started = await start_all(FEATURES, state)
+        for name, part in started.items():
+            setattr(app.state, name, part)  # e.g. app.state.retention, for tests and tools
         _log.info("relay store at %s", store.path)
         try:
             yield
         finally:
-            await app.state.retention.close()
-            await app.state.audit.close()
-            await app.state.push.close()
+            await close_all(state)
             for device_link in list(app.state.relay.live.links.values()):
                 device_link.fail_pending()
             store.close()
@@ -230,7 +252,7 @@ def create_app(config: Config) -> FastAPI:
         openapi_url=None,  # every route needs a login; the API is described in README.md
         default_response_class=JSONText,  # never NaN / Infinity (relay/jsontext.py)
         # A read-only view (X-CB-Read-Only) can change nothing, whichever router serves it.
-        dependencies=[Depends(routes.refuse_read_only)],
+        dependencies=[Depends(refuse_read_only)],
     )
 
     @app.exception_handler(RelayError)
@@ -282,12 +304,9 @@ def create_app(config: Config) -> FastAPI:
         )
 
     app.include_router(routes.router)
-    app.include_router(push.router)  # /api/push/*: Web Push (relay/push.py)
-    app.include_router(permissions.router)  # /api/sessions/{id}/policy (relay/permissions.py)
-    app.include_router(retention.router)  # /api/retention, pin/unpin (relay/retention.py)
-    app.include_router(search.router)  # /api/search, summaries, titles (relay/search.py)
-    app.include_router(usage.router)  # /api/sessions/{id}/cost, /api/costs (relay/usage.py)
-    app.include_router(audit.router)  # /api/audit: every decision on every card (relay/audit.py)
+    for feature in FEATURES:
+        if feature.router is not None:
+            app.include_router(feature.router)
     app.include_router(link.router)
     web_dir = Path(str(config.web_dir)).expanduser() if config.web_dir else WEB_DIR
     if web_dir.is_dir():

@@ -20,7 +20,7 @@ _log = logging.getLogger("relay")
 FOLDER_MODE = 0o700
 FILE_MODE = 0o600
 DATABASE = "relay.db"
-# Every file the relay writes here (SQLite's own, relay/push.py's and their temporary copies):
+# Every file the relay writes here (SQLite's own, features/push.py's and their temporary copies):
 # only these are tightened, so a folder shared with other files (--data ~) keeps theirs as is.
 RELAY_FILES = frozenset(
     {

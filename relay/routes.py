@@ -1,85 +1,52 @@
-"""The phone API: JSON over HTTP, every route behind a login (bearer token or the page's cookie)."""
+"""The phone API's core: pairing, logins, sessions and their commands, as JSON over HTTP, every
+route behind a login (bearer token or the page's cookie). The features add their own routers
+(relay/features/); what they add to these routes (a session's summary and stage, a guard on
+commands, the audit of a card's answer) comes through what they registered on ``RelayState``."""
 
 from __future__ import annotations
 
-import functools
 import json
 import re
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Depends, Path, Query, Request
+from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import JSONResponse, Response
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import Field
 from sse_starlette import EventSourceResponse
-from starlette.requests import HTTPConnection
 
 from relay import seq as seqrules
-from relay import subagents, usage
-from relay.auth import COOKIE_NAME, authenticate
+from relay.auth import COOKIE_NAME
+from relay.deps import (
+    READ_ONLY_HEADER,
+    AllowAllFor,
+    Body,
+    CardAnswer,
+    Phone,
+    State,
+    allow_all_for,
+    check_policy,
+    check_result,
+    refuse_read_only,
+    send_command,
+    session_or_404,
+)
 from relay.errors import BadRequest, Conflict, NotFound, PayloadTooLarge, Unprocessable
 from relay.history import fetch_page
 from relay.sse import account_updates, last_event_id, session_events
 from relay.state import RelayState, iso
-from relay.store import Principal, Session, new_session_id
-from wire.policy import MAX_ALLOW_ALL_SECONDS
-from wire.protocol import CommandName, CommandResult
+from relay.store import Principal, new_session_id
+from wire.protocol import CommandName
 
-READ_ONLY_HEADER = "X-CB-Read-Only"
-
-
-def refuse_read_only(request: HTTPConnection) -> None:
-    """A read-only view (the page's ``#/s/<id>/read``, ``claude-bridge open --read-only``) sends
-    ``X-CB-Read-Only: 1`` with every request; any change to a session is then refused (409)."""
-    if request.scope["type"] != "http" or request.scope["method"] in ("GET", "HEAD", "OPTIONS"):
-        return  # the agent link (a WebSocket) and reads are never affected
-    path = request.url.path
-    if path != "/api/sessions" and not path.startswith("/api/sessions/"):
-        return
-    if request.headers.get(READ_ONLY_HEADER, "").strip().lower() not in ("1", "true", "yes"):
-        return
-    assert isinstance(request, Request)
-    phone(request)  # a missing or bad login is still 401 / 403 first
-    raise Conflict(
-        "this is a read-only view: it cannot send to or change a session; "
-        "open the session without read-only to do that",
-        code="read_only",
-    )
-
+__all__ = ["READ_ONLY_HEADER", "refuse_read_only", "router"]
 
 router = APIRouter(prefix="/api", dependencies=[Depends(refuse_read_only)])
-
-
-def relay_state(request: Request) -> RelayState:
-    state: RelayState = request.app.state.relay
-    return state
-
-
-State = Annotated[RelayState, Depends(relay_state)]
-
-
-def phone(request: Request) -> Principal:
-    return authenticate(request, relay_state(request).store, kind="phone", method=request.method)
-
-
-Phone = Annotated[Principal, Depends(phone)]
 
 
 # -- bodies and ids ----------------------------------------------------------------
 
 
-class Body(BaseModel):
-    """The base of every request body: a number must be finite. ``1e999``, ``"Infinity"`` and
-    ``NaN`` are refused (422 ``not_finite``): one of them stored would reach every phone of the
-    account, whose JSON.parse cannot read it."""
-
-    model_config = ConfigDict(allow_inf_nan=False)
-
-
 # What ``claude --session-id`` takes; sessions the phone starts get one, in one spelling.
 _UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", re.IGNORECASE)
-# Any id a path may name (a session a Mac reported, a held message): a bad one is a clear 404
-# before it is looked up or sent anywhere.
-_PATH_ID = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:-]{0,199}")
 _MESSAGE_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
 
 
@@ -99,22 +66,6 @@ class PairBody(Body):
     name: str | None = Field(default=None, max_length=100)
 
 
-# How long "allow all" lasts: seconds, or "session" (until the session ends); none given, the
-# setting allow_all_default_minutes. Never open-ended.
-AllowAllFor = (
-    Annotated[float, Field(gt=0, le=MAX_ALLOW_ALL_SECONDS, allow_inf_nan=False)]
-    | Literal["session"]
-    | None
-)
-
-
-def allow_all_for(state: RelayState, given: float | str | None) -> float | str:
-    """The duration of an "allow all" turned on: the one given, else the setting's."""
-    if given is not None:
-        return given
-    return float(state.config.allow_all_default_minutes) * 60
-
-
 class NewSession(Body):
     device_id: str
     cwd: str = Field(min_length=1, max_length=4096)
@@ -127,7 +78,7 @@ class NewSession(Body):
     session_id: str | None = None  # a UUID (checked by session_uuid: a clear 422)
     allow_all: bool = False  # answer every permission request with "allow" (no dialogs)
     allow_all_for: AllowAllFor = None  # … for this long (seconds, or "session")
-    policy: dict[str, Any] | None = None  # first permission rules (relay/permissions.py)
+    policy: dict[str, Any] | None = None  # first permission rules (relay/features/permissions.py)
 
 
 class SessionPatch(Body):
@@ -143,13 +94,6 @@ class MessageBody(Body):
     # Chosen by the sender and sent again with a retry: the Mac keeps one message per id, so a
     # retry after a lost answer is never typed twice.
     id: str | None = Field(default=None, pattern=r"^[A-Za-z0-9_-]{8,64}$")
-
-
-class CardAnswer(Body):
-    key: str | None = Field(default=None, max_length=32)
-    keys: list[str] | None = Field(default=None, max_length=64)
-    text: str | None = None
-    always: bool = False  # "always allow this category for this session" (permission cards)
 
 
 # -- pairing and logins ------------------------------------------------------------------
@@ -242,27 +186,22 @@ async def revoke_device(device_id: str, principal: Phone, state: State) -> dict[
 
 @router.get("/sessions")
 async def sessions(principal: Phone, state: State) -> dict[str, Any]:
-    from relay import retention, search  # they import this module
-
     items = await state.store.list_sessions(principal.account_id)
-    summaries = await search.summaries(state.store, principal.account_id)
-    stages = await retention.stages(state, principal.account_id)
+    extras = [await fields(principal.account_id) for fields in state.list_fields]
     listed = []
     for s in items:
         item = state.session_json(s)
-        item["summary"] = summaries.get(s.id, "")
-        item["stage"], item["pinned"] = stages.get(s.id, ("active", False))
+        for extra in extras:  # summary, stage, pinned (relay/features/)
+            item.update(extra(s.id))
         listed.append(item)
     return {"sessions": listed, "needs_you": sum(1 for s in listed if s["needs_you"])}
 
 
 @router.post("/sessions", status_code=201)
 async def create_session(body: NewSession, principal: Phone, state: State) -> dict[str, Any]:
-    from relay import permissions  # it imports this module
-
     session_id = session_uuid(body.session_id) if body.session_id is not None else None
     if body.policy is not None:
-        permissions.check(body.policy)  # 400 before anything starts
+        check_policy(body.policy)  # 400 before anything starts
     devices = {d.id: d for d in await state.store.list_devices(principal.account_id)}
     device = devices.get(body.device_id)
     if device is None:
@@ -288,29 +227,19 @@ async def create_session(body: NewSession, principal: Phone, state: State) -> di
     if not result.ok:
         # The Mac refused (bad folder, claude missing…): nothing was started, keep no trace.
         await state.store.discard_empty_session(principal.account_id, session_id)
-    _check(result)
-    await permissions.remember_from_result(state, session_id, result.data)
+    check_result(result)
+    await state.read_result(session_id, result.data)  # a policy it reports
     session = await state.store.get_session(principal.account_id, session_id)
     state.publish_session(session)
     return {"id": session.id, "session": state.session_json(session, full=True)}
 
 
-async def _session(state: RelayState, principal: Principal, session_id: str) -> Session:
-    if not _PATH_ID.fullmatch(session_id):
-        raise NotFound(
-            f"no session {session_id[:80]!r}: session ids are UUIDs", code="unknown_session"
-        )
-    return await state.store.get_session(principal.account_id, session_id)
-
-
 @router.get("/sessions/{session_id}")
 async def session_snapshot(session_id: str, principal: Phone, state: State) -> dict[str, Any]:
-    from relay import retention, search  # they import this module
-
-    session = await _session(state, principal, session_id)
+    session = await session_or_404(state, principal, session_id)
     body = state.session_json(session, full=True)
-    body["summary"] = await search.summary_of(state.store, session.id)
-    body["stage"], body["pinned"], _ = await retention.stage_of(state, session.id)
+    for fields in state.snapshot_fields:  # summary, stage, pinned (relay/features/)
+        body.update(await fields(session))
     return body
 
 
@@ -336,7 +265,7 @@ async def session_events_page(
     limit: Annotated[int | None, Query()] = None,
     epoch: Annotated[str | None, Query(max_length=64)] = None,
 ) -> Response:
-    session = await _session(state, principal, session_id)
+    session = await session_or_404(state, principal, session_id)
     page_max = int(state.config.catchup_page)
     size = seqrules.check_limit(limit, page_max)
     if after is not None and before is not None:
@@ -360,46 +289,6 @@ async def session_events_page(
     return Response(body, media_type="application/json")
 
 
-@router.get("/sessions/{session_id}/subagents")
-async def session_subagents(session_id: str, principal: Phone, state: State) -> dict[str, Any]:
-    """One summary line per subagent: type, task, outcome, cost (relay/subagents.py)."""
-    session = await _session(state, principal, session_id)
-    costs: dict[str, dict[str, Any]] = {}
-    if usage.tracker_for(state.store) is not None:  # per subagent, by agent id (relay/usage.py)
-        report = await usage.session_costs(state.store, principal.account_id, [session.id])
-        costs = report.get(session.id, {}).get("by_agent", {})
-    listed = await subagents.summaries(state.store, session.id, costs)
-    return {"session_id": session.id, "subagents": listed}
-
-
-@router.get("/sessions/{session_id}/subagents/{agent_id}/events")
-async def subagent_events_page(
-    session_id: str,
-    agent_id: Annotated[str, Path(max_length=200)],
-    principal: Phone,
-    state: State,
-    after: Annotated[int | None, Query()] = None,
-    before: Annotated[int | None, Query()] = None,
-    limit: Annotated[int | None, Query()] = None,
-    epoch: Annotated[str | None, Query(max_length=64)] = None,
-) -> Response:
-    """A page of one subagent's events, by the session's seqs, like the session's own events."""
-    session = await _session(state, principal, session_id)
-    body = await subagents.page(
-        state.store,
-        session,
-        agent_id,
-        after=after,
-        before=before,
-        limit=limit,
-        epoch=epoch,
-        page_max=int(state.config.catchup_page),
-        # The subagent page picks its events out of what is fetched: all of it or an error.
-        fetch=functools.partial(fetch_page, state, whole=True),
-    )
-    return Response(body, media_type="application/json")
-
-
 @router.get("/sessions/{session_id}/stream")
 async def session_stream(
     session_id: str,
@@ -409,7 +298,7 @@ async def session_stream(
     after: Annotated[int | None, Query()] = None,
     epoch: Annotated[str | None, Query(max_length=64)] = None,
 ) -> EventSourceResponse:
-    session = await _session(state, principal, session_id)
+    session = await session_or_404(state, principal, session_id)
     header_after = last_event_id(request)
     start = header_after if header_after is not None else (after or 0)
     # Validate the position now, so a bad one is a clear 4xx rather than a broken stream.
@@ -433,32 +322,6 @@ async def account_stream(principal: Phone, state: State) -> EventSourceResponse:
 # -- commands that need the Mac -------------------------------------------------------
 
 
-def _check(result: CommandResult) -> None:
-    if not result.ok:
-        raise Conflict(
-            result.error or "the Mac refused the command", code=result.code or "command_failed"
-        )
-
-
-async def _command(
-    state: RelayState, session: Session, name: CommandName, args: dict[str, Any]
-) -> dict[str, Any]:
-    from relay import permissions, retention  # they import this module
-
-    await retention.refuse_if_archived(state, session)  # 409 session_archived: read-only
-    devices = {d.id: d.name for d in await state.store.list_devices(session.account_id)}
-    link = state.live.require_link(session.device_id, devices.get(session.device_id, ""))
-    result = await link.command(name, session.id, args, float(state.config.command_timeout))
-    _check(result)
-    await permissions.remember_from_result(state, session.id, result.data)  # "always allow"
-    if result.data.get("reopened") is True and session.mark is not None:
-        # The Mac reopened an ended or resting session to carry this out (a message to it):
-        # it runs again, so the mark goes, as after POST …/reopen.
-        session = await state.store.update_session(session.account_id, session.id, mark=None)
-        state.publish_session(session)
-    return {"ok": True, **result.data}
-
-
 @router.post("/sessions/{session_id}/messages")
 async def send_message(
     session_id: str, body: MessageBody, principal: Phone, state: State
@@ -468,11 +331,11 @@ async def send_message(
         raise PayloadTooLarge(
             f"a message is limited to {limit:,} characters", code="text_too_large"
         )
-    session = await _session(state, principal, session_id)
+    session = await session_or_404(state, principal, session_id)
     args: dict[str, Any] = {"text": body.text, "now": body.now}
     if body.id is not None:
         args["message_id"] = body.id
-    return await _command(state, session, "send", args)
+    return await send_command(state, session, "send", args)
 
 
 @router.post("/sessions/{session_id}/cards/{card_id}")
@@ -484,7 +347,7 @@ async def answer_card(
     principal: Phone,
     state: State,
 ) -> dict[str, Any]:
-    session = await _session(state, principal, session_id)
+    session = await session_or_404(state, principal, session_id)
     answers = [body.key is not None, body.keys is not None, body.text is not None]
     if sum(answers) != 1:
         raise BadRequest('answer with one of {"key": …}, {"keys": […]} or {"text": …}')
@@ -501,10 +364,12 @@ async def answer_card(
     # card_changed (its new card comes on the stream).
     args = body.model_dump(exclude_none=True)
     args["card_id"] = card_id
-    from relay import audit  # the audit log (it imports this module): who answered which card how
-
-    entry = audit.of_answer(request, principal, session, live.card, body)
-    return await audit.recorded(state, entry, _command(state, session, "answer_card", args))
+    # The card as shown is taken now: the Mac's next dialog may replace it meanwhile.
+    taken = [log(request, principal, session, live.card, body) for log in state.answer_loggers]
+    answer = await send_command(state, session, "answer_card", args)
+    for done in taken:  # only an answer the Mac took is a decision (the audit log)
+        await done()
+    return answer
 
 
 @router.post("/sessions/{session_id}/held/{message_id}/cancel")
@@ -512,16 +377,16 @@ async def cancel_held(
     session_id: str, message_id: str, principal: Phone, state: State
 ) -> dict[str, Any]:
     """Take back a message that is still held (one already typed cannot be)."""
-    session = await _session(state, principal, session_id)
+    session = await session_or_404(state, principal, session_id)
     if not _MESSAGE_ID.fullmatch(message_id):
         raise NotFound(f"no held message {message_id[:80]!r}", code="unknown_message")
-    return await _command(state, session, "cancel_held", {"message_id": message_id})
+    return await send_command(state, session, "cancel_held", {"message_id": message_id})
 
 
 @router.post("/sessions/{session_id}/interrupt")
 async def interrupt(session_id: str, principal: Phone, state: State) -> dict[str, Any]:
-    session = await _session(state, principal, session_id)
-    return await _command(state, session, "interrupt", {})
+    session = await session_or_404(state, principal, session_id)
+    return await send_command(state, session, "interrupt", {})
 
 
 @router.post("/sessions/{session_id}/end")
@@ -542,10 +407,10 @@ async def reopen(session_id: str, principal: Phone, state: State) -> dict[str, A
 async def _change_life(
     state: RelayState, principal: Principal, session_id: str, name: CommandName, mark: str | None
 ) -> dict[str, Any]:
-    session = await _session(state, principal, session_id)
+    session = await session_or_404(state, principal, session_id)
     if session.locked and name in ("end", "rest"):
         raise Conflict("this session is locked; unlock it first", code="session_locked")
-    answer = await _command(state, session, name, {})
+    answer = await send_command(state, session, name, {})
     session = await state.store.update_session(principal.account_id, session_id, mark=mark)
     state.publish_session(session)
     return answer

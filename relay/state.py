@@ -4,22 +4,46 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any
+from typing import Any, TypeVar
 
-from relay import usage
+from starlette.requests import Request
+
 from relay.auth import RateLimiter
+from relay.bodies import CardAnswer
 from relay.errors import NotFound
 from relay.hub import Hub
 from relay.live import DeviceLink, Live
-from relay.store import Device, Session, Store
+from relay.store import Device, Principal, Session, Store
 from wire.config import Config
-from wire.protocol import SessionInfo
+from wire.protocol import Card, Decision, SessionInfo
 
 # Told of every session_update from a Mac: (account id, session, live side before, after).
 SessionWatcher = Callable[[str, Session, SessionInfo | None, SessionInfo], None]
+# Runs before every command to a session's Mac (relay/deps.py send_command); raises to refuse it.
+CommandGuard = Callable[[Session], Awaitable[None]]
+# Sees what a Mac answered to a command for a session: (session id, the answer's data).
+ResultReader = Callable[[str, Mapping[str, Any]], Awaitable[None]]
+# Stores a Mac's own decision on a permission (relay/features/audit.py): (account id, device
+# id, the decision); answers the error code to send back, or "" when stored.
+DecisionRecorder = Callable[[str, str, Decision], Awaitable[str]]
+# A phone's answer to a card, seen before it is sent (the card as shown): answers what to do once
+# the Mac took it, e.g. write it to the audit log (relay/features/audit.py).
+AnswerLogger = Callable[
+    [Request, Principal, Session, Card, CardAnswer], Callable[[], Awaitable[None]]
+]
+# More fields of each session in an account's list (GET /api/sessions): given the account id,
+# what to add to each session, by session id (e.g. its summary, its retention stage).
+ListFields = Callable[[str], Awaitable[Callable[[str], Mapping[str, Any]]]]
+# More fields of one session's full snapshot (GET /api/sessions/{id}).
+SnapshotFields = Callable[[Session], Awaitable[Mapping[str, Any]]]
+# More fields of a session's snapshot (``session_json``), e.g. its cost (relay/features/usage.py).
+SessionFields = Callable[[Session], Mapping[str, Any]]
+
+
+P = TypeVar("P")
 
 
 def iso(ts: float | None) -> str | None:
@@ -36,13 +60,37 @@ class RelayState:
     live: Live = field(default_factory=Live)
     pair_limiter: RateLimiter = field(init=False)
     started_at: float = field(default_factory=time.time)
-    watchers: list[SessionWatcher] = field(default_factory=list)  # e.g. Web Push (relay/push.py)
-    # Summary snapshots taken since the relay started (relay/search.py), by session id: the
-    # ``session`` events carry them, so phones showing lists need not re-read every summary.
+    # e.g. Web Push (relay/features/push.py)
+    watchers: list[SessionWatcher] = field(default_factory=list)
+    # Summary snapshots taken since the relay started (relay/features/search.py), by session id:
+    # the ``session`` events carry them, so phones showing lists need not re-read every summary.
     summaries: dict[str, str] = field(default_factory=dict)
+    # What the features add to the core (relay/feature.py), each registered at start-up.
+    command_guards: list[CommandGuard] = field(default_factory=list)
+    result_readers: list[ResultReader] = field(default_factory=list)
+    session_fields: list[SessionFields] = field(default_factory=list)
+    record_decision: DecisionRecorder | None = None
+    answer_loggers: list[AnswerLogger] = field(default_factory=list)
+    list_fields: list[ListFields] = field(default_factory=list)
+    snapshot_fields: list[SnapshotFields] = field(default_factory=list)
+    # Each feature's running part, by its class: ``state.part(Retention)``.
+    parts: dict[type, object] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.pair_limiter = RateLimiter(int(self.config.pair_attempts_per_minute))
+
+    def add_part(self, part: object) -> None:
+        self.parts[type(part)] = part
+
+    def part(self, kind: type[P]) -> P | None:
+        """The running part of class ``kind`` a feature registered, None when there is none."""
+        found = self.parts.get(kind)
+        return found if isinstance(found, kind) else None
+
+    async def read_result(self, session_id: str, data: Mapping[str, Any]) -> None:
+        """Show a Mac's answer to a command to every feature that reads them."""
+        for reader in self.result_readers:
+            await reader(session_id, data)
 
     # -- snapshots -------------------------------------------------------------
 
@@ -88,9 +136,12 @@ class RelayState:
             "last_seq": session.last_seq,
             "oldest_seq": session.oldest_seq,
             "epoch": session.epoch,
-            # Usage and cost (relay/usage.py): {"usd", "tokens", "source"}; usd None = unknown price.
-            "cost": usage.cost_summary(self.store, session.id),
+            # Usage and cost (relay/features/usage.py): {"usd", "tokens", "source"}; usd None =
+            # unknown price; None when the relay does not count usage.
+            "cost": None,
         }
+        for fields in self.session_fields:
+            body.update(fields(session))
         if full:
             body["conversation_ids"] = session.conversation_ids
             body["held"] = [h.model_dump() for h in live.held or []] if live and online else []

@@ -25,7 +25,6 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol, TypeVar
 
 from relay import seq as seqrules
-from relay import subagents
 from relay.convert import Conversion, ConversionLimits, convert_line
 from relay.datadir import DATABASE, secure_folder
 from relay.errors import BadRequest, Conflict, NotFound, RelayError, Unauthorized
@@ -257,13 +256,18 @@ class LineObserver(Protocol):
     ) -> None: ...
 
 
+# A feature's tables: made on the writer's connection as the store opens (relay/feature.py),
+# outside any transaction (it may open its own).
+Schema = Callable[[sqlite3.Connection], None]
+
 # Called after COMMIT, in commit order: (account_id, session_id, [(seq, json), ...]).
 EventListener = Callable[[str, str, list[tuple[int, str]]], None]
 
 
 class Store:
-    def __init__(self, config: Config) -> None:
+    def __init__(self, config: Config, schemas: Sequence[Schema] = ()) -> None:
         self.config = config
+        self._schemas = tuple(schemas)
         self.path = config.data_path / DATABASE
         secure_folder(self.path.parent)  # 0700 / 0600 whatever the umask (relay/datadir.py)
         self._limits = ConversionLimits.from_config(config)
@@ -299,7 +303,8 @@ class Store:
         columns = {row[1] for row in conn.execute("PRAGMA table_info(sessions)")}
         if "epoch_start" not in columns:  # a database made before the column existed
             conn.execute("ALTER TABLE sessions ADD COLUMN epoch_start INTEGER NOT NULL DEFAULT 1")
-        subagents.setup(conn)  # the subagent index: its tables and its trigger on events
+        for schema in self._schemas:  # the features' tables (e.g. the subagent index)
+            schema(conn)
         conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
         return conn
 

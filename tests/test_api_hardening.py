@@ -26,7 +26,7 @@ from typing import Any
 import httpx
 import pytest
 
-from relay import push
+from relay.features import push
 from tests.conftest import (
     Account,
     RelayServer,

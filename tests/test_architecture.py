@@ -4,6 +4,11 @@
 which imports neither of them; ``cli`` (the command line) is the one package that imports all
 three, and none of them imports it. Inside each package the module-level imports form no cycle.
 The cross-package rule counts every import, inside functions too.
+
+In ``relay``, the server, no cycle hides in a function either: the relay's imports form no cycle
+counting those inside functions (only imports for the type checker are left out). Its features
+(``relay/features/``) plug in through relay/feature.py and never import ``relay.routes``; its core
+never imports a feature: only relay/app.py lists them.
 """
 
 from __future__ import annotations
@@ -35,6 +40,7 @@ class Import:
     imported: str  # dotted module name (or package)
     line: int
     top_level: bool  # at module level (not inside a function), as a cycle needs
+    type_only: bool = False  # under ``if TYPE_CHECKING:``: never runs
 
 
 def module_name(path: Path) -> str:
@@ -67,26 +73,27 @@ def imports_of(name: str, path: Path, known: set[str]) -> Iterator[Import]:
     tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
     is_package = path.name == "__init__.py"
 
-    def walk(node: ast.AST, top_level: bool) -> Iterator[Import]:
+    def walk(node: ast.AST, top_level: bool, type_only: bool) -> Iterator[Import]:
         for child in ast.iter_child_nodes(node):
             if isinstance(child, ast.Import):
                 for alias in child.names:
-                    yield Import(name, alias.name, child.lineno, top_level)
+                    yield Import(name, alias.name, child.lineno, top_level, type_only)
             elif isinstance(child, ast.ImportFrom):
                 target = _resolve(child, name, is_package)
                 for alias in child.names:
                     # `from pkg import mod` imports the module pkg.mod when there is one.
                     sub = f"{target}.{alias.name}"
-                    yield Import(name, sub if sub in known else target, child.lineno, top_level)
+                    imported = sub if sub in known else target
+                    yield Import(name, imported, child.lineno, top_level, type_only)
             elif isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef | ast.Lambda):
-                yield from walk(child, False)
+                yield from walk(child, False, type_only)
             elif isinstance(child, ast.If) and _in_type_checking(child):
                 # Imports for the type checker only: they never run, so they make no cycle.
-                yield from walk(child, False)
+                yield from walk(child, False, True)
             else:
-                yield from walk(child, top_level)
+                yield from walk(child, top_level, type_only)
 
-    yield from walk(tree, True)
+    yield from walk(tree, True, False)
 
 
 def all_imports() -> list[Import]:
@@ -139,10 +146,15 @@ def _cycle(graph: dict[str, set[str]]) -> list[str] | None:
     return None
 
 
-def _import_graph(imports: list[Import], known: set[str]) -> dict[str, set[str]]:
+def _import_graph(
+    imports: list[Import], known: set[str], *, in_functions: bool = False
+) -> dict[str, set[str]]:
+    """Module → the modules it imports: at module level, or (``in_functions``) anywhere that
+    runs (inside functions too, not under ``if TYPE_CHECKING:``)."""
     graph: dict[str, set[str]] = {name: set() for name in known}
     for imp in imports:
-        if not imp.top_level or imp.imported not in known or imp.imported == imp.importer:
+        runs = not imp.type_only if in_functions else imp.top_level
+        if not runs or imp.imported not in known or imp.imported == imp.importer:
             continue
         # A package's __init__ importing its own modules is how a package is built, not a cycle.
         if imp.imported.startswith(imp.importer + "."):
@@ -167,6 +179,62 @@ def test_no_import_cycle_inside_a_package() -> None:
     if found is not None:
         cycles.append("across the parts: " + " → ".join(found))
     assert not cycles, "module-level import cycles:\n" + "\n".join(cycles)
+
+
+def _relay_imports() -> tuple[set[str], list[Import]]:
+    known = set(package_modules("relay"))
+    return known, [i for i in all_imports() if i.importer in known]
+
+
+def test_no_import_cycle_in_the_relay_counting_imports_inside_functions() -> None:
+    # An import moved into a function to dodge a cycle is still a cycle: the parts still need
+    # each other, the order of loading only hides it.
+    known, own = _relay_imports()
+    found = _cycle(_import_graph(own, known, in_functions=True))
+    assert found is None, "relay/: import cycle (counting imports inside functions): " + (
+        " → ".join(found or [])
+    )
+
+
+def _where(imp: Import) -> str:
+    return imp.importer.replace(".", "/") + f".py:{imp.line} imports {imp.imported}"
+
+
+def test_no_feature_imports_the_routes() -> None:
+    # Request helpers (State, Phone, session_or_404, send_command) are in relay/deps.py.
+    _, own = _relay_imports()
+    broken = [
+        _where(i)
+        for i in own
+        if i.importer.startswith("relay.features.")
+        and (i.imported == "relay.routes" or i.imported.startswith("relay.routes."))
+    ]
+    assert not broken, "features import relay.routes (take it from relay/deps.py):\n" + "\n".join(
+        broken
+    )
+
+
+def test_the_core_imports_no_feature() -> None:
+    # The core reaches a feature only through what it registered (relay/feature.py); the app is
+    # the one module that lists them.
+    _, own = _relay_imports()
+    broken = [
+        _where(i)
+        for i in own
+        if not i.importer.startswith("relay.features")
+        and i.importer != "relay.app"
+        and not i.type_only
+        and (i.imported == "relay.features" or i.imported.startswith("relay.features."))
+    ]
+    assert not broken, "the relay's core imports a feature:\n" + "\n".join(broken)
+
+
+def test_the_feature_finders_see_the_features() -> None:
+    # The rules above pass by finding nothing; check they look at the right modules.
+    known, own = _relay_imports()
+    assert {"relay.features.search", "relay.features.audit", "relay.deps"} <= known
+    assert any(i.importer.startswith("relay.features.") and i.imported == "relay.deps" for i in own)
+    assert any(i.importer == "relay.app" and i.imported.startswith("relay.features") for i in own)
 
 
 def test_the_cycle_finder_finds_a_cycle() -> None:

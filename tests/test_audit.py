@@ -1,4 +1,4 @@
-"""The audit log (relay/audit.py): every decision on every card, append-only, per account.
+"""The audit log (relay/features/audit.py): every decision on every card, append-only, per account.
 
 A phone's answer with who / which card / what / when; the Mac's own decisions over the link
 (``decision``) and, with the real agent and the fake Claude Code, a policy's automatic allow with

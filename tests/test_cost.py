@@ -1,4 +1,4 @@
-"""Usage and cost (SPEC §9): relay/cost.py on the captured transcripts, the CLI, and the API.
+"""Usage and cost (SPEC §9): features/cost.py on the captured transcripts, the CLI, and the API.
 
 Expected figures are computed here, independently, from the raw JSON of the transcripts: tokens
 from each API response counted once by message id, USD from their ``cost-state`` lines.
@@ -19,7 +19,7 @@ from typing import Any
 import httpx
 import pytest
 
-from relay import cost
+from relay.features import cost
 from tests.conftest import TRANSCRIPTS, Account, RelayServer, mac, phone_client, transcript
 from wire.client import read_lines
 from wire.protocol import LineRecord

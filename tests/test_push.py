@@ -26,7 +26,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.hazmat.primitives.asymmetric.utils import encode_dss_signature
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
-from relay import push
+from relay.features import push
 from relay.store import Session
 from tests.conftest import RelayServer, mac, phone_client, transcript
 from wire.client import read_lines
@@ -55,7 +55,7 @@ def private_key(b64: str) -> ec.EllipticCurvePrivateKey:
     return ec.derive_private_key(int.from_bytes(push.unb64u(b64), "big"), ec.SECP256R1())
 
 
-# -- the browser's side, written from the RFCs (not from relay/push.py) --------------------------
+# -- the browser's side, written from the RFCs (not from relay/features/push.py) -------------------
 
 
 def _hmac(key: bytes, data: bytes) -> bytes:

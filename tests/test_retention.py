@@ -13,7 +13,7 @@ from typing import Any
 import httpx
 import pytest
 
-from relay.retention import DAY, Ages, Retention, SessionAge, plan
+from relay.features.retention import DAY, Ages, Retention, SessionAge, plan
 from tests.conftest import RelayServer, mac, phone_client
 from tests.e2e.conftest import wait_for
 from tests.test_api import SMALL, await_until, error_of, new_id, push
@@ -163,7 +163,7 @@ def session_rows(server: RelayServer, session_id: str) -> dict[str, int]:
 def test_stages_pins_read_only_archive_and_deletion_on_a_linked_mac(
     make_relay: Callable[..., RelayServer], caplog: pytest.LogCaptureFixture
 ) -> None:
-    caplog.set_level(logging.INFO, logger="relay.retention")
+    caplog.set_level(logging.INFO, logger="relay.features.retention")
     server = make_relay(**FAST)
     acct = server.account()
     clock = Clock()
@@ -256,7 +256,7 @@ def test_stages_pins_read_only_archive_and_deletion_on_a_linked_mac(
             assert {kept, other} <= listed and old not in listed
 
     asyncio.run(go())
-    lines = [r.getMessage() for r in caplog.records if r.name == "relay.retention"]
+    lines = [r.getMessage() for r in caplog.records if r.name == "relay.features.retention"]
     assert any("archived 2" in line for line in lines), lines
     assert any("deleted 1 (" in line for line in lines), lines  # told now or at the next tick
     assert any("1 deleted sessions also deleted on their Macs" in line for line in lines), lines

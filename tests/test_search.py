@@ -16,8 +16,8 @@ import httpx
 import pytest
 
 from relay.errors import BadRequest, NotFound
-from relay.search import day_text, match_expression
-from relay.titles import prompt_gist, rename
+from relay.features.search import day_text, match_expression
+from relay.features.titles import prompt_gist, rename
 from tests.conftest import Account, RelayServer, SSEReader, mac, phone_client, transcript
 from wire.client import read_lines
 from wire.protocol import LineRecord, SessionInfo
@@ -390,7 +390,7 @@ def test_filters_for_group_state_dates_and_stage(relay: RelayServer, account: Ac
             assert response.status_code == 400, (params, response.text)
             assert response.json()["error"]["code"] == code
 
-        # An archived session (relay/retention.py's stage) stays searchable and can be filtered.
+        # An archived session (features/retention.py's stage) stays searchable and can be filtered.
         def archive(conn: sqlite3.Connection) -> None:
             conn.execute(
                 "INSERT INTO session_retention (session_id, stage, since, archived_at)"

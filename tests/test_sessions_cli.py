@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 
 from cli import sessions as sessions_cli
-from relay.retention import DAY, Retention
+from relay.features.retention import DAY, Retention
 from tests.conftest import TRANSCRIPTS, Account, RelayServer, phone_client, transcript
 from tests.test_open import cli, loop_thread  # noqa: F401  (the `loop` fixture)
 from tests.web_helpers import LoopThread, ScriptedMac, assistant_line, user_line

@@ -21,7 +21,7 @@ from typing import Any
 import httpx
 import pytest
 
-from relay import subagents
+from relay.features import subagents
 from relay.store import Store
 from tests.conftest import TRANSCRIPTS, Account, RelayServer, mac, phone_client
 from wire import config as configmod
@@ -109,7 +109,7 @@ def test_the_parent_shows_one_summary_line_linked_to_its_tool_call(
         assert line["line"].startswith(
             "general-purpose · Inspect folder — finished: Subagent report: the folder was listed."
         )
-        # Cost per subagent when the relay computes usage (relay/usage.py), else null.
+        # Cost per subagent when the relay computes usage (relay/features/usage.py), else null.
         cost = client.get(f"/api/sessions/{session_id}/cost")
         if cost.status_code == 200:
             assert line["cost"] == cost.json()["by_agent"][AGENT]
@@ -302,7 +302,7 @@ def _ingest(store: Store, session_id: str, files: list[tuple[Path, str]]) -> Non
 
 def test_events_stored_before_the_index_existed_are_indexed_once(tmp_path: Path) -> None:
     config = configmod.load({"data_dir": str(tmp_path)}, environ={})
-    store = Store(config)
+    store = Store(config, schemas=[subagents.setup])
     _ingest(store, "s1", [(MAIN, MAIN_CONVERSATION), (SUB, SUB_CONVERSATION)])
     before = asyncio.run(subagents.summaries(store, "s1"))
     # The trigger's cheap tests rely on stored events being compact JSON with "kind" first.
@@ -316,14 +316,14 @@ def test_events_stored_before_the_index_existed_are_indexed_once(tmp_path: Path)
         conn.execute(f"DROP TABLE {table}")
     conn.commit()
     conn.close()
-    store = Store(config)
+    store = Store(config, schemas=[subagents.setup])
     try:
         assert asyncio.run(subagents.summaries(store, "s1")) == before
         rows = asyncio.run(store.read("SELECT seq FROM subagent_events ORDER BY seq"))
         assert len(rows) == SUB_EVENTS
     finally:
         store.close()
-    store = Store(config)  # opened again: nothing indexed twice
+    store = Store(config, schemas=[subagents.setup])  # opened again: nothing indexed twice
     try:
         rows = asyncio.run(store.read("SELECT count(*) FROM subagent_events"))
         assert rows[0][0] == SUB_EVENTS
@@ -333,7 +333,9 @@ def test_events_stored_before_the_index_existed_are_indexed_once(tmp_path: Path)
 
 
 def test_text_that_looks_like_an_agent_id_is_not_a_subagent(tmp_path: Path) -> None:
-    store = Store(configmod.load({"data_dir": str(tmp_path)}, environ={}))
+    store = Store(
+        configmod.load({"data_dir": str(tmp_path)}, environ={}), schemas=[subagents.setup]
+    )
     line = {
         "type": "user",
         "uuid": "u1",

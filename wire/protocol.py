@@ -268,7 +268,7 @@ class History(_Model):
 
 
 class Decision(_Model):
-    """A permission request the Mac answered by itself, for the audit log (relay/audit.py).
+    """A permission request the Mac answered by itself, for the audit log (relay/features/audit.py).
 
     Sent when a PermissionRequest hook is answered by the session's policy (a tool's or a
     category's rule, or "allow all"), so no card was ever shown. ``id`` is the Mac's own: the

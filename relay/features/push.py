@@ -52,15 +52,16 @@ from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from fastapi import APIRouter, Depends, Request
 from pydantic import Field
 
+from relay.deps import Body, Phone, relay_state
 from relay.errors import BadRequest, Conflict
+from relay.feature import Feature
 from relay.jsontext import dumps
-from relay.routes import Body, Phone
 from relay.state import RelayState
 from relay.store import Session
 from wire.config import Config
 from wire.protocol import SessionInfo
 
-_log = logging.getLogger("relay.push")
+_log = logging.getLogger("relay.features.push")
 
 KEY_FILE = "vapid.pem"
 SUBSCRIPTIONS_FILE = "push.json"
@@ -581,7 +582,7 @@ class Push:
         await self.sender.close()
 
 
-def install(state: RelayState) -> Push:
+async def start(state: RelayState) -> Push:
     push = Push(state)
     state.watchers.append(push.watch)
     return push
@@ -595,7 +596,8 @@ router = APIRouter(prefix="/api/push")
 
 
 def _push(request: Request) -> Push:
-    push: Push = request.app.state.push
+    push = relay_state(request).part(Push)
+    assert push is not None, "the push feature is not started"
     return push
 
 
@@ -675,3 +677,6 @@ async def test_notification(
     sent = 200 <= await push.sender.send(sub, payload) < 300
     # Only sent or failed: what a push endpoint answered (or that it did not) stays in the log.
     return {"ok": sent, "status": "sent" if sent else "failed"}
+
+
+FEATURE = Feature("push", start=start, router=router)

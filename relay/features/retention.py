@@ -9,9 +9,9 @@ Stages:
 * **archived** — kept in ``sessions`` (so lists and search still find it) with the stage in
   this module's table ``session_retention``. It opens read-only: every command that would act
   on it (send, answer a card, interrupt, end, rest, reopen, set_policy…) is refused with 409
-  ``session_archived`` (``refuse_if_archived``, called by ``relay/routes.py`` ``_command``). New
-  events arriving from its Mac make it active again at the next run; pinning makes it active
-  at once.
+  ``session_archived`` (``refuse_if_archived``, a command guard of relay/deps.py
+  ``send_command``). New events arriving from its Mac make it active again at the next run;
+  pinning makes it active at once.
 * **deleted** — ``delete_after_days`` (180) after it was archived, the session is deleted on the
   relay: its row in ``sessions`` and everything keyed by its id (events, conversations, and any
   table with a ``session_id`` column, so derived data such as usage or a search index goes
@@ -22,7 +22,7 @@ Stages:
   ``hello`` brings the deleted id back before it was told (the relay then re-creates an empty
   row), that row is removed again once the Mac confirms.
 
-The **audit log** (relay/audit.py) is not the session's: deleting a session leaves its audit
+The **audit log** (features/audit.py) is not the session's: deleting a session leaves its audit
 rows in place (the table is kept out of the sweep below, and its append-only trigger would
 refuse anyway). Each run deletes the audit rows older than ``audit_keep_days`` (365), counted
 from each decision, in the same transaction.
@@ -50,17 +50,19 @@ from typing import Any
 
 from fastapi import APIRouter, Depends, Request
 
-from relay import audit
+from relay.deps import Phone, State, refuse_read_only, relay_state, session_or_404
 from relay.errors import Conflict, RelayError
+from relay.feature import Feature
+from relay.features import audit
 from relay.live import DeviceLink
-from relay.routes import Phone, State, _session, refuse_read_only
 from relay.state import RelayState, iso
 from relay.store import Session
 from wire.config import Config
 from wire.protocol import SessionInfo
 
-_log = logging.getLogger("relay.retention")
-# A read-only view (X-CB-Read-Only) may read but not change: same guard as relay/routes.py.
+_log = logging.getLogger("relay.features.retention")
+# A read-only view (X-CB-Read-Only) may read but not change: same guard as relay/routes.py
+# (relay/deps.py refuse_read_only).
 router = APIRouter(prefix="/api", dependencies=[Depends(refuse_read_only)])
 
 DAY = 86400.0
@@ -102,7 +104,7 @@ class Ages:
 
     archive_after: float
     delete_after: float
-    audit_keep: float = 0.0  # an audit row's own age (relay/audit.py), never its session's
+    audit_keep: float = 0.0  # an audit row's own age (relay/features/audit.py), never its session's
 
     @classmethod
     def from_config(cls, config: Config) -> Ages:
@@ -708,10 +710,31 @@ class Retention:
         }
 
 
-async def install(state: RelayState) -> Retention:
-    """Create the tables and start the schedule (the app's lifespan)."""
+async def start(state: RelayState) -> Retention:
+    """Create the tables, refuse commands to archived sessions, start the schedule (the app's
+    lifespan)."""
     retention = Retention(state)
     await retention.setup()
+
+    async def guard(session: Session) -> None:
+        await refuse_if_archived(state, session)
+
+    async def listed(account_id: str) -> Callable[[str], dict[str, Any]]:
+        found = await stages(state, account_id)
+
+        def fields(session_id: str) -> dict[str, Any]:
+            stage, pinned = found.get(session_id, (ACTIVE, False))
+            return {"stage": stage, "pinned": pinned}
+
+        return fields
+
+    async def shown(session: Session) -> dict[str, Any]:
+        stage, pinned, _ = await stage_of(state, session.id)
+        return {"stage": stage, "pinned": pinned}
+
+    state.command_guards.append(guard)
+    state.list_fields.append(listed)
+    state.snapshot_fields.append(shown)
     retention.start()
     return retention
 
@@ -720,7 +743,8 @@ async def install(state: RelayState) -> Retention:
 
 
 def _retention(request: Request) -> Retention:
-    found: Retention = request.app.state.retention
+    found = relay_state(request).part(Retention)
+    assert found is not None, "the retention feature is not started"
     return found
 
 
@@ -742,14 +766,14 @@ async def retention_run(request: Request, principal: Phone) -> dict[str, Any]:
 async def session_retention(
     session_id: str, request: Request, principal: Phone, state: State
 ) -> dict[str, Any]:
-    session = await _session(state, principal, session_id)
+    session = await session_or_404(state, principal, session_id)
     return await _retention(request).session_view(session)
 
 
 @router.post("/sessions/{session_id}/pin")
 async def pin(session_id: str, request: Request, principal: Phone, state: State) -> dict[str, Any]:
     """Keep the session: never archived or deleted; an archived one becomes active again."""
-    session = await _session(state, principal, session_id)
+    session = await session_or_404(state, principal, session_id)
     retention = _retention(request)
     await retention.set_pinned(session.id, True)
     view = await retention.session_view(session)
@@ -762,7 +786,7 @@ async def unpin(
     session_id: str, request: Request, principal: Phone, state: State
 ) -> dict[str, Any]:
     """Let the session age again; its idle clock restarts now."""
-    session = await _session(state, principal, session_id)
+    session = await session_or_404(state, principal, session_id)
     retention = _retention(request)
     await retention.set_pinned(session.id, False)
     view = await retention.session_view(session)
@@ -777,3 +801,6 @@ def _publish_stage(state: RelayState, session: Session, stage: str, *, pinned: b
         "session_stage",
         {"session_id": session.id, "stage": stage, "pinned": pinned},
     )
+
+
+FEATURE = Feature("retention", start=start, router=router)

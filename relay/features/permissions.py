@@ -33,20 +33,23 @@ from typing import Any
 from fastapi import APIRouter, Depends
 from pydantic import BaseModel, ConfigDict, Field
 
-from relay.errors import BadRequest, Conflict
-from relay.routes import (
+from relay.deps import (
     AllowAllFor,
     Phone,
     State,
-    _command,
-    _session,
     allow_all_for,
+    check_policy,
     refuse_read_only,
+    send_command,
+    session_or_404,
 )
+from relay.errors import BadRequest, Conflict
+from relay.feature import Feature
 from relay.state import RelayState, iso
 from wire.policy import CATEGORIES, TOOL_CATEGORIES, Policy, PolicyError
 
-# A read-only view (X-CB-Read-Only) may read but not change: same guard as relay/routes.py.
+# A read-only view (X-CB-Read-Only) may read but not change: same guard as relay/routes.py
+# (relay/deps.py refuse_read_only).
 router = APIRouter(prefix="/api", dependencies=[Depends(refuse_read_only)])
 
 TABLE = """
@@ -58,21 +61,18 @@ CREATE TABLE IF NOT EXISTS session_policies (
 """
 
 
-async def install(state: RelayState) -> None:
-    """Create the relay's copy table (at start-up)."""
+async def start(state: RelayState) -> None:
+    """Create the relay's copy table and read the policy in every Mac's answer (at start-up)."""
 
     def job(conn: sqlite3.Connection) -> None:
         conn.execute(TABLE)
 
     await state.store.write(job)
 
+    async def read(session_id: str, data: Mapping[str, Any]) -> None:
+        await remember_from_result(state, session_id, data)
 
-def check(data: Any) -> Policy:
-    """A policy from a request body, or 400 ``bad_request`` saying what is wrong."""
-    try:
-        return Policy.from_json(data)
-    except PolicyError as exc:
-        raise BadRequest(f"policy: {exc}") from None
+    state.result_readers.append(read)
 
 
 async def remember(state: RelayState, session_id: str, data: Any) -> None:
@@ -168,7 +168,7 @@ def _bounded(state: RelayState, data: dict[str, Any]) -> dict[str, Any]:
 
 @router.get("/sessions/{session_id}/policy")
 async def get_policy(session_id: str, principal: Phone, state: State) -> dict[str, Any]:
-    session = await _session(state, principal, session_id)
+    session = await session_or_404(state, principal, session_id)
     policy, at = await stored(state, session.id)
     live = state.live.sessions.get(session.id)
     ended = session.mark in ("ended", "resting") or (live is not None and live.state == "ended")
@@ -182,12 +182,12 @@ async def put_policy(
     session_id: str, body: PolicyBody, principal: Phone, state: State
 ) -> dict[str, Any]:
     """Replace the session's policy on its Mac (409 ``device_offline`` when it is offline)."""
-    session = await _session(state, principal, session_id)
+    session = await session_or_404(state, principal, session_id)
     data = _bounded(state, body.model_dump(exclude_none=True))
-    policy = check(data)
+    policy = check_policy(data)
     # _command refuses archived sessions, and stores the policy the Mac answers with. The
     # duration goes as such: the Mac makes it an end time of its own clock.
-    answer = await _command(state, session, "set_policy", {"policy": data})
+    answer = await send_command(state, session, "set_policy", {"policy": data})
     if "policy" not in answer:  # a Mac that does not echo it: it took what was sent
         await remember(state, session.id, policy.to_json())
     now_policy, at = await stored(state, session.id)
@@ -200,7 +200,7 @@ async def patch_policy(
 ) -> dict[str, Any]:
     """Change some rules on the session's Mac, which merges them into the policy it holds:
     nothing changed elsewhere meanwhile is lost (409 ``device_offline`` when it is offline)."""
-    session = await _session(state, principal, session_id)
+    session = await session_or_404(state, principal, session_id)
     changes = _bounded(state, body.model_dump(exclude_defaults=True))
     if not changes:
         raise BadRequest("nothing to change: send reset, allow_all, categories or tools")
@@ -208,8 +208,11 @@ async def patch_policy(
         Policy().changed(changes)  # 400 before the Mac is asked
     except PolicyError as exc:
         raise BadRequest(f"policy: {exc}") from None
-    answer = await _command(state, session, "change_policy", {"changes": changes})
+    answer = await send_command(state, session, "change_policy", {"changes": changes})
     if "policy" not in answer:
         raise Conflict("the Mac did not say which policy it now holds", code="bad_answer")
     now_policy, at = await stored(state, session.id)
     return {"ok": True, **_body(state, session.id, session.device_id, now_policy, at)}
+
+
+FEATURE = Feature("permissions", start=start, router=router)

@@ -1,7 +1,7 @@
 """Usage and cost on the relay (SPEC §9): kept per session as lines arrive, listed in one query.
 
 ``UsageTracker`` is a line observer (relay/store.py): inside the ingest transaction, for the lines
-stored for the first time, it updates the session's ledger (relay/cost.py) — the message ids it
+stored for the first time, it updates the session's ledger (features/cost.py) — the message ids it
 counted and their usage (``usage_messages``, so a response repeated across lines, batches or
 conversation files counts once) and one ``session_costs`` row holding the ledger and the
 finished report. The work
@@ -17,7 +17,8 @@ that reads the committed rows and fills the cache once that job has committed to
 never shows a figure a rolled-back batch computed.
 
 Prices are those of the relay's configuration at ingest time (``model_prices`` overrides on top
-of relay/prices.json); changing them re-prices a session's estimated part when it next gets lines.
+of relay/features/prices.json); changing them re-prices a session's estimated part when it next
+gets lines.
 """
 
 from __future__ import annotations
@@ -26,21 +27,21 @@ import asyncio
 import json
 import logging
 import sqlite3
-import weakref
 from collections.abc import Iterable, Sequence
 from typing import Annotated, Any, Final
 
-from fastapi import APIRouter, Depends, Query, Request
+from fastapi import APIRouter, Query, Request
 from fastapi.responses import Response
 
-from relay.auth import authenticate
 from relay.convert import Conversion
-from relay.cost import EMPTY_REPORT, CostCounter, Ledger, Prices, Usage, load_prices
-from relay.store import Principal, Store
-from wire.config import Config
+from relay.deps import Phone
+from relay.feature import Feature
+from relay.features.cost import EMPTY_REPORT, CostCounter, Ledger, Prices, Usage, load_prices
+from relay.state import RelayState
+from relay.store import Store
 from wire.protocol import LineRecord
 
-_log = logging.getLogger("relay.usage")
+_log = logging.getLogger("relay.features.usage")
 
 SCHEMA: Final = (
     """CREATE TABLE IF NOT EXISTS usage_messages (
@@ -207,26 +208,15 @@ def _summary(usd: Any, tokens: Any, source: Any) -> dict[str, Any]:
 
 # -- wiring -------------------------------------------------------------------------------
 
-_TRACKERS: weakref.WeakKeyDictionary[Store, UsageTracker] = weakref.WeakKeyDictionary()
 
-
-async def install(store: Store, config: Config) -> UsageTracker:
-    """Make the tracker for this store (prices from ``config``), observe lines, fill the cache."""
-    tracker = UsageTracker(store, load_prices(str(config.model_prices)))
-    store.add_observer(tracker)
+async def start(state: RelayState) -> UsageTracker:
+    """Make the tracker for the relay's store (prices from its config), observe lines, fill the
+    cache, and give each session snapshot its ``cost``."""
+    tracker = UsageTracker(state.store, load_prices(str(state.config.model_prices)))
+    state.store.add_observer(tracker)
     await tracker.start()
-    _TRACKERS[store] = tracker
+    state.session_fields.append(lambda session: {"cost": tracker.summary(session.id)})
     return tracker
-
-
-def tracker_for(store: Store) -> UsageTracker | None:
-    return _TRACKERS.get(store)
-
-
-def cost_summary(store: Store, session_id: str) -> dict[str, Any] | None:
-    """The compact cost of a session for ``session_json``; None when no tracker is installed."""
-    tracker = _TRACKERS.get(store)
-    return None if tracker is None else tracker.summary(session_id)
 
 
 async def session_costs(
@@ -284,12 +274,6 @@ async def _reports(
 # -- API ------------------------------------------------------------------------------------
 
 
-def _phone(request: Request) -> Principal:
-    store: Store = request.app.state.relay.store
-    return authenticate(request, store, kind="phone", method=request.method)
-
-
-Phone = Annotated[Principal, Depends(_phone)]
 router = APIRouter(prefix="/api")
 
 
@@ -313,3 +297,6 @@ async def costs(
     wanted = [i for i in ids.split(",") if i] if ids else None
     text = await session_costs_text(store, principal.account_id, wanted)
     return Response(text, media_type="application/json")
+
+
+FEATURE = Feature("usage", start=start, router=router)

@@ -24,7 +24,7 @@ clear 400 (``query_too_long``). An empty query browses: newest activity first, s
 **Here and elsewhere** — given ``device_id`` and/or ``cwd``, results are split into ``here`` (on
 that Mac and/or in that folder or below it) and ``elsewhere`` (other places), each ranked and
 limited on its own. Filters: ``state`` (live state, comma-separated: starting, idle, busy,
-waiting, ended), ``group``, ``stage`` (active, archived: relay/retention.py's stages; archived
+waiting, ended), ``group``, ``stage`` (active, archived: features/retention.py's stages; archived
 sessions are searched like any other unless filtered out, deleted ones are gone from the relay
 and from the index), ``since``/``until`` (dates or times: a session matches when it was active
 in that span).
@@ -34,7 +34,7 @@ it is never regenerated when a list is opened:
 
 * at the end of a turn (Claude Code's ``system`` lines ``stop_hook_summary`` / ``turn_duration``)
   when something happened since the last snapshot: ``<topic> → <answer> · <files>``, where the
-  topic is the gist of the last substantive prompt (relay/titles.py rules, 100 characters), the
+  topic is the gist of the last substantive prompt (features/titles.py rules, 100 characters), the
   answer the first sentence(s) of the turn's last assistant text (up to 160 characters) and the
   files the names of those touched in the turn (at most 3);
 * at compaction: Claude Code's own summary (the ``isCompactSummary`` user line) — its "Primary
@@ -78,10 +78,11 @@ from typing import Annotated, Any, Final
 
 from fastapi import APIRouter, Depends, Query
 
-from relay import titles
 from relay.convert import Conversion
+from relay.deps import Phone, State, refuse_read_only
 from relay.errors import BadRequest, NotFound
-from relay.routes import Phone, State, refuse_read_only
+from relay.feature import Feature
+from relay.features import titles
 from relay.state import RelayState, iso
 from relay.store import Session, Store
 from wire.protocol import EventKind, LineRecord, SessionInfo
@@ -97,14 +98,14 @@ __all__ = [
     "answer_gist",
     "compaction_gist",
     "compose_summary",
-    "install",
     "match_expression",
     "router",
     "search",
+    "start",
     "summaries",
 ]
 
-_log = logging.getLogger("relay.search")
+_log = logging.getLogger("relay.features.search")
 
 SUMMARY_MAX_CHARS: Final = 400
 TOPIC_MAX_CHARS: Final = 100
@@ -119,7 +120,9 @@ LIMIT_DEFAULT: Final = 20
 LIMIT_MAX: Final = 100
 TURN_END_SUBTYPES: Final = frozenset({"stop_hook_summary", "turn_duration"})
 STATES: Final = frozenset({"starting", "idle", "busy", "waiting", "ended"})
-STAGES: Final = frozenset({"active", "archived"})  # relay/retention.py; deleted ones are gone
+STAGES: Final = frozenset(
+    {"active", "archived"}
+)  # relay/features/retention.py; deleted ones are gone
 
 # bm25 weights, in the FTS table's column order.
 WEIGHTS: Final[dict[str, float]] = {
@@ -176,7 +179,7 @@ def _day_sql(ts: str) -> str:
 
 
 # The last column, never searched, names the session: whoever deletes a session's rows by
-# ``session_id`` (relay/retention.py does, in every table that has one) reaches this table too.
+# ``session_id`` (features/retention.py does, in every table that has one) reaches this table too.
 _FTS_COLUMNS: Final = ", ".join(WEIGHTS) + ", session_id"
 _NEW_DOC: Final = f"""
     INSERT OR IGNORE INTO session_digest (session_id) VALUES (NEW.id);
@@ -606,10 +609,19 @@ class SearchIndex:
                     self._publish(await self.store.get_session(session.account_id, session.id))
 
 
-def install(state: RelayState) -> SearchIndex:
-    """Titles, summaries and the search index for a running relay (see relay/app.py)."""
-    state.store.add_observer(titles.TitleObserver())
+async def start(state: RelayState) -> SearchIndex:
+    """Summaries and the search index for a running relay (titles: relay/features/titles.py)."""
     index = SearchIndex(state.store, state.summaries, state.publish_session)
+
+    async def listed(account_id: str) -> Callable[[str], dict[str, Any]]:
+        found = await summaries(state.store, account_id)
+        return lambda session_id: {"summary": found.get(session_id, "")}
+
+    async def shown(session: Session) -> dict[str, Any]:
+        return {"summary": await summary_of(state.store, session.id)}
+
+    state.list_fields.append(listed)
+    state.snapshot_fields.append(shown)
     state.store.add_observer(index)
     state.watchers.append(index.watch)
     return index
@@ -697,7 +709,7 @@ _EXTRA_SELECT: Final = (
 
 
 async def _stage_sql(store: Store) -> str | None:
-    """SQL for a session's retention stage (relay/retention.py keeps it in its own table), or
+    """SQL for a session's retention stage (features/retention.py keeps it in its own table), or
     None when this relay keeps no stages."""
     rows = await store.read(
         "SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'session_retention'"
@@ -877,7 +889,7 @@ async def summary_of(store: Store, session_id: str) -> str:
 
 # -- routes -----------------------------------------------------------------------------------
 
-# A read-only view may search and read, never give a title back (routes.refuse_read_only).
+# A read-only view may search and read, never give a title back (relay/deps.py refuse_read_only).
 router = APIRouter(prefix="/api", dependencies=[Depends(refuse_read_only)])
 
 
@@ -957,3 +969,6 @@ async def automatic_title(session_id: str, principal: Phone, state: State) -> di
     session = await titles.rename(state.store, principal.account_id, session_id, None)
     state.publish_session(session)
     return state.session_json(session, full=True)
+
+
+FEATURE = Feature("search", start=start, router=router)

@@ -46,6 +46,8 @@ from typing import TYPE_CHECKING, Final
 
 from relay.convert import Conversion
 from relay.errors import BadRequest, NotFound
+from relay.feature import Feature
+from relay.state import RelayState
 from wire.markers import BRIDGE_CONVERSATION
 from wire.protocol import EventKind, LineRecord
 
@@ -65,7 +67,7 @@ __all__ = [
     "rename",
 ]
 
-_log = logging.getLogger("relay.titles")
+_log = logging.getLogger("relay.features.titles")
 
 TITLE_MAX_CHARS: Final = 60  # a derived title: one line of a phone's list
 CLAUDE_TITLE_MAX_CHARS: Final = 200  # Claude Code's or a person's own words are kept longer
@@ -406,3 +408,11 @@ async def rename(store: Store, account_id: str, session_id: str, title: str | No
 
     await store.write(job)
     return await store.get_session(account_id, session_id)
+
+
+async def start(state: RelayState) -> None:
+    """Keep each session's derived and Claude Code's titles as lines arrive."""
+    state.store.add_observer(TitleObserver())
+
+
+FEATURE = Feature("titles", start=start)

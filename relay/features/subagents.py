@@ -21,15 +21,23 @@ that, the subagent whose first prompt is the call's ``prompt`` input, in order.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 import sqlite3
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Annotated, Any
+
+from fastapi import APIRouter, Path, Query
+from fastapi.responses import Response
 
 from relay import seq as seqrules
+from relay.deps import Phone, State, session_or_404
 from relay.errors import BadRequest, NotFound
+from relay.feature import Feature
+from relay.features import usage
+from relay.history import fetch_page
 
 if TYPE_CHECKING:
     from relay.store import Session, Store
@@ -502,3 +510,54 @@ async def _older(
         out.extend(e for e in events if e[0] in keep)
         index += len(span)
     return out
+
+
+# -- routes --------------------------------------------------------------------------------
+
+router = APIRouter(prefix="/api")
+
+
+@router.get("/sessions/{session_id}/subagents")
+async def session_subagents(session_id: str, principal: Phone, state: State) -> dict[str, Any]:
+    """One summary line per subagent: type, task, outcome, cost (relay/features/subagents.py)."""
+    session = await session_or_404(state, principal, session_id)
+    costs: dict[str, dict[str, Any]] = {}
+    if (
+        state.part(usage.UsageTracker) is not None
+    ):  # per subagent, by agent id (relay/features/usage.py)
+        report = await usage.session_costs(state.store, principal.account_id, [session.id])
+        costs = report.get(session.id, {}).get("by_agent", {})
+    listed = await summaries(state.store, session.id, costs)
+    return {"session_id": session.id, "subagents": listed}
+
+
+@router.get("/sessions/{session_id}/subagents/{agent_id}/events")
+async def subagent_events_page(
+    session_id: str,
+    agent_id: Annotated[str, Path(max_length=200)],
+    principal: Phone,
+    state: State,
+    after: Annotated[int | None, Query()] = None,
+    before: Annotated[int | None, Query()] = None,
+    limit: Annotated[int | None, Query()] = None,
+    epoch: Annotated[str | None, Query(max_length=64)] = None,
+) -> Response:
+    """A page of one subagent's events, by the session's seqs, like the session's own events."""
+    session = await session_or_404(state, principal, session_id)
+    body = await page(
+        state.store,
+        session,
+        agent_id,
+        after=after,
+        before=before,
+        limit=limit,
+        epoch=epoch,
+        page_max=int(state.config.catchup_page),
+        # The subagent page picks its events out of what is fetched: all of it or an error.
+        fetch=functools.partial(fetch_page, state, whole=True),
+    )
+    return Response(body, media_type="application/json")
+
+
+# The index is a trigger on the store's events: its tables are made when the store opens.
+FEATURE = Feature("subagents", schema=setup, router=router)

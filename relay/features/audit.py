@@ -33,20 +33,21 @@ import contextlib
 import json
 import sqlite3
 import time
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Query, Request
 
+from relay.deps import CardAnswer, Phone, State, refuse_read_only
 from relay.errors import BadRequest
-from relay.routes import CardAnswer, Phone, State, refuse_read_only
+from relay.feature import Feature
+from relay.features.search import parse_time
 from relay.state import RelayState, iso
 from relay.store import Principal, Session
 from wire.protocol import Card, Decision, input_digest
 from wire.tools import summarize_tool_input
 
-T = TypeVar("T")
 router = APIRouter(prefix="/api", dependencies=[Depends(refuse_read_only)])
 
 PAGE_DEFAULT = 50
@@ -280,14 +281,6 @@ async def record(state: RelayState, entry: Entry) -> bool:
     return await state.store.write(lambda conn: insert(conn, entry))
 
 
-async def recorded(state: RelayState, entry: Entry, answer: Awaitable[T]) -> T:
-    """Await the command that carries a phone's answer, then log it: an answer the Mac refused
-    (card closed or changed, keys not taken) changed nothing and is not a decision."""
-    result = await answer
-    await record(state, entry)
-    return result
-
-
 async def record_decision(state: RelayState, account_id: str, device_id: str, msg: Decision) -> str:
     """Store a Mac's own decision; the error code to answer with, or "" when stored. A Mac
     speaks only for the sessions it runs."""
@@ -438,10 +431,26 @@ class HookWatch:
                 await task
 
 
-async def install(state: RelayState) -> HookWatch:
+async def start(state: RelayState) -> HookWatch:
     """Create the table and its triggers, and watch for hook markers (at start-up)."""
     await state.store.write(setup)
     watch = HookWatch(state, asyncio.get_running_loop())
+
+    async def record_mac_decision(account_id: str, device_id: str, msg: Decision) -> str:
+        return await record_decision(state, account_id, device_id, msg)
+
+    def log_answer(
+        request: Request, principal: Principal, session: Session, card: Card, body: CardAnswer
+    ) -> Callable[[], Awaitable[None]]:
+        entry = of_answer(request, principal, session, card, body)
+
+        async def done() -> None:
+            await record(state, entry)
+
+        return done
+
+    state.record_decision = record_mac_decision
+    state.answer_loggers.append(log_answer)
     state.store.add_listener(watch.on_events)
     return watch
 
@@ -460,8 +469,6 @@ async def audit_log(
     limit: Annotated[int | None, Query()] = None,
 ) -> dict[str, Any]:
     """The account's decisions, newest first, a page at a time (``before`` = ``next_before``)."""
-    from relay.search import parse_time  # it imports relay.routes, as this module does
-
     size = PAGE_DEFAULT if limit is None else limit
     if not 1 <= size <= PAGE_MAX:
         raise BadRequest(f"limit must be between 1 and {PAGE_MAX}", code="bad_limit")
@@ -476,3 +483,6 @@ async def audit_log(
         before=before,
         limit=size,
     )
+
+
+FEATURE = Feature("audit", start=start, router=router)

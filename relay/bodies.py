@@ -1,0 +1,23 @@
+"""The request bodies more than one part reads: the base of every body, and a card's answer
+(the route in relay/routes.py, the audit log in relay/features/audit.py)."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class Body(BaseModel):
+    """The base of every request body: a number must be finite. ``1e999``, ``"Infinity"`` and
+    ``NaN`` are refused (422 ``not_finite``): one of them stored would reach every phone of the
+    account, whose JSON.parse cannot read it."""
+
+    model_config = ConfigDict(allow_inf_nan=False)
+
+
+class CardAnswer(Body):
+    """An answer to a card (relay/routes.py), as the audit log records it (features/audit.py)."""
+
+    key: str | None = Field(default=None, max_length=32)
+    keys: list[str] | None = Field(default=None, max_length=64)
+    text: str | None = None
+    always: bool = False  # "always allow this category for this session" (permission cards)
