@@ -446,8 +446,8 @@ class Agent:
         chosen = revive_candidates(
             candidates,
             time.time(),
-            float(self.config.revive_window_hours),
-            int(self.config.revive_max),
+            self.config.float("revive_window_hours"),
+            self.config.int("revive_max"),
         )
         for record in candidates:
             if record not in chosen and record.alive:
@@ -463,7 +463,7 @@ class Agent:
                 _log.warning("session %s could not be revived: %s", record.id, _reason(exc))
                 await self._send_update(self._runtime(record), force=True)
                 continue
-            rt.held_not_before = time.time() + float(self.config.held_after_revive)
+            rt.held_not_before = time.time() + self.config.float("held_after_revive")
             self._add_marker(record, MarkerKind.REVIVED, REVIVED_TEXT)
 
     async def _launch(self, record: SessionRecord, *, resume: bool) -> Runtime:
@@ -666,10 +666,10 @@ class Agent:
                 self._wake_transcripts.set()
         except (OSError, RuntimeError) as exc:
             _log.warning("file watching is off (%s); transcripts are read every %s s", exc,
-                         self.config.transcript_read_interval)  # fmt: skip
+                         self.config.float("transcript_read_interval"))  # fmt: skip
 
     async def _transcript_loop(self) -> None:
-        interval = float(self.config.transcript_read_interval)
+        interval = self.config.float("transcript_read_interval")
         while True:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._wake_transcripts.wait(), interval)
@@ -855,7 +855,7 @@ class Agent:
                 process_alive=rt.pane_alive,
                 launched_at=record.launched_at,
                 now=now,
-                missed_hook_close=float(self.config.missed_hook_close),
+                missed_hook_close=self.config.float("missed_hook_close"),
                 screen_idle_since=rt.idle_since,
                 first_frame_at=rt.first_frame_at,
             )
@@ -875,7 +875,7 @@ class Agent:
             return
         self._track_card(rt)
         busy = computed.state == "busy"
-        interval = self.config.preview_read_interval if busy else self.config.screen_read_interval
+        interval = self.config.float("preview_read_interval" if busy else "screen_read_interval")
         if now < rt.burst_until:
             interval = BURST_INTERVAL
         if rt.card is not None and not rt.card.answerable:
@@ -955,7 +955,7 @@ class Agent:
             card,
             starting=not prompted,
             since_model_change=since,
-            model_switch_window=float(self.config.model_switch_window),
+            model_switch_window=self.config.float("model_switch_window"),
         )
         if decision is None:
             if not prompted:

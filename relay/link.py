@@ -153,7 +153,7 @@ async def agent_link(ws: WebSocket) -> None:
 
 async def _serve(state: RelayState, link: DeviceLink, ws: WebSocket) -> None:
     """Read messages until the socket closes; one message's failure is answered, never fatal."""
-    max_bytes = int(state.config.max_link_message_bytes)
+    max_bytes = state.config.int("max_link_message_bytes")
     while True:
         frame = await ws.receive()
         if frame["type"] == "websocket.disconnect":
@@ -228,7 +228,7 @@ def _gone(ws: WebSocket) -> bool:
 
 async def _watch_token(state: RelayState, link: DeviceLink, token_hash: str) -> None:
     """Close the link soon after its token is revoked or expires, wherever that was done."""
-    interval = float(state.config.auth_recheck_interval)
+    interval = state.config.float("auth_recheck_interval")
     while True:
         await asyncio.sleep(interval)
         try:
@@ -319,7 +319,7 @@ async def _send_missed(
             session_id,
             first,
             min(last, first + EVENTS_CHUNK - 1),
-            max_bytes=int(state.config.max_page_bytes),
+            max_bytes=state.config.int("max_page_bytes"),
         )
         if not chunk:
             break

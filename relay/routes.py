@@ -112,7 +112,7 @@ def allow_all_for(state: RelayState, given: float | str | None) -> float | str:
     """The duration of an "allow all" turned on: the one given, else the setting's."""
     if given is not None:
         return given
-    return float(state.config.allow_all_default_minutes) * 60
+    return state.config.int("allow_all_default_minutes") * 60.0  # seconds
 
 
 class NewSession(Body):
@@ -173,7 +173,7 @@ async def pair(body: PairBody, request: Request, state: State) -> Response:
         response.set_cookie(
             COOKIE_NAME,
             token,
-            max_age=int(float(state.config.token_ttl_days) * 86400) or None,
+            max_age=int(state.config.float("token_ttl_days") * 86400) or None,
             httponly=True,
             samesite="strict",
             secure=request.url.scheme == "https",  # https as seen by a trusted proxy too
@@ -283,7 +283,7 @@ async def create_session(body: NewSession, principal: Phone, state: State) -> di
             policy.setdefault("allow_all_for", allow_all_for(state, body.allow_all_for))
         args["policy"] = policy
     result = await link.command(
-        "create_session", session_id, args, float(state.config.command_timeout)
+        "create_session", session_id, args, state.config.float("command_timeout")
     )
     if not result.ok:
         # The Mac refused (bad folder, claude missing…): nothing was started, keep no trace.
@@ -337,7 +337,7 @@ async def session_events_page(
     epoch: Annotated[str | None, Query(max_length=64)] = None,
 ) -> Response:
     session = await _session(state, principal, session_id)
-    page_max = int(state.config.catchup_page)
+    page_max = state.config.int("catchup_page")
     size = seqrules.check_limit(limit, page_max)
     if after is not None and before is not None:
         raise BadRequest("give after or before, not both", code="bad_after")
@@ -393,7 +393,7 @@ async def subagent_events_page(
         before=before,
         limit=limit,
         epoch=epoch,
-        page_max=int(state.config.catchup_page),
+        page_max=state.config.int("catchup_page"),
         # The subagent page picks its events out of what is fetched: all of it or an error.
         fetch=functools.partial(fetch_page, state, whole=True),
     )
@@ -416,7 +416,7 @@ async def session_stream(
     seqrules.page_after(session.numbering, start, 1, epoch)
     return EventSourceResponse(
         session_events(state, principal, session, start),
-        ping=float(state.config.sse_keepalive),
+        ping=state.config.float("sse_keepalive"),
         headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"},
     )
 
@@ -425,7 +425,7 @@ async def session_stream(
 async def account_stream(principal: Phone, state: State) -> EventSourceResponse:
     return EventSourceResponse(
         account_updates(state, principal),
-        ping=float(state.config.sse_keepalive),
+        ping=state.config.float("sse_keepalive"),
         headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"},
     )
 
@@ -448,7 +448,7 @@ async def _command(
     await retention.refuse_if_archived(state, session)  # 409 session_archived: read-only
     devices = {d.id: d.name for d in await state.store.list_devices(session.account_id)}
     link = state.live.require_link(session.device_id, devices.get(session.device_id, ""))
-    result = await link.command(name, session.id, args, float(state.config.command_timeout))
+    result = await link.command(name, session.id, args, state.config.float("command_timeout"))
     _check(result)
     await permissions.remember_from_result(state, session.id, result.data)  # "always allow"
     if result.data.get("reopened") is True and session.mark is not None:
@@ -463,7 +463,7 @@ async def _command(
 async def send_message(
     session_id: str, body: MessageBody, principal: Phone, state: State
 ) -> dict[str, Any]:
-    limit = int(state.config.max_message_chars)
+    limit = state.config.int("max_message_chars")
     if len(body.text) > limit:
         raise PayloadTooLarge(
             f"a message is limited to {limit:,} characters", code="text_too_large"

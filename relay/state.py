@@ -42,7 +42,7 @@ class RelayState:
     summaries: dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        self.pair_limiter = RateLimiter(int(self.config.pair_attempts_per_minute))
+        self.pair_limiter = RateLimiter(self.config.int("pair_attempts_per_minute"))
 
     # -- snapshots -------------------------------------------------------------
 

@@ -212,7 +212,7 @@ _TRACKERS: weakref.WeakKeyDictionary[Store, UsageTracker] = weakref.WeakKeyDicti
 
 async def install(store: Store, config: Config) -> UsageTracker:
     """Make the tracker for this store (prices from ``config``), observe lines, fill the cache."""
-    tracker = UsageTracker(store, load_prices(str(config.model_prices)))
+    tracker = UsageTracker(store, load_prices(config.str("model_prices")))
     store.add_observer(tracker)
     await tracker.start()
     _TRACKERS[store] = tracker
