@@ -40,6 +40,7 @@ from agent.cards import (
     read_screen,
 )
 from agent.decisions import DecisionLog
+from agent.errors import BatchRefused, CommandFailed, DialogOpen, MuxError, NotLinked, PaneGone
 from agent.hookserver import HookServer, permission_decision
 from agent.hooksettings import build_settings, hook_command_path, hook_env, write_settings
 from agent.launch import (
@@ -49,8 +50,8 @@ from agent.launch import (
     session_env,
     version_warning,
 )
-from agent.link import BatchRefused, NotLinked, RelayLink
-from agent.mux import Mux, MuxError, Pane, PaneGone, session_name
+from agent.link import RelayLink
+from agent.mux import Mux, Pane, session_name
 from agent.registry import Registry, SessionRecord, is_session_id, revive_candidates
 from agent.screen import render
 from agent.state import (
@@ -152,23 +153,6 @@ def _is_no(card: DetectedCard, answer: str | list[str] | None) -> bool:
         return False
     label = next((o.label for o in card.options if o.key == answer), "")
     return label.strip().lower().startswith("no")
-
-
-class DialogOpen(Exception):
-    """A dialog that takes keys is on the screen: a message's text or Esc must not go there.
-    ``pasted``: the text was already in the prompt box when the dialog was seen."""
-
-    def __init__(self, kind: str | None, pasted: bool = False) -> None:
-        super().__init__(f"a {kind} dialog is open")
-        self.kind = kind
-        self.pasted = pasted
-
-
-class CommandFailed(Exception):
-    def __init__(self, code: str, message: str) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
 
 
 ERROR_CHARS = 500  # a reason shown on the phone is cut to this

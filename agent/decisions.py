@@ -20,8 +20,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from agent.errors import NotLinked
 from agent.files import write_json
-from agent.link import NotLinked, RelayLink
+from agent.link import RelayLink
 from agent.state import RunningTool
 from wire.policy import Verdict
 from wire.protocol import Decision, DecisionAck, input_digest

@@ -355,7 +355,8 @@ def cmd_cost(args: argparse.Namespace) -> int:
 
 def cmd_replay(args: argparse.Namespace) -> int:
     from cli.replay import replay_file
-    from wire.client import LinkRefused, MacLink
+    from wire.client import MacLink
+    from wire.errors import LinkRefused
     from wire.protocol import DeviceInfo
 
     async def run() -> int:

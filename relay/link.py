@@ -24,6 +24,9 @@ from relay.errors import NotFound, RelayError
 from relay.live import DeviceLink
 from relay.state import RelayState
 from wire.protocol import (
+    CLOSE_PROTOCOL,
+    CLOSE_REPLACED,
+    CLOSE_UNAUTHORIZED,
     PROTOCOL_VERSION,
     Ack,
     CommandResult,
@@ -47,9 +50,6 @@ _log = logging.getLogger("relay.link")
 
 HELLO_TIMEOUT = 10.0
 EVENTS_CHUNK = 500  # events per `events` message when catching a Mac up
-CLOSE_UNAUTHORIZED = 4401
-CLOSE_REPLACED = 4000
-CLOSE_PROTOCOL = 4002
 
 
 def events_message(session_id: str, epoch: str, events: list[tuple[int, str]]) -> str:

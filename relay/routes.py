@@ -22,7 +22,7 @@ from relay.sse import account_updates, last_event_id, session_events
 from relay.state import RelayState, iso
 from relay.store import Principal, Session, new_session_id
 from wire.policy import MAX_ALLOW_ALL_SECONDS
-from wire.protocol import CommandName, CommandResult
+from wire.protocol import CLOSE_UNAUTHORIZED, CommandName, CommandResult
 
 READ_ONLY_HEADER = "X-CB-Read-Only"
 
@@ -233,7 +233,7 @@ async def revoke_device(device_id: str, principal: Phone, state: State) -> dict[
     link = state.live.link(device_id)
     if link is not None:
         link.fail_pending()
-        await link.close(4401, "this Mac's token was revoked")
+        await link.close(CLOSE_UNAUTHORIZED, "this Mac's token was revoked")
     return {"ok": True, "revoked_tokens": len(hashes)}
 
 

@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
+from wire.errors import ConfigError as ConfigError
+
 _T = TypeVar("_T")
 
 
@@ -252,10 +254,6 @@ SETTINGS: tuple[Setting, ...] = (
 )
 
 _BY_NAME: dict[str, Setting] = {s.name: s for s in SETTINGS}
-
-
-class ConfigError(ValueError):
-    """A setting has an unknown name or a value of the wrong type."""
 
 
 _TYPE_LABELS: dict[type, str] = {
