@@ -66,6 +66,7 @@ from agent.state import (
 )
 from agent.status import ClaudeStatus, find_for_session, read_status
 from agent.transcript import TranscriptFollower, transcript_path
+from wire import __version__
 from wire import policy as policyrules
 from wire.config import Config
 from wire.markers import BRIDGE_CONVERSATION, bridge_line
@@ -156,6 +157,7 @@ def _is_no(card: DetectedCard, answer: str | list[str] | None) -> bool:
 
 
 ERROR_CHARS = 500  # a reason shown on the phone is cut to this
+LINES_PER_BATCH = 500  # transcript lines sent in one batch (one ack each)
 
 
 def _reason(exc: BaseException) -> str:
@@ -293,7 +295,7 @@ class Agent:
             name=self.options.device_name,
             hostname=socket.gethostname(),
             os=f"{platform.system()} {platform.release()}",
-            agent_version="0.1.0",
+            agent_version=__version__,
             claude_version=self.claude_version,
         )
         self._forget_bad_ids()
@@ -694,8 +696,8 @@ class Agent:
         record = rt.record
         await self._send_markers(rt)
         for conversation_id, lines in rt.follower.poll():
-            for start in range(0, len(lines), 500):
-                chunk = lines[start : start + 500]
+            for start in range(0, len(lines), LINES_PER_BATCH):
+                chunk = lines[start : start + LINES_PER_BATCH]
                 ack = await self.link.send_lines(record.id, conversation_id, chunk, record.cwd)
                 if rt.follower.ack(conversation_id, ack.through_offset):
                     self._dirty = True

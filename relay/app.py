@@ -23,6 +23,7 @@ from relay.hub import Hub
 from relay.jsontext import JSONText
 from relay.state import RelayState
 from relay.store import Store
+from wire import __version__
 from wire.config import Config, Network, trusted_networks
 
 _log = logging.getLogger("relay")
@@ -223,7 +224,7 @@ def create_app(config: Config) -> FastAPI:
 
     app = FastAPI(
         title="claude-bridge relay",
-        version="0.1.0",
+        version=__version__,
         lifespan=lifespan,
         docs_url=None,
         redoc_url=None,

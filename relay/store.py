@@ -1035,11 +1035,14 @@ def _is_claude_conversation(conversation_id: str) -> bool:
     return not conversation_id.startswith("agent-") and conversation_id != BRIDGE_CONVERSATION
 
 
+UUIDS_PER_QUERY = 500  # ids per IN (…) query, well under SQLite's limit on bound variables
+
+
 def _known_uuids(conn: sqlite3.Connection, session_id: str, uuids: list[str | None]) -> set[str]:
-    """Which of these line uuids the session has stored already (one query per 500)."""
+    """Which of these line uuids the session has stored already (one query per chunk)."""
     known: set[str] = set()
-    for start in range(0, len(uuids), 500):
-        chunk = uuids[start : start + 500]
+    for start in range(0, len(uuids), UUIDS_PER_QUERY):
+        chunk = uuids[start : start + UUIDS_PER_QUERY]
         marks = ",".join("?" * len(chunk))
         rows = conn.execute(
             f"SELECT uuid FROM line_uuids WHERE session_id = ? AND uuid IN ({marks})",

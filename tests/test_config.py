@@ -94,3 +94,20 @@ def test_every_typed_read_in_the_code_names_a_setting_of_that_type() -> None:
             if declared.get(name) is not kinds[kind]:
                 wrong.append(f"{path.relative_to(root)}: config.{kind}({name!r})")
     assert not wrong, wrong
+
+
+def test_the_version_is_written_once() -> None:
+    import wire
+
+    root = README.parent
+    pyproject = (root / "pyproject.toml").read_text()
+    declared = re.search(r'^version = "([^"]+)"', pyproject, flags=re.M)
+    assert declared is not None
+    assert wire.__version__ == declared.group(1)
+    again = [
+        str(path.relative_to(root))
+        for part in ("agent", "cli", "relay", "wire")
+        for path in (root / part).rglob("*.py")
+        if f'"{declared.group(1)}"' in path.read_text()
+    ]
+    assert not again, f"the version is written again in {again}: use wire.__version__"
