@@ -18,7 +18,7 @@ import platform
 import secrets
 import socket
 import time
-from collections.abc import Coroutine
+from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -41,7 +41,7 @@ from agent.cards import (
 )
 from agent.decisions import DecisionLog
 from agent.errors import BatchRefused, CommandFailed, DialogOpen, MuxError, NotLinked, PaneGone
-from agent.hookserver import HookServer, permission_decision
+from agent.hookserver import HookServer, OnHook, SecretFor, permission_decision
 from agent.hooksettings import build_settings, hook_command_path, hook_env, write_settings
 from agent.launch import (
     PERMISSION_MODES,
@@ -54,6 +54,15 @@ from agent.link import RelayLink
 from agent.mux import Mux, Pane, session_name
 from agent.registry import Registry, SessionRecord, is_session_id, revive_candidates
 from agent.screen import render
+from agent.seams import (
+    AgentLink,
+    HookEndpoint,
+    HookFactory,
+    LinkFactory,
+    Multiplexer,
+    OnLinked,
+    OnUnlinked,
+)
 from agent.state import (
     Computed,
     HookFacts,
@@ -68,10 +77,13 @@ from agent.status import ClaudeStatus, find_for_session, read_status
 from agent.transcript import TranscriptFollower, transcript_path
 from wire import __version__
 from wire import policy as policyrules
+from wire.client import Archive
+from wire.client import CommandHandler as WireCommandHandler
 from wire.config import Config
 from wire.markers import BRIDGE_CONVERSATION, bridge_line
 from wire.protocol import (
     Command,
+    CommandName,
     CommandResult,
     DeviceInfo,
     HeldMessage,
@@ -155,6 +167,9 @@ def _is_no(card: DetectedCard, answer: str | list[str] | None) -> bool:
     label = next((o.label for o in card.options if o.key == answer), "")
     return label.strip().lower().startswith("no")
 
+
+# A command's handler: (session id, the command's arguments) → the result's data.
+CommandHandler = Callable[[str, dict[str, Any]], Awaitable[dict[str, Any]]]
 
 ERROR_CHARS = 500  # a reason shown on the phone is cut to this
 LINES_PER_BATCH = 500  # transcript lines sent in one batch (one ack each)
@@ -251,7 +266,17 @@ def _now_iso() -> str:
 
 
 class Agent:
-    def __init__(self, options: AgentOptions, config: Config) -> None:
+    def __init__(
+        self,
+        options: AgentOptions,
+        config: Config,
+        *,
+        mux: Multiplexer | None = None,
+        link: LinkFactory | None = None,
+        hooks: HookFactory | None = None,
+    ) -> None:
+        """``mux``, ``link`` and ``hooks`` replace tmux, the relay link and the hook server
+        (agent/seams.py); by default the real ones are built from ``options``."""
         self.options = options
         self.config = config
         self.data = options.data_dir
@@ -259,19 +284,15 @@ class Agent:
         os.chmod(self.data, 0o700)  # secrets and the relay token live here
         self.registry = Registry(self.data / "sessions.json").load()
         self.archive = DiskArchive(self.data / "events")
-        self.mux = Mux(options.mux_program, options.mux_socket)
+        self.mux: Multiplexer = mux or Mux(options.mux_program, options.mux_socket)
         self.runtimes: dict[str, Runtime] = {}
         self.settings_path = self.data / "hooks.json"
-        self.hook_server = HookServer(self._secret_for, self._on_hook, port=self._hook_port())
+        make_hooks = hooks or self._hook_server
+        self.hook_server: HookEndpoint = make_hooks(self._secret_for, self._on_hook)
         self.claude_version = ""
-        self.link = RelayLink(
-            options.relay_url,
-            options.token,
-            DeviceInfo(),
-            self.archive,
-            self._on_command,
-            self._on_linked,
-            self._on_unlinked,
+        make_link = link or self._relay_link
+        self.link: AgentLink = make_link(
+            self.archive, self._on_command, self._on_linked, self._on_unlinked
         )
         # What the policy answered, for the audit log: kept until the relay acknowledges it.
         self.decisions = DecisionLog(self.link, self.data / "decisions.json")
@@ -280,6 +301,7 @@ class Agent:
         self._stopping = asyncio.Event()
         self._dirty = False
         self._background: set[asyncio.Task[None]] = set()
+        self.commands = self._command_table()
 
     # -- life of the agent ---------------------------------------------------------------
 
@@ -348,6 +370,26 @@ class Agent:
         task = asyncio.create_task(coro)
         self._background.add(task)
         task.add_done_callback(self._background.discard)
+
+    def _hook_server(self, secret_for: SecretFor, on_hook: OnHook) -> HookEndpoint:
+        return HookServer(secret_for, on_hook, port=self._hook_port())
+
+    def _relay_link(
+        self,
+        archive: Archive,
+        on_command: WireCommandHandler,
+        on_linked: OnLinked,
+        on_unlinked: OnUnlinked,
+    ) -> AgentLink:
+        return RelayLink(
+            self.options.relay_url,
+            self.options.token,
+            DeviceInfo(),
+            archive,
+            on_command,
+            on_linked,
+            on_unlinked,
+        )
 
     def _hook_port(self) -> int:
         """Sessions keep the port in their environment: reuse it so they survive our restart."""
@@ -1115,8 +1157,24 @@ class Agent:
 
     # -- commands from the phone -------------------------------------------------------------
 
+    def _command_table(self) -> Mapping[CommandName, CommandHandler]:
+        """Every command the relay may send (wire/protocol.py's CommandName) and its handler."""
+        return {
+            "create_session": self._cmd_create_session,
+            "send": self._cmd_send,
+            "answer_card": self._cmd_answer_card,
+            "interrupt": self._cmd_interrupt,
+            "end": self._cmd_end,
+            "rest": self._cmd_rest,
+            "reopen": self._cmd_reopen,
+            "cancel_held": self._cmd_cancel_held,
+            "set_policy": self._cmd_set_policy,
+            "change_policy": self._cmd_change_policy,
+            "delete_history": self._cmd_delete_history,
+        }
+
     async def _on_command(self, command: Command) -> CommandResult:
-        handler = getattr(self, f"_cmd_{command.name}", None)
+        handler = self.commands.get(command.name)
         try:
             if handler is None:
                 raise CommandFailed("not_supported", f"this agent does not know {command.name}")
