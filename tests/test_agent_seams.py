@@ -132,3 +132,23 @@ def test_a_permission_hook_is_answered_by_the_sessions_policy(tmp_path: Path) ->
         )
 
     with_agent(tmp_path, body)
+
+
+def test_a_message_to_a_session_still_starting_is_held_and_never_typed_twice(
+    tmp_path: Path,
+) -> None:
+    sid = str(uuid.uuid4())
+
+    async def body(p: Parts) -> None:
+        assert (await p.link.command("create_session", sid, cwd=str(tmp_path))).ok
+        first = await p.link.command("send", sid, text="hello", message_id="m1")
+        assert first.ok and first.data["state"] == "held", first
+        again = await p.link.command("send", sid, text="hello", message_id="m1")  # a retry
+        assert again.data == {"message_id": "m1", "state": "held", "duplicate": True}
+        record = p.agent.registry.get(sid)
+        assert record is not None and [m.id for m in record.held] == ["m1"]
+        assert not p.mux.pasted and not p.mux.keys  # nothing typed before the prompt is up
+        empty = await p.link.command("send", sid, text="   ")
+        assert (empty.ok, empty.code) == (False, "empty_message")
+
+    with_agent(tmp_path, body)
