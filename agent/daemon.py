@@ -18,7 +18,7 @@ import platform
 import secrets
 import socket
 import time
-from collections.abc import Coroutine
+from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -40,7 +40,8 @@ from agent.cards import (
     read_screen,
 )
 from agent.decisions import DecisionLog
-from agent.hookserver import HookServer, permission_decision
+from agent.errors import BatchRefused, CommandFailed, DialogOpen, MuxError, NotLinked, PaneGone
+from agent.hookserver import HookServer, OnHook, SecretFor, permission_decision
 from agent.hooksettings import build_settings, hook_command_path, hook_env, write_settings
 from agent.launch import (
     PERMISSION_MODES,
@@ -49,10 +50,19 @@ from agent.launch import (
     session_env,
     version_warning,
 )
-from agent.link import BatchRefused, NotLinked, RelayLink
-from agent.mux import Mux, MuxError, Pane, PaneGone, session_name
+from agent.link import RelayLink
+from agent.mux import Mux, Pane, session_name
 from agent.registry import Registry, SessionRecord, is_session_id, revive_candidates
 from agent.screen import render
+from agent.seams import (
+    AgentLink,
+    HookEndpoint,
+    HookFactory,
+    LinkFactory,
+    Multiplexer,
+    OnLinked,
+    OnUnlinked,
+)
 from agent.state import (
     Computed,
     HookFacts,
@@ -65,11 +75,15 @@ from agent.state import (
 )
 from agent.status import ClaudeStatus, find_for_session, read_status
 from agent.transcript import TranscriptFollower, transcript_path
+from wire import __version__
 from wire import policy as policyrules
+from wire.client import Archive
+from wire.client import CommandHandler as WireCommandHandler
 from wire.config import Config
 from wire.markers import BRIDGE_CONVERSATION, bridge_line
 from wire.protocol import (
     Command,
+    CommandName,
     CommandResult,
     DeviceInfo,
     HeldMessage,
@@ -154,24 +168,11 @@ def _is_no(card: DetectedCard, answer: str | list[str] | None) -> bool:
     return label.strip().lower().startswith("no")
 
 
-class DialogOpen(Exception):
-    """A dialog that takes keys is on the screen: a message's text or Esc must not go there.
-    ``pasted``: the text was already in the prompt box when the dialog was seen."""
-
-    def __init__(self, kind: str | None, pasted: bool = False) -> None:
-        super().__init__(f"a {kind} dialog is open")
-        self.kind = kind
-        self.pasted = pasted
-
-
-class CommandFailed(Exception):
-    def __init__(self, code: str, message: str) -> None:
-        super().__init__(message)
-        self.code = code
-        self.message = message
-
+# A command's handler: (session id, the command's arguments) → the result's data.
+CommandHandler = Callable[[str, dict[str, Any]], Awaitable[dict[str, Any]]]
 
 ERROR_CHARS = 500  # a reason shown on the phone is cut to this
+LINES_PER_BATCH = 500  # transcript lines sent in one batch (one ack each)
 
 
 def _reason(exc: BaseException) -> str:
@@ -265,7 +266,17 @@ def _now_iso() -> str:
 
 
 class Agent:
-    def __init__(self, options: AgentOptions, config: Config) -> None:
+    def __init__(
+        self,
+        options: AgentOptions,
+        config: Config,
+        *,
+        mux: Multiplexer | None = None,
+        link: LinkFactory | None = None,
+        hooks: HookFactory | None = None,
+    ) -> None:
+        """``mux``, ``link`` and ``hooks`` replace tmux, the relay link and the hook server
+        (agent/seams.py); by default the real ones are built from ``options``."""
         self.options = options
         self.config = config
         self.data = options.data_dir
@@ -273,19 +284,15 @@ class Agent:
         os.chmod(self.data, 0o700)  # secrets and the relay token live here
         self.registry = Registry(self.data / "sessions.json").load()
         self.archive = DiskArchive(self.data / "events")
-        self.mux = Mux(options.mux_program, options.mux_socket)
+        self.mux: Multiplexer = mux or Mux(options.mux_program, options.mux_socket)
         self.runtimes: dict[str, Runtime] = {}
         self.settings_path = self.data / "hooks.json"
-        self.hook_server = HookServer(self._secret_for, self._on_hook, port=self._hook_port())
+        make_hooks = hooks or self._hook_server
+        self.hook_server: HookEndpoint = make_hooks(self._secret_for, self._on_hook)
         self.claude_version = ""
-        self.link = RelayLink(
-            options.relay_url,
-            options.token,
-            DeviceInfo(),
-            self.archive,
-            self._on_command,
-            self._on_linked,
-            self._on_unlinked,
+        make_link = link or self._relay_link
+        self.link: AgentLink = make_link(
+            self.archive, self._on_command, self._on_linked, self._on_unlinked
         )
         # What the policy answered, for the audit log: kept until the relay acknowledges it.
         self.decisions = DecisionLog(self.link, self.data / "decisions.json")
@@ -294,6 +301,7 @@ class Agent:
         self._stopping = asyncio.Event()
         self._dirty = False
         self._background: set[asyncio.Task[None]] = set()
+        self.commands = self._command_table()
 
     # -- life of the agent ---------------------------------------------------------------
 
@@ -309,7 +317,7 @@ class Agent:
             name=self.options.device_name,
             hostname=socket.gethostname(),
             os=f"{platform.system()} {platform.release()}",
-            agent_version="0.1.0",
+            agent_version=__version__,
             claude_version=self.claude_version,
         )
         self._forget_bad_ids()
@@ -362,6 +370,26 @@ class Agent:
         task = asyncio.create_task(coro)
         self._background.add(task)
         task.add_done_callback(self._background.discard)
+
+    def _hook_server(self, secret_for: SecretFor, on_hook: OnHook) -> HookEndpoint:
+        return HookServer(secret_for, on_hook, port=self._hook_port())
+
+    def _relay_link(
+        self,
+        archive: Archive,
+        on_command: WireCommandHandler,
+        on_linked: OnLinked,
+        on_unlinked: OnUnlinked,
+    ) -> AgentLink:
+        return RelayLink(
+            self.options.relay_url,
+            self.options.token,
+            DeviceInfo(),
+            archive,
+            on_command,
+            on_linked,
+            on_unlinked,
+        )
 
     def _hook_port(self) -> int:
         """Sessions keep the port in their environment: reuse it so they survive our restart."""
@@ -446,8 +474,8 @@ class Agent:
         chosen = revive_candidates(
             candidates,
             time.time(),
-            float(self.config.revive_window_hours),
-            int(self.config.revive_max),
+            self.config.float("revive_window_hours"),
+            self.config.int("revive_max"),
         )
         for record in candidates:
             if record not in chosen and record.alive:
@@ -463,7 +491,7 @@ class Agent:
                 _log.warning("session %s could not be revived: %s", record.id, _reason(exc))
                 await self._send_update(self._runtime(record), force=True)
                 continue
-            rt.held_not_before = time.time() + float(self.config.held_after_revive)
+            rt.held_not_before = time.time() + self.config.float("held_after_revive")
             self._add_marker(record, MarkerKind.REVIVED, REVIVED_TEXT)
 
     async def _launch(self, record: SessionRecord, *, resume: bool) -> Runtime:
@@ -666,10 +694,10 @@ class Agent:
                 self._wake_transcripts.set()
         except (OSError, RuntimeError) as exc:
             _log.warning("file watching is off (%s); transcripts are read every %s s", exc,
-                         self.config.transcript_read_interval)  # fmt: skip
+                         self.config.float("transcript_read_interval"))  # fmt: skip
 
     async def _transcript_loop(self) -> None:
-        interval = float(self.config.transcript_read_interval)
+        interval = self.config.float("transcript_read_interval")
         while True:
             with contextlib.suppress(TimeoutError):
                 await asyncio.wait_for(self._wake_transcripts.wait(), interval)
@@ -710,8 +738,8 @@ class Agent:
         record = rt.record
         await self._send_markers(rt)
         for conversation_id, lines in rt.follower.poll():
-            for start in range(0, len(lines), 500):
-                chunk = lines[start : start + 500]
+            for start in range(0, len(lines), LINES_PER_BATCH):
+                chunk = lines[start : start + LINES_PER_BATCH]
                 ack = await self.link.send_lines(record.id, conversation_id, chunk, record.cwd)
                 if rt.follower.ack(conversation_id, ack.through_offset):
                     self._dirty = True
@@ -855,7 +883,7 @@ class Agent:
                 process_alive=rt.pane_alive,
                 launched_at=record.launched_at,
                 now=now,
-                missed_hook_close=float(self.config.missed_hook_close),
+                missed_hook_close=self.config.float("missed_hook_close"),
                 screen_idle_since=rt.idle_since,
                 first_frame_at=rt.first_frame_at,
             )
@@ -875,7 +903,7 @@ class Agent:
             return
         self._track_card(rt)
         busy = computed.state == "busy"
-        interval = self.config.preview_read_interval if busy else self.config.screen_read_interval
+        interval = self.config.float("preview_read_interval" if busy else "screen_read_interval")
         if now < rt.burst_until:
             interval = BURST_INTERVAL
         if rt.card is not None and not rt.card.answerable:
@@ -955,7 +983,7 @@ class Agent:
             card,
             starting=not prompted,
             since_model_change=since,
-            model_switch_window=float(self.config.model_switch_window),
+            model_switch_window=self.config.float("model_switch_window"),
         )
         if decision is None:
             if not prompted:
@@ -1129,8 +1157,24 @@ class Agent:
 
     # -- commands from the phone -------------------------------------------------------------
 
+    def _command_table(self) -> Mapping[CommandName, CommandHandler]:
+        """Every command the relay may send (wire/protocol.py's CommandName) and its handler."""
+        return {
+            "create_session": self._cmd_create_session,
+            "send": self._cmd_send,
+            "answer_card": self._cmd_answer_card,
+            "interrupt": self._cmd_interrupt,
+            "end": self._cmd_end,
+            "rest": self._cmd_rest,
+            "reopen": self._cmd_reopen,
+            "cancel_held": self._cmd_cancel_held,
+            "set_policy": self._cmd_set_policy,
+            "change_policy": self._cmd_change_policy,
+            "delete_history": self._cmd_delete_history,
+        }
+
     async def _on_command(self, command: Command) -> CommandResult:
-        handler = getattr(self, f"_cmd_{command.name}", None)
+        handler = self.commands.get(command.name)
         try:
             if handler is None:
                 raise CommandFailed("not_supported", f"this agent does not know {command.name}")

@@ -20,8 +20,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from agent.errors import NotLinked
 from agent.files import write_json
-from agent.link import NotLinked, RelayLink
+from agent.seams import AgentLink
 from agent.state import RunningTool
 from wire.policy import Verdict
 from wire.protocol import Decision, DecisionAck, input_digest
@@ -94,7 +95,7 @@ class DecisionLog:
     before, or refused for good): one sent on a link that dropped, or still waiting when the
     agent stopped, is sent again, and the relay keeps it once."""
 
-    def __init__(self, link: RelayLink, path: Path | None = None) -> None:
+    def __init__(self, link: AgentLink, path: Path | None = None) -> None:
         self.link = link
         self.path = path
         self.pending: dict[str, Decision] = {}

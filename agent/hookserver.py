@@ -38,6 +38,8 @@ from http import HTTPStatus
 from types import TracebackType
 from typing import Any, Literal
 
+from agent.errors import HttpError
+
 log = logging.getLogger(__name__)
 
 HOOK_EVENTS: tuple[str, ...] = (
@@ -88,15 +90,6 @@ def permission_decision(behavior: Literal["allow", "deny"], message: str | None 
         raise ValueError(f"behavior must be 'allow' or 'deny', not {behavior!r}")
     output = {"hookSpecificOutput": {"hookEventName": "PermissionRequest", "decision": decision}}
     return json.dumps(output, separators=(",", ":"), ensure_ascii=False)
-
-
-class HttpError(Exception):
-    """A request refused with ``status``; ``reason`` goes to the log and the response body."""
-
-    def __init__(self, status: HTTPStatus, reason: str) -> None:
-        super().__init__(f"{status.value} {reason}")
-        self.status = status
-        self.reason = reason
 
 
 @dataclass

@@ -8,6 +8,9 @@ import re
 import shutil
 from collections.abc import Mapping
 
+from agent.errors import BadClaudeArgs as BadClaudeArgs
+from agent.errors import ClaudeMissing as ClaudeMissing
+
 # The Claude Code versions whose screens, dialogs and transcripts were captured and tested.
 KNOWN_VERSIONS = frozenset({"2.1.328"})
 PERMISSION_MODES = frozenset(
@@ -28,14 +31,6 @@ OWN_FLAGS = frozenset(
         "--version", "-v", "--help", "-h",
     }
 )  # fmt: skip
-
-
-class ClaudeMissing(RuntimeError):
-    """The claude command was not found or does not run."""
-
-
-class BadClaudeArgs(ValueError):
-    """Extra claude arguments the agent cannot pass; the message says which and why."""
 
 
 def check_claude_args(args: list[str]) -> list[str]:

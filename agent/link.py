@@ -14,12 +14,14 @@ import asyncio
 import contextlib
 import logging
 import random
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterator
 
-import websockets
 from pydantic import BaseModel
 
-from wire.client import Archive, CommandHandler, DecisionAckHandler, LinkRefused, MacLink
+from agent.errors import BatchRefused as BatchRefused
+from agent.errors import NotLinked as NotLinked
+from wire.client import Archive, CommandHandler, DecisionAckHandler, MacLink
+from wire.errors import LinkRefused
 from wire.protocol import Ack, DeviceInfo, LineRecord, Ping, SessionInfo, Welcome
 
 _log = logging.getLogger("agent.link")
@@ -27,15 +29,6 @@ _log = logging.getLogger("agent.link")
 BACKOFF_FIRST = 0.5
 BACKOFF_MAX = 30.0
 HEARTBEAT = 20.0
-
-
-class NotLinked(ConnectionError):
-    """The relay is not reachable right now; the work stays on the Mac and is sent later."""
-
-
-class BatchRefused(Exception):
-    """The relay answered one batch with an error: the link is fine, those lines stay in the
-    transcript and are sent again later, without holding up other sessions."""
 
 
 class RelayLink:
@@ -91,12 +84,12 @@ class RelayLink:
                 welcome = await link.connect()
             except LinkRefused as exc:
                 self.last_error = str(exc)
-                if "4401" in str(exc) or "token" in str(exc):
+                if exc.token_refused:
                     self.refused = str(exc)
                     _log.error("the relay refused this Mac: %s — pair it again", exc)
                 await self._backoff(attempt := attempt + 1, long=self.refused is not None)
                 continue
-            except (OSError, TimeoutError, websockets.exceptions.WebSocketException) as exc:
+            except (OSError, TimeoutError) as exc:  # LinkLost is an OSError
                 self.last_error = f"cannot reach {self.relay_url}: {exc}"
                 await self._backoff(attempt := attempt + 1)
                 continue
@@ -124,7 +117,7 @@ class RelayLink:
             try:
                 await asyncio.sleep(HEARTBEAT)
                 await link.send_raw(Ping().model_dump_json())
-            except (websockets.exceptions.ConnectionClosed, OSError):
+            except OSError:  # LinkLost included
                 return
 
     async def _backoff(self, attempt: int, long: bool = False) -> None:
@@ -145,9 +138,8 @@ class RelayLink:
     ) -> Ack:
         link = self._require()
         try:
-            ack = await link.send_lines(session_id, conversation_id, lines, cwd=cwd)
-        except (ConnectionError, TimeoutError, websockets.exceptions.ConnectionClosed) as exc:
-            raise NotLinked(str(exc)) from exc
+            with _not_linked():
+                ack = await link.send_lines(session_id, conversation_id, lines, cwd=cwd)
         except LinkRefused as exc:
             # The relay answered this batch with an error (e.g. "internal"): the lines stay in
             # the transcript and are sent again later, as after a lost link.
@@ -158,17 +150,22 @@ class RelayLink:
     async def send(self, message: BaseModel) -> None:
         """Send one more link message (wire/protocol.py) as it is."""
         link = self._require()
-        try:
+        with _not_linked():
             await link.send_raw(message.model_dump_json())
-        except websockets.exceptions.ConnectionClosed as exc:
-            raise NotLinked(str(exc)) from exc
 
     async def update(self, info: SessionInfo) -> None:
         link = self._require()
-        try:
+        with _not_linked():
             await link.update(info)
-        except websockets.exceptions.ConnectionClosed as exc:
-            raise NotLinked(str(exc)) from exc
+
+
+@contextlib.contextmanager
+def _not_linked() -> Iterator[None]:
+    """A link that drops or times out while sending: the work stays on the Mac (NotLinked)."""
+    try:
+        yield
+    except (ConnectionError, TimeoutError) as exc:  # LinkLost is a ConnectionError
+        raise NotLinked(str(exc)) from exc
 
 
 def _log_dropped(ack: Ack) -> None:

@@ -23,6 +23,9 @@ from pathlib import Path
 
 import libtmux
 
+from agent.errors import MuxError as MuxError
+from agent.errors import PaneGone as PaneGone
+
 SESSION_PREFIX = "cb-"
 CONTROL_SESSION = "_cb_control"
 DEFAULT_SOCKET = "claude-bridge"
@@ -32,14 +35,6 @@ PANE_FORMAT = (
     "#{session_name}\t#{pane_pid}\t#{pane_dead}\t#{pane_width}\t#{pane_height}\t"
     "#{cursor_x}\t#{cursor_y}\t#{pane_current_command}"
 )
-
-
-class MuxError(RuntimeError):
-    """tmux refused a command or is not there; the message says which and why."""
-
-
-class PaneGone(MuxError):
-    """The session's pane no longer exists (claude exited or the server was killed)."""
 
 
 @dataclass(frozen=True)

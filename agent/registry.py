@@ -17,6 +17,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
+from agent.errors import RegistryDamaged as RegistryDamaged
 from agent.files import write_json
 from wire.protocol import HeldMessage
 
@@ -107,10 +108,6 @@ class Registry:
 
     def get(self, session_id: str) -> SessionRecord | None:
         return self.sessions.get(session_id)
-
-
-class RegistryDamaged(RuntimeError):
-    """sessions.json could not be read; it was set aside and the agent started empty."""
 
 
 def revive_candidates(

@@ -41,7 +41,7 @@ def _config(args: argparse.Namespace) -> configmod.Config:
             overrides[name] = value
     try:
         cfg = configmod.load(overrides)
-        configmod.trusted_networks(str(cfg.trusted_proxies))  # a typo stops here, not mid-start
+        configmod.trusted_networks(cfg.str("trusted_proxies"))  # a typo stops here, not mid-start
         return cfg
     except configmod.ConfigError as exc:
         _fail(str(exc))
@@ -87,17 +87,17 @@ def _check_port_free(cfg: configmod.Config) -> None:
     with socket.socket() as probe:
         probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
-            probe.bind((str(cfg.host), int(cfg.port)))
+            probe.bind((cfg.str("host"), cfg.int("port")))
         except OSError as exc:
             _fail(
-                f"cannot listen on {cfg.host}:{cfg.port}: {exc.strerror}",
+                f"cannot listen on {cfg.str('host')}:{cfg.int('port')}: {exc.strerror}",
                 f"is claude-bridge already running? Open {cfg.base_url}/ or pass --port",
             )
 
 
 def _warn_old_proxy_setting(cfg: configmod.Config) -> None:
     """uvicorn's FORWARDED_ALLOW_IPS no longer applies: say what replaced it."""
-    if os.environ.get("FORWARDED_ALLOW_IPS") and not cfg.trusted_proxies:
+    if os.environ.get("FORWARDED_ALLOW_IPS") and not cfg.str("trusted_proxies"):
         print(
             "claude-bridge: FORWARDED_ALLOW_IPS is ignored; name the proxy in CB_TRUSTED_PROXIES "
             "(forwarded headers are believed only from there)",
@@ -115,8 +115,8 @@ def _serve(cfg: configmod.Config, log_level: str) -> int:
     _warn_old_proxy_setting(cfg)
     uvicorn.run(
         create_app(cfg),
-        host=str(cfg.host),
-        port=int(cfg.port),
+        host=cfg.str("host"),
+        port=cfg.int("port"),
         log_level=log_level,
         timeout_graceful_shutdown=3,
         **server_options(cfg),  # forwarded headers only from trusted_proxies
@@ -167,7 +167,7 @@ def cmd_up(args: argparse.Namespace) -> int:
     print(f"  pair a phone: open {link}")
     print(
         f"                (or type the code {code} on the page; it works once, for "
-        f"{int(float(cfg.pair_code_ttl) // 60)} minutes)"
+        f"{int(cfg.float('pair_code_ttl') // 60)} minutes)"
     )
     _print_qr(link)
     token = token_file.read_text().strip()
@@ -196,8 +196,8 @@ async def _serve_with_agent(
     server = uvicorn.Server(
         uvicorn.Config(
             create_app(cfg),
-            host=str(cfg.host),
-            port=int(cfg.port),
+            host=cfg.str("host"),
+            port=cfg.int("port"),
             log_level=args.log_level,
             timeout_graceful_shutdown=3,
             **server_options(cfg),  # forwarded headers only from trusted_proxies
@@ -221,7 +221,7 @@ async def _serve_with_agent(
     else:
         options = AgentOptions(
             data_dir=agent_dir,
-            relay_url=f"http://127.0.0.1:{cfg.port}",
+            relay_url=f"http://127.0.0.1:{cfg.int('port')}",
             token=token,
             claude=claude,
             mux_program=program,
@@ -255,7 +255,7 @@ def cmd_pair(args: argparse.Namespace) -> int:
     account = store.ensure_account(args.account)
     code = store.create_pair_code(account, args.kind, args.name)
     store.close()
-    minutes = int(float(cfg.pair_code_ttl) // 60)
+    minutes = int(cfg.float("pair_code_ttl") // 60)
     if args.kind == "phone":
         link = _pair_link(cfg, code)
         print(f"Open this on your phone within {minutes} minutes (it works once):")
@@ -309,7 +309,7 @@ def cmd_token_revoke(args: argparse.Namespace) -> int:
         _fail(f"no active token {args.token_id}", "see `claude-bridge token list`")
     print(
         f"Revoked {args.token_id}; open streams using it close within "
-        f"{float(cfg.auth_recheck_interval):g} s."
+        f"{cfg.float('auth_recheck_interval'):g} s."
     )
     return 0
 
@@ -338,7 +338,7 @@ def cmd_cost(args: argparse.Namespace) -> int:
     from relay.features.cost import CostCounter, PriceError, load_prices
 
     try:
-        counter = CostCounter(load_prices(str(_config(args).model_prices)))
+        counter = CostCounter(load_prices(_config(args).str("model_prices")))
     except PriceError as exc:
         _fail(str(exc), "fix CB_MODEL_PRICES (see the configuration table in README.md)")
     for name in args.files:
@@ -355,7 +355,8 @@ def cmd_cost(args: argparse.Namespace) -> int:
 
 def cmd_replay(args: argparse.Namespace) -> int:
     from cli.replay import replay_file
-    from wire.client import LinkRefused, MacLink
+    from wire.client import MacLink
+    from wire.errors import LinkRefused
     from wire.protocol import DeviceInfo
 
     async def run() -> int:

@@ -35,6 +35,7 @@ from relay.hub import Hub
 from relay.jsontext import JSONText
 from relay.state import RelayState
 from relay.store import Store
+from wire import __version__
 from wire.config import Config, Network, trusted_networks
 
 _log = logging.getLogger("relay")
@@ -183,7 +184,7 @@ class ForwardedHeaders:
 def server_options(config: Config) -> dict[str, Any]:
     """The uvicorn settings of every way the relay is started (cli/main.py, the tests)."""
     return {
-        "ws_max_size": int(config.max_link_message_bytes),
+        "ws_max_size": config.int("max_link_message_bytes"),
         # Forwarded headers are ForwardedHeaders' job, trusting only ``trusted_proxies``.
         "proxy_headers": False,
     }
@@ -225,7 +226,7 @@ def create_app(config: Config) -> FastAPI:
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         store = Store(config, schemas=schemas(FEATURES))
-        hub = Hub(int(config.sse_queue_size))
+        hub = Hub(config.int("sse_queue_size"))
         hub.bind(asyncio.get_running_loop())
         store.add_listener(hub.publish_events_threadsafe)
         store.ensure_account()
@@ -245,7 +246,7 @@ def create_app(config: Config) -> FastAPI:
 
     app = FastAPI(
         title="claude-bridge relay",
-        version="0.1.0",
+        version=__version__,
         lifespan=lifespan,
         docs_url=None,
         redoc_url=None,
@@ -308,13 +309,13 @@ def create_app(config: Config) -> FastAPI:
         if feature.router is not None:
             app.include_router(feature.router)
     app.include_router(link.router)
-    web_dir = Path(str(config.web_dir)).expanduser() if config.web_dir else WEB_DIR
+    web_dir = Path(config.str("web_dir")).expanduser() if config.str("web_dir") else WEB_DIR
     if web_dir.is_dir():
         app.mount("/", StaticFiles(directory=web_dir, html=True), name="web")
 
     # Added last = outermost: even a 413 from the body limit carries the security headers.
-    app.add_middleware(BodyLimit, limit=int(config.max_body_bytes))
+    app.add_middleware(BodyLimit, limit=config.int("max_body_bytes"))
     app.add_middleware(SecurityHeaders)
     # Outermost: every part below sees the client and scheme only a trusted proxy may change.
-    app.add_middleware(ForwardedHeaders, trusted=trusted_networks(str(config.trusted_proxies)))
+    app.add_middleware(ForwardedHeaders, trusted=trusted_networks(config.str("trusted_proxies")))
     return app

@@ -77,8 +77,8 @@ class ConversionLimits:
     @classmethod
     def from_config(cls, config: Config) -> ConversionLimits:
         return cls(
-            tool_result_max_chars=int(config.tool_result_max_chars),
-            tool_input_max_chars=int(config.tool_input_max_chars),
+            tool_result_max_chars=config.int("tool_result_max_chars"),
+            tool_input_max_chars=config.int("tool_input_max_chars"),
         )
 
 

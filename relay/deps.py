@@ -94,7 +94,7 @@ def allow_all_for(state: RelayState, given: float | str | None) -> float | str:
     """The duration of an "allow all" turned on: the one given, else the setting's."""
     if given is not None:
         return given
-    return float(state.config.allow_all_default_minutes) * 60
+    return state.config.int("allow_all_default_minutes") * 60.0  # seconds
 
 
 def check_policy(data: Any) -> Policy:
@@ -136,7 +136,7 @@ async def send_command(
         await guard(session)
     devices = {d.id: d.name for d in await state.store.list_devices(session.account_id)}
     link = state.live.require_link(session.device_id, devices.get(session.device_id, ""))
-    result = await link.command(name, session.id, args, float(state.config.command_timeout))
+    result = await link.command(name, session.id, args, state.config.float("command_timeout"))
     check_result(result)
     await state.read_result(session.id, result.data)
     if result.data.get("reopened") is True and session.mark is not None:

@@ -35,7 +35,9 @@ async def fetch_page(
     not be read (for callers that pick events out of the page themselves)."""
     if page.last < page.first:
         return [], page.has_more
-    limit = None if whole else int(state.config.max_page_bytes) if max_bytes is None else max_bytes
+    limit = (
+        None if whole else state.config.int("max_page_bytes") if max_bytes is None else max_bytes
+    )
     budget = _Budget(limit)
     stored_first = max(page.first, session.oldest_seq)
     mac_part = page.from_mac
@@ -187,7 +189,7 @@ async def _from_mac(
             session.id,
             before=last + 1,
             limit=last - first + 1,
-            timeout=float(state.config.history_timeout),
+            timeout=state.config.float("history_timeout"),
         )
     except RelayError as exc:
         raise Conflict(

@@ -23,6 +23,9 @@ from relay.errors import NotFound, RelayError
 from relay.live import DeviceLink
 from relay.state import RelayState
 from wire.protocol import (
+    CLOSE_PROTOCOL,
+    CLOSE_REPLACED,
+    CLOSE_UNAUTHORIZED,
     PROTOCOL_VERSION,
     Ack,
     CommandResult,
@@ -46,9 +49,6 @@ _log = logging.getLogger("relay.link")
 
 HELLO_TIMEOUT = 10.0
 EVENTS_CHUNK = 500  # events per `events` message when catching a Mac up
-CLOSE_UNAUTHORIZED = 4401
-CLOSE_REPLACED = 4000
-CLOSE_PROTOCOL = 4002
 
 
 def events_message(session_id: str, epoch: str, events: list[tuple[int, str]]) -> str:
@@ -152,7 +152,7 @@ async def agent_link(ws: WebSocket) -> None:
 
 async def _serve(state: RelayState, link: DeviceLink, ws: WebSocket) -> None:
     """Read messages until the socket closes; one message's failure is answered, never fatal."""
-    max_bytes = int(state.config.max_link_message_bytes)
+    max_bytes = state.config.int("max_link_message_bytes")
     while True:
         frame = await ws.receive()
         if frame["type"] == "websocket.disconnect":
@@ -227,7 +227,7 @@ def _gone(ws: WebSocket) -> bool:
 
 async def _watch_token(state: RelayState, link: DeviceLink, token_hash: str) -> None:
     """Close the link soon after its token is revoked or expires, wherever that was done."""
-    interval = float(state.config.auth_recheck_interval)
+    interval = state.config.float("auth_recheck_interval")
     while True:
         await asyncio.sleep(interval)
         try:
@@ -320,7 +320,7 @@ async def _send_missed(
             session_id,
             first,
             min(last, first + EVENTS_CHUNK - 1),
-            max_bytes=int(state.config.max_page_bytes),
+            max_bytes=state.config.int("max_page_bytes"),
         )
         if not chunk:
             break

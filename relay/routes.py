@@ -35,7 +35,7 @@ from relay.history import fetch_page
 from relay.sse import account_updates, last_event_id, session_events
 from relay.state import RelayState, iso
 from relay.store import Principal, new_session_id
-from wire.protocol import CommandName
+from wire.protocol import CLOSE_UNAUTHORIZED, CommandName
 
 __all__ = ["READ_ONLY_HEADER", "refuse_read_only", "router"]
 
@@ -117,7 +117,7 @@ async def pair(body: PairBody, request: Request, state: State) -> Response:
         response.set_cookie(
             COOKIE_NAME,
             token,
-            max_age=int(float(state.config.token_ttl_days) * 86400) or None,
+            max_age=int(state.config.float("token_ttl_days") * 86400) or None,
             httponly=True,
             samesite="strict",
             secure=request.url.scheme == "https",  # https as seen by a trusted proxy too
@@ -177,7 +177,7 @@ async def revoke_device(device_id: str, principal: Phone, state: State) -> dict[
     link = state.live.link(device_id)
     if link is not None:
         link.fail_pending()
-        await link.close(4401, "this Mac's token was revoked")
+        await link.close(CLOSE_UNAUTHORIZED, "this Mac's token was revoked")
     return {"ok": True, "revoked_tokens": len(hashes)}
 
 
@@ -222,7 +222,7 @@ async def create_session(body: NewSession, principal: Phone, state: State) -> di
             policy.setdefault("allow_all_for", allow_all_for(state, body.allow_all_for))
         args["policy"] = policy
     result = await link.command(
-        "create_session", session_id, args, float(state.config.command_timeout)
+        "create_session", session_id, args, state.config.float("command_timeout")
     )
     if not result.ok:
         # The Mac refused (bad folder, claude missing…): nothing was started, keep no trace.
@@ -266,7 +266,7 @@ async def session_events_page(
     epoch: Annotated[str | None, Query(max_length=64)] = None,
 ) -> Response:
     session = await session_or_404(state, principal, session_id)
-    page_max = int(state.config.catchup_page)
+    page_max = state.config.int("catchup_page")
     size = seqrules.check_limit(limit, page_max)
     if after is not None and before is not None:
         raise BadRequest("give after or before, not both", code="bad_after")
@@ -305,7 +305,7 @@ async def session_stream(
     seqrules.page_after(session.numbering, start, 1, epoch)
     return EventSourceResponse(
         session_events(state, principal, session, start),
-        ping=float(state.config.sse_keepalive),
+        ping=state.config.float("sse_keepalive"),
         headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"},
     )
 
@@ -314,7 +314,7 @@ async def session_stream(
 async def account_stream(principal: Phone, state: State) -> EventSourceResponse:
     return EventSourceResponse(
         account_updates(state, principal),
-        ping=float(state.config.sse_keepalive),
+        ping=state.config.float("sse_keepalive"),
         headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"},
     )
 
@@ -326,7 +326,7 @@ async def account_stream(principal: Phone, state: State) -> EventSourceResponse:
 async def send_message(
     session_id: str, body: MessageBody, principal: Phone, state: State
 ) -> dict[str, Any]:
-    limit = int(state.config.max_message_chars)
+    limit = state.config.int("max_message_chars")
     if len(body.text) > limit:
         raise PayloadTooLarge(
             f"a message is limited to {limit:,} characters", code="text_too_large"

@@ -49,8 +49,8 @@ async def session_events(
     state: RelayState, principal: Principal, session: Session, after: int
 ) -> AsyncIterator[bytes]:
     sub = state.hub.subscribe_session(session.id, principal.token_hash)
-    recheck = float(state.config.auth_recheck_interval)
-    page = int(state.config.catchup_page)
+    recheck = state.config.float("auth_recheck_interval")
+    page = state.config.int("catchup_page")
     try:
         yield sse_frame(
             _json({"session_id": session.id, "epoch": session.epoch, "after": after}), event="hello"
@@ -109,7 +109,7 @@ async def session_events(
 
 async def account_updates(state: RelayState, principal: Principal) -> AsyncIterator[bytes]:
     sub: Subscriber = state.hub.subscribe_account(principal.account_id, principal.token_hash)
-    recheck = float(state.config.auth_recheck_interval)
+    recheck = state.config.float("auth_recheck_interval")
     try:
         devices = await state.store.list_devices(principal.account_id)
         sessions = await state.store.list_sessions(principal.account_id)

@@ -77,7 +77,7 @@ class RelayState:
     parts: dict[type, object] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
-        self.pair_limiter = RateLimiter(int(self.config.pair_attempts_per_minute))
+        self.pair_limiter = RateLimiter(self.config.int("pair_attempts_per_minute"))
 
     def add_part(self, part: object) -> None:
         self.parts[type(part)] = part

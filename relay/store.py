@@ -274,7 +274,7 @@ class Store:
         self._local = threading.local()
         self._listeners: list[EventListener] = []
         self._observers: list[LineObserver] = []
-        self._writer = Writer(self._connect_writer, batch_max=int(config.writer_batch_max))
+        self._writer = Writer(self._connect_writer, batch_max=config.int("writer_batch_max"))
         self._stop = threading.Event()
         self._checkpointer = threading.Thread(
             target=self._checkpoint_loop, name="relay-checkpoint", daemon=True
@@ -292,7 +292,7 @@ class Store:
     def _connect_writer(self) -> sqlite3.Connection:
         conn = self._connect()
         conn.execute("PRAGMA journal_mode = WAL")
-        synchronous = str(self.config.store_synchronous).upper()
+        synchronous = self.config.str("store_synchronous").upper()
         if synchronous not in {"NORMAL", "FULL", "EXTRA"}:
             synchronous = "NORMAL"
         conn.execute(f"PRAGMA synchronous = {synchronous}")
@@ -378,7 +378,7 @@ class Store:
         if kind not in {"device", "phone"}:
             raise ValueError(f"token kind must be device or phone, not {kind!r}")
         token = f"cb{kind[0]}_{secrets.token_urlsafe(TOKEN_BYTES)}"
-        days = float(self.config.token_ttl_days) if ttl_days is None else ttl_days
+        days = self.config.float("token_ttl_days") if ttl_days is None else ttl_days
         now = time.time()
         expires = now + days * 86400 if days > 0 else None
 
@@ -428,7 +428,7 @@ class Store:
     def create_pair_code(self, account_id: str, kind: str, name: str) -> str:
         """A one-time code, ``ABCD-EFGH-JKLM-NPQR``: its first group is its id, the rest secret."""
         now = time.time()
-        expires = now + float(self.config.pair_code_ttl)
+        expires = now + self.config.float("pair_code_ttl")
 
         def job(conn: sqlite3.Connection, _: list[Callable[[], None]]) -> str:
             conn.execute("DELETE FROM pairing_codes WHERE expires_at <= ?", (now,))
@@ -722,8 +722,8 @@ class Store:
         cwd: str | None = None,
     ) -> IngestResult:
         """Store a batch of transcript lines as numbered events, once each (idempotent)."""
-        kept = int(self.config.events_kept)
-        max_line = int(self.config.max_line_bytes)
+        kept = self.config.int("events_kept")
+        max_line = self.config.int("max_line_bytes")
         limits = self._limits
         listeners = self._listeners
         observers = self._observers
@@ -1040,11 +1040,14 @@ def _is_claude_conversation(conversation_id: str) -> bool:
     return not conversation_id.startswith("agent-") and conversation_id != BRIDGE_CONVERSATION
 
 
+UUIDS_PER_QUERY = 500  # ids per IN (…) query, well under SQLite's limit on bound variables
+
+
 def _known_uuids(conn: sqlite3.Connection, session_id: str, uuids: list[str | None]) -> set[str]:
-    """Which of these line uuids the session has stored already (one query per 500)."""
+    """Which of these line uuids the session has stored already (one query per chunk)."""
     known: set[str] = set()
-    for start in range(0, len(uuids), 500):
-        chunk = uuids[start : start + 500]
+    for start in range(0, len(uuids), UUIDS_PER_QUERY):
+        chunk = uuids[start : start + UUIDS_PER_QUERY]
         marks = ",".join("?" * len(chunk))
         rows = conn.execute(
             f"SELECT uuid FROM line_uuids WHERE session_id = ? AND uuid IN ({marks})",

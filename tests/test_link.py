@@ -371,3 +371,38 @@ def test_a_card_survives_later_updates_and_clears_only_when_told(
             assert link.connected  # no update ever cost the link
 
     asyncio.run(run())
+
+
+def test_a_refused_token_is_read_from_the_close_code(relay: RelayServer, account: Account) -> None:
+    from agent.errors import AgentError, NotLinked
+    from agent.link import RelayLink
+    from wire.client import MemoryArchive
+    from wire.errors import LinkLost, LinkRefused, WireError
+    from wire.protocol import CLOSE_UNAUTHORIZED, CommandResult, DeviceInfo
+
+    async def go() -> None:
+        with pytest.raises(LinkRefused) as refused:
+            async with mac(relay, account.phone_token):
+                pass
+        assert refused.value.close_code == CLOSE_UNAUTHORIZED and refused.value.token_refused
+
+        async def no_command(command: object) -> CommandResult:
+            raise AssertionError("no command expected")
+
+        async def linked(welcome: object) -> None:
+            raise AssertionError("a phone token must not link")
+
+        agent_link = RelayLink(
+            relay.url, "cbd_not-a-token", DeviceInfo(name="m"), MemoryArchive(), no_command, linked
+        )
+        agent_link.start()
+        try:
+            async with asyncio.timeout(10):
+                while agent_link.refused is None:
+                    await asyncio.sleep(0.02)
+        finally:
+            await agent_link.stop()
+        # One root per package: the agent's and the shared package's errors are each one tree.
+        assert issubclass(NotLinked, AgentError) and issubclass(LinkLost, WireError)
+
+    asyncio.run(go())

@@ -269,7 +269,7 @@ class PortRelay(RelayServer):
                 host="127.0.0.1",
                 port=port,
                 log_level="warning",
-                ws_max_size=int(self.config.max_link_message_bytes),
+                ws_max_size=self.config.int("max_link_message_bytes"),
                 timeout_graceful_shutdown=1,
             )
         )

@@ -7,3 +7,11 @@ policy model (``policy``) and the one-line summary of a tool's input (``tools``)
 agent and the relay never import each other, and this package imports neither of them (nor the
 ``cli`` package, the command line over all three); tests/test_architecture.py checks it.
 """
+
+from importlib import metadata
+
+try:
+    # The one version string: pyproject.toml's, as installed.
+    __version__ = metadata.version("claude-bridge")
+except metadata.PackageNotFoundError:  # a checkout that was never installed
+    __version__ = "0+unknown"

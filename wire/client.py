@@ -21,6 +21,8 @@ import websockets
 from pydantic import ValidationError
 from websockets.asyncio.client import ClientConnection
 
+from wire.errors import LinkLost
+from wire.errors import LinkRefused as LinkRefused
 from wire.protocol import (
     Ack,
     Command,
@@ -91,8 +93,26 @@ class MemoryArchive(dict[str, dict[int, NumberedEvent]]):
         return max(self.get(session_id, {}), default=0)
 
 
-class LinkRefused(RuntimeError):
-    """The relay refused the link or a batch (bad token, protocol error)."""
+@contextlib.contextmanager
+def map_websockets_errors(*, opening: bool = False) -> Iterator[None]:
+    """Translate websockets' errors into the package's own (wire/errors.py), in this one place.
+
+    While the link is being opened (``opening``) a close from the relay is a refusal, with the
+    close code read from the close frame; later it is a lost link.
+    """
+    try:
+        yield
+    except websockets.exceptions.InvalidStatus as exc:
+        status = exc.response.status_code
+        raise LinkRefused(f"the relay refused the link: HTTP {status}", status=status) from exc
+    except websockets.exceptions.ConnectionClosed as exc:
+        code = exc.rcvd.code if exc.rcvd else None
+        if opening:
+            reason = exc.rcvd.reason if exc.rcvd else str(exc)
+            raise LinkRefused(f"the relay closed the link: {reason}", close_code=code) from exc
+        raise LinkLost(str(exc), close_code=code) from exc
+    except websockets.exceptions.WebSocketException as exc:
+        raise LinkLost(str(exc)) from exc
 
 
 def link_url(relay_url: str) -> str:
@@ -148,25 +168,17 @@ class MacLink:
     _events_seen: asyncio.Condition = field(default_factory=asyncio.Condition)
 
     async def connect(self, *, open_timeout: float = 10.0) -> Welcome:
-        try:
+        with map_websockets_errors(opening=True):
             self._ws = await websockets.connect(
                 link_url(self.relay_url),
                 additional_headers={"Authorization": f"Bearer {self.token}"},
                 open_timeout=open_timeout,
                 max_size=None,
             )
-        except websockets.exceptions.InvalidStatus as exc:
-            raise LinkRefused(
-                f"the relay refused the link: HTTP {exc.response.status_code}"
-            ) from exc
-        try:
             await self._ws.send(
                 Hello(device=self.device, sessions=self.archive.positions()).model_dump_json()
             )
             first = await asyncio.wait_for(self._ws.recv(), open_timeout)
-        except websockets.exceptions.ConnectionClosed as exc:
-            reason = exc.rcvd.reason if exc.rcvd else str(exc)
-            raise LinkRefused(f"the relay closed the link: {reason}") from exc
         welcome = relay_message.validate_json(first)
         if not isinstance(welcome, Welcome):
             raise LinkRefused(f"expected welcome, got {first[:200]!r}")
@@ -220,18 +232,21 @@ class MacLink:
             cwd=cwd,
         )
         try:
-            await self._ws.send(message.model_dump_json())
+            with map_websockets_errors():
+                await self._ws.send(message.model_dump_json())
             return await asyncio.wait_for(future, timeout)
         finally:
             self._acks.pop(batch, None)
 
     async def update(self, info: SessionInfo) -> None:
         assert self._ws is not None, "connect() first"
-        await self._ws.send(session_update_json(info))
+        with map_websockets_errors():
+            await self._ws.send(session_update_json(info))
 
     async def send_raw(self, text: str) -> None:
         assert self._ws is not None, "connect() first"
-        await self._ws.send(text)
+        with map_websockets_errors():
+            await self._ws.send(text)
 
     async def wait_for_seq(self, session_id: str, seq: int, timeout: float = 10.0) -> None:
         """Wait until the archive holds every event of the session up to ``seq``."""
@@ -280,7 +295,7 @@ class MacLink:
         finally:
             for future in self._acks.values():
                 if not future.done():
-                    future.set_exception(ConnectionError("the link closed before the ack"))
+                    future.set_exception(LinkLost("the link closed before the ack"))
 
     def _spawn(self, coro: Awaitable[None]) -> None:
         task = asyncio.ensure_future(coro)

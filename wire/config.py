@@ -8,13 +8,18 @@ setting is missing from the README, so adding one here means documenting it ther
 
 from __future__ import annotations
 
+import builtins
 import ipaddress
 import math
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
+
+from wire.errors import ConfigError as ConfigError
+
+_T = TypeVar("_T")
 
 
 @dataclass(frozen=True)
@@ -251,38 +256,63 @@ SETTINGS: tuple[Setting, ...] = (
 _BY_NAME: dict[str, Setting] = {s.name: s for s in SETTINGS}
 
 
-class ConfigError(ValueError):
-    """A setting has an unknown name or a value of the wrong type."""
+_TYPE_LABELS: dict[type, str] = {
+    int: "a whole number",
+    float: "a finite number",
+    bool: "true or false",
+    str: "text",
+}
 
 
 @dataclass(frozen=True)
 class Config:
     """Resolved settings. Immutable: a value read once never changes under the reader."""
 
-    values: Mapping[str, Any] = field(default_factory=dict)
+    values: Mapping[builtins.str, Any] = field(default_factory=dict)
 
-    def __getattr__(self, name: str) -> Any:
-        try:
-            return self.values[name]
-        except KeyError:
-            raise AttributeError(name) from None
+    # Typed reads: ``config.int("port")`` is an ``int`` to the type checker and at run time, so
+    # no call site casts. A wrong name, or a name read as a type it is not declared with, is a
+    # ConfigError naming the setting (a test checks every call site in the code against the table).
+    def int(self, name: builtins.str) -> builtins.int:
+        return self._read(name, builtins.int)
+
+    def float(self, name: builtins.str) -> builtins.float:
+        return self._read(name, builtins.float)
+
+    def str(self, name: builtins.str) -> builtins.str:
+        return self._read(name, builtins.str)
+
+    def bool(self, name: builtins.str) -> builtins.bool:
+        return self._read(name, builtins.bool)
+
+    def _read(self, name: builtins.str, kind: type[_T]) -> _T:
+        setting = _BY_NAME.get(name)
+        if setting is None:
+            raise ConfigError(f"unknown setting {name!r}")
+        declared = type(setting.default)
+        if declared is not kind:
+            raise ConfigError(
+                f"setting {name} is {_TYPE_LABELS[declared]}, not {_TYPE_LABELS[kind]}"
+            )
+        value = self.values[name]
+        # type(), not isinstance(): a bool is an int to isinstance.
+        if type(value) is not kind or not isinstance(value, kind):
+            raise ConfigError(f"setting {name} holds {value!r}, not {_TYPE_LABELS[kind]}")
+        return value
 
     @property
     def data_path(self) -> Path:
-        return Path(str(self.values["data_dir"])).expanduser()
+        return Path(self.str("data_dir")).expanduser()
 
     @property
-    def base_url(self) -> str:
-        url = str(self.values["public_url"])
+    def base_url(self) -> builtins.str:
+        url = self.str("public_url")
         if url:
             return url.rstrip("/")
-        return f"http://{self.values['host']}:{self.values['port']}"
+        return f"http://{self.str('host')}:{self.int('port')}"
 
     def replace(self, **overrides: Any) -> Config:
         return load(overrides, environ={}, base=self)
-
-
-_TYPE_LABELS = {int: "a whole number", float: "a finite number", bool: "true or false", str: "text"}
 
 
 def _coerce(setting: Setting, raw: Any) -> Any:

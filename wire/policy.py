@@ -36,6 +36,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal, cast
 
+from wire.errors import PolicyError as PolicyError
+
 Rule = Literal["allow", "ask", "deny"]
 RULES: tuple[Rule, ...] = ("allow", "ask", "deny")
 Category = Literal["read", "edit", "execute", "web", "mcp"]
@@ -66,10 +68,6 @@ MAX_TOOL_RULES = 200
 MAX_TOOL_NAME = 200
 MAX_ALLOW_ALL_SECONDS = 31 * 86400  # a month: longer is surely a mistake
 UNTIL_SESSION_ENDS = "session"  # allow_all_for: until the session ends
-
-
-class PolicyError(ValueError):
-    """A policy in JSON form that is not valid; the message says what is wrong."""
 
 
 def category_of(tool: str | None) -> Category | None:

@@ -33,6 +33,12 @@ MAX_OFFSET = MAX_SAFE_INTEGER
 MAX_TRANSCRIPT_OFFSET = 2**40
 MAX_HISTORY_LIMIT = 10_000  # events one history request may ask for
 
+# WebSocket close codes of the link (docs/protocol.md §11), sent by the relay, read by the Mac
+# from the close frame.
+CLOSE_REPLACED = 4000  # a newer link of the same Mac took over
+CLOSE_PROTOCOL = 4002  # the first message was not a valid hello
+CLOSE_UNAUTHORIZED = 4401  # the device token is unknown, revoked or expired: pair again
+
 Seq = Annotated[int, Field(ge=1, le=MAX_SEQ)]
 SeqOrZero = Annotated[int, Field(ge=0, le=MAX_SEQ)]
 Offset = Annotated[int, Field(ge=0, le=MAX_OFFSET)]

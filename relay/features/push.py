@@ -533,7 +533,7 @@ class Push:
         self.state = state
         self.vapid = Vapid.load_or_create(data / KEY_FILE)
         self.book = SubscriptionBook(data / SUBSCRIPTIONS_FILE)
-        subject = str(config.push_subject)
+        subject = config.str("push_subject")
         if not subject:
             base = config.base_url
             subject = base if base.startswith("https://") else "mailto:claude-bridge@localhost"
@@ -541,9 +541,9 @@ class Push:
             self.vapid,
             self.book,
             subject,
-            int(config.push_ttl),
-            float(config.push_timeout),
-            allowed_hosts(str(config.push_allowed_hosts)),
+            config.int("push_ttl"),
+            config.float("push_timeout"),
+            allowed_hosts(config.str("push_allowed_hosts")),
         )
 
     def watch(

@@ -109,9 +109,9 @@ class Ages:
     @classmethod
     def from_config(cls, config: Config) -> Ages:
         return cls(
-            float(config.archive_after_days) * DAY,
-            float(config.delete_after_days) * DAY,
-            float(config.audit_keep_days) * DAY,
+            config.float("archive_after_days") * DAY,
+            config.float("delete_after_days") * DAY,
+            config.float("audit_keep_days") * DAY,
         )
 
 
@@ -387,8 +387,8 @@ class Retention:
             self.state.watchers.remove(self._watch)
 
     async def _loop(self) -> None:
-        interval = max(1.0, float(self.state.config.retention_interval))
-        retry = max(0.05, float(self.state.config.retention_retry_interval))
+        interval = max(1.0, self.state.config.float("retention_interval"))
+        retry = max(0.05, self.state.config.float("retention_retry_interval"))
         loop = asyncio.get_running_loop()
         due = loop.time()  # the first run when the relay starts
         while True:
@@ -528,8 +528,8 @@ class Retention:
             "ran_at": iso(now),
             "trigger": trigger,
             "summary": ", ".join(pieces),
-            "archive_after_days": float(self.state.config.archive_after_days),
-            "delete_after_days": float(self.state.config.delete_after_days),
+            "archive_after_days": self.state.config.float("archive_after_days"),
+            "delete_after_days": self.state.config.float("delete_after_days"),
             "archived": archived,
             "restored": restored,
             "deleted": deleted,
@@ -537,7 +537,7 @@ class Retention:
             "kept_pinned": len(mine(p.kept_pinned)),
             "kept_working": mine(p.kept_working),
             "counts": applied.counts.get(account, {"active": 0, "archived": 0, "pinned": 0}),
-            "audit_keep_days": float(self.state.config.audit_keep_days),
+            "audit_keep_days": self.state.config.float("audit_keep_days"),
             "audit_expired": applied.audit_expired.get(account, 0),
         }
 
@@ -567,7 +567,7 @@ class Retention:
                 by_device.setdefault(device_id, []).append((sid, deleted_at, cwd, created_at))
             self._pending_devices = set(by_device)
             done: list[str] = []
-            timeout = float(self.state.config.command_timeout)
+            timeout = self.state.config.float("command_timeout")
             for device_id, items in by_device.items():
                 link = self.state.live.link(device_id)
                 if link is None or link.closed:
@@ -687,10 +687,10 @@ class Retention:
         delete_after = self.ages.delete_after
         return {
             "settings": {
-                "archive_after_days": float(self.state.config.archive_after_days),
-                "delete_after_days": float(self.state.config.delete_after_days),
-                "audit_keep_days": float(self.state.config.audit_keep_days),
-                "retention_interval": float(self.state.config.retention_interval),
+                "archive_after_days": self.state.config.float("archive_after_days"),
+                "delete_after_days": self.state.config.float("delete_after_days"),
+                "audit_keep_days": self.state.config.float("audit_keep_days"),
+                "retention_interval": self.state.config.float("retention_interval"),
             },
             "last_run": last,
             "next_run_at": iso(self.next_run_at),

@@ -552,7 +552,7 @@ async def subagent_events_page(
         before=before,
         limit=limit,
         epoch=epoch,
-        page_max=int(state.config.catchup_page),
+        page_max=state.config.int("catchup_page"),
         # The subagent page picks its events out of what is fetched: all of it or an error.
         fetch=functools.partial(fetch_page, state, whole=True),
     )

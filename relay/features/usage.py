@@ -212,7 +212,7 @@ def _summary(usd: Any, tokens: Any, source: Any) -> dict[str, Any]:
 async def start(state: RelayState) -> UsageTracker:
     """Make the tracker for the relay's store (prices from its config), observe lines, fill the
     cache, and give each session snapshot its ``cost``."""
-    tracker = UsageTracker(state.store, load_prices(str(state.config.model_prices)))
+    tracker = UsageTracker(state.store, load_prices(state.config.str("model_prices")))
     state.store.add_observer(tracker)
     await tracker.start()
     state.session_fields.append(lambda session: {"cost": tracker.summary(session.id)})
