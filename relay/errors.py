@@ -17,7 +17,12 @@ the page, so a person can look it up. Each error says what happened and what to 
     ├── PayloadTooLarge       413  body_too_large, text_too_large
     ├── Unprocessable         422  not_finite, bad_session_id
     ├── TooManyRequests       429  pair_rate_limited
+    ├── StoreUnavailable      503  store_unavailable (the database failed: disk full, I/O, closed)
     └── GatewayTimeout        504  device_timeout
+
+Foreign errors are translated once, where they enter: the database's (``sqlite3``) in
+``relay/writer.py`` and the store's reads, into ``StoreUnavailable``; nothing above the store sees
+``sqlite3`` errors of that kind. A constraint or programming error stays what it is: a bug.
 
 A transcript line over ``max_line_bytes`` is not an HTTP error: it becomes a ``line_too_large``
 marker event and the ack lists it in ``rejected``.
@@ -89,6 +94,11 @@ class Unprocessable(RelayError):
 class TooManyRequests(RelayError):
     status = 429
     code = "rate_limited"
+
+
+class StoreUnavailable(RelayError):
+    status = 503
+    code = "store_unavailable"
 
 
 class GatewayTimeout(RelayError):

@@ -29,6 +29,7 @@ from relay.convert import Conversion, ConversionLimits, convert_line
 from relay.datadir import DATABASE, secure_folder
 from relay.errors import BadRequest, Conflict, NotFound, RelayError, Unauthorized
 from relay.writer import Writer
+from relay.writer import translate as translate_db_error
 from wire.config import Config
 from wire.markers import BRIDGE_CONVERSATION
 from wire.protocol import (
@@ -996,7 +997,10 @@ class Store:
             rows: list[Any] = self._reader().execute(sql, params).fetchall()
             return rows
 
-        return await asyncio.to_thread(run)
+        try:
+            return await asyncio.to_thread(run)
+        except sqlite3.Error as exc:
+            raise translate_db_error(exc) from exc
 
 
 def _insert_session(

@@ -19,6 +19,8 @@ from collections.abc import Callable
 from concurrent.futures import Future
 from typing import Any, TypeVar
 
+from relay.errors import StoreUnavailable
+
 T = TypeVar("T")
 _log = logging.getLogger("relay.writer")
 
@@ -26,8 +28,27 @@ _log = logging.getLogger("relay.writer")
 Job = Callable[[sqlite3.Connection, list[Callable[[], None]]], T]
 
 
-class WriterClosed(RuntimeError):
+class WriterClosed(StoreUnavailable):
     """The store is shutting down; the write was not done."""
+
+
+def unavailable(exc: sqlite3.Error) -> StoreUnavailable:
+    """The database failed under a job (disk full, I/O error, a lock, a damaged file): what a
+    person sees, with SQLite's own words. Constraint and programming errors are not this: they
+    are bugs and stay as they are."""
+    return StoreUnavailable(
+        f"the relay's database failed ({exc}); nothing of this request was stored. Check the "
+        "disk and the data folder, then try again",
+        code="store_unavailable",
+    )
+
+
+def translate(exc: BaseException) -> BaseException:
+    if isinstance(exc, sqlite3.OperationalError | sqlite3.DatabaseError) and not isinstance(
+        exc, sqlite3.IntegrityError | sqlite3.ProgrammingError
+    ):
+        return unavailable(exc)
+    return exc
 
 
 class Writer:
@@ -46,16 +67,25 @@ class Writer:
 
     def submit(self, job: Job[T]) -> Future[T]:
         if self._closed:
-            raise WriterClosed("the relay store is closed")
+            raise WriterClosed(
+                "the relay store is closed: the relay is stopping; try again once it is back",
+                code="store_unavailable",
+            )
         future: Future[T] = Future()
         self._queue.put((job, future))
         return future
 
     async def run(self, job: Job[T]) -> T:
-        return await asyncio.wrap_future(self.submit(job))
+        try:
+            return await asyncio.wrap_future(self.submit(job))
+        except sqlite3.Error as exc:
+            raise translate(exc) from exc
 
     def run_sync(self, job: Job[T]) -> T:
-        return self.submit(job).result()
+        try:
+            return self.submit(job).result()
+        except sqlite3.Error as exc:
+            raise translate(exc) from exc
 
     def close(self) -> None:
         if self._closed:
@@ -100,7 +130,13 @@ class Writer:
                 except queue.Empty:
                     break
                 if item is not None:
-                    item[1].set_exception(WriterClosed("the relay store is closed"))
+                    item[1].set_exception(
+                        WriterClosed(
+                            "the relay store is closed: the relay is stopping; try again once it "
+                            "is back",
+                            code="store_unavailable",
+                        )
+                    )
 
     @staticmethod
     def _commit(conn: sqlite3.Connection, batch: list[tuple[Job[Any], Future[Any]]]) -> None:
@@ -114,6 +150,11 @@ class Writer:
                 try:
                     result = job(conn, job_callbacks)
                 except Exception as exc:
+                    if not conn.in_transaction:
+                        # SQLite rolled the whole transaction back itself (disk full, I/O
+                        # error): nothing of this batch holds, so every job in it fails with
+                        # that error, not with "no such savepoint".
+                        raise
                     conn.execute("ROLLBACK TO job")
                     conn.execute("RELEASE job")
                     outcomes.append((future, None, exc))

@@ -530,3 +530,71 @@ def test_the_origin_check_trusts_no_client_forwarded_host_and_compares_scheme(
         error_of(browser.post("/api/logout", headers=plain), 403, "bad_origin")
         out = browser.post("/api/logout", headers={**via_proxy, "Origin": "https://bridge.example"})
         assert out.status_code == 200, out.text
+
+
+def test_a_full_disk_answers_503_store_unavailable_and_nothing_stored_is_lost(
+    make_relay: Any,
+) -> None:
+    """A database that cannot be written (here SQLite's own "database or disk is full") is a
+    clear 503 on the API and an error on the link, which stays up; once there is room again the
+    Mac's lines are stored, and what was stored before is all still there."""
+    from tests.test_api import SMALL
+    from tests.test_api import push as push_lines
+    from wire.protocol import LineRecord
+
+    server = make_relay()
+    acct = server.account()
+    store = server.state.store
+    sid = str(uuid.uuid4())
+
+    def pages(conn: Any) -> int:
+        return int(conn.execute("PRAGMA page_count").fetchone()[0])
+
+    async def go() -> None:
+        async with mac(server, acct.device_token) as link:
+            await push_lines(link, sid, SMALL)
+            with phone_client(server, acct.phone_token) as phone:
+                before = (await asyncio.to_thread(phone.get, f"/api/sessions/{sid}/events")).json()
+                full = await store.write(pages)
+                await store.write(lambda conn: conn.execute(f"PRAGMA max_page_count = {full}"))
+                try:
+                    big = {"title": "x" * 400}
+                    for _ in range(50):  # until a page more is needed
+                        answer = await asyncio.to_thread(
+                            phone.patch, f"/api/sessions/{sid}", json=big
+                        )
+                        if answer.status_code != 200:
+                            break
+                        big = {"title": big["title"][::-1] + "y"}
+                    assert answer.status_code == 503, answer.text
+                    assert answer.json()["error"]["code"] == "store_unavailable"
+                    assert "full" in answer.json()["error"]["message"]
+                    lines = [
+                        LineRecord(offset=10**6 + i, text=_user(f"late {i}")) for i in range(30)
+                    ]
+                    with pytest.raises(Exception, match="store_unavailable"):
+                        await link.send_lines(sid, "conv-late", lines)
+                    assert link.connected  # the link stays up
+                finally:
+                    await store.write(
+                        lambda conn: conn.execute("PRAGMA max_page_count = 1073741823")
+                    )
+                await link.send_lines(sid, "conv-late", lines)
+                after = (await asyncio.to_thread(phone.get, f"/api/sessions/{sid}/events")).json()
+        kept = [e["seq"] for e in after["events"]]
+        assert kept[: len(before["events"])] == [e["seq"] for e in before["events"]]
+        texts = [e["text"] for e in after["events"] if e["kind"] == "user"]
+        assert texts[-30:] == [f"late {i}" for i in range(30)]
+
+    asyncio.run(go())
+
+
+def _user(text: str) -> str:
+    return json.dumps(
+        {
+            "type": "user",
+            "uuid": str(uuid.uuid4()),
+            "timestamp": "2026-12-01T10:00:00.000Z",
+            "message": {"role": "user", "content": text},
+        }
+    )
