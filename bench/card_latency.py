@@ -38,8 +38,8 @@ import httpx
 from agent import daemon
 from agent.daemon import AgentOptions
 from bench.e2e_latency import _wait, _wait_drawn, percentile, start_agent
-from tests.conftest import RelayServer, SSEReader, free_port
-from tests.e2e.conftest import API_KEY, REPO, seed_home
+from tests.support.bridge import API_KEY, REPO, seed_home
+from tests.support.relay import RelayServer, SSEReader, free_port
 
 FAKE_CLAUDE = REPO / "tests" / "fakeclaude" / "claude"
 REAL_CLAUDE = REPO / ".cache" / "claude-code" / "node_modules" / ".bin" / "claude"

@@ -33,8 +33,8 @@ from typing import Any
 import httpx
 
 from agent.daemon import Agent, AgentOptions
-from tests.conftest import RelayServer, SSEReader
-from tests.e2e.conftest import API_KEY, REPO, seed_home
+from tests.support.bridge import API_KEY, REPO, seed_home
+from tests.support.relay import RelayServer, SSEReader
 from wire import config as configmod
 
 GOALS = {"line_p50": 25.0, "line_p99": 100.0, "card_p50": 200.0}
@@ -311,7 +311,7 @@ def main() -> int:
 
 
 def _free_port() -> int:
-    from tests.conftest import free_port
+    from tests.support.relay import free_port
 
     return free_port()
 

@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
-from tests.e2e.conftest import Bridge, wait_for
-from tests.e2e.test_journeys import (
+from tests.support.bridge import Bridge
+from tests.support.journeys import (
     events,
     snapshot,
     start_session,
@@ -21,7 +21,7 @@ from tests.e2e.test_journeys import (
     wait_event,
     wait_state,
 )
-from tests.fake_bridge import fake_bridge  # noqa: F401  (the `fake` fixture)
+from tests.support.waits import wait_for
 from wire.protocol import SessionInfo
 
 

@@ -19,10 +19,9 @@ from agent.daemon import Agent
 from agent.mux import Mux, MuxError
 from agent.screen import render
 from agent.state import HookFacts, apply_hook, current_mode, launch_mode
-from tests import test_web as web
-from tests.conftest import Account
-from tests.e2e.conftest import Bridge, wait_for
-from tests.e2e.test_journeys import (
+from tests.support import web
+from tests.support.bridge import Bridge
+from tests.support.journeys import (
     events,
     snapshot,
     start_session,
@@ -30,15 +29,10 @@ from tests.e2e.test_journeys import (
     wait_event,
     wait_state,
 )
-from tests.fake_bridge import fake_bridge  # noqa: F401  (the `fake` fixture)
-from tests.web_helpers import ScriptedMac
+from tests.support.relay import Account
+from tests.support.waits import wait_for
+from tests.support.web import ScriptedMac
 from wire.protocol import Command, CommandResult
-
-# The browser tests' fixtures (tests/test_web.py): Chromium, the Mac's loop, a phone, a scripted Mac.
-browser = web.browser
-loop = web.loop
-phone = web.phone
-scripted = web.scripted
 
 FIXTURES = Path(__file__).parent / "fixtures"
 

@@ -9,82 +9,28 @@ from __future__ import annotations
 import asyncio
 import json
 import re
-import secrets
 import time
-from collections.abc import Awaitable, Callable, Iterator
+from collections.abc import Iterator
 from typing import Any, TypeVar
 
 import httpx
 import pytest
 import websockets
-from fastapi.routing import APIRoute, APIWebSocketRoute
 
 from relay.app import WEB_DIR
-from tests.conftest import Account, RelayServer, mac, phone_client, transcript
-from wire.client import LinkRefused, MacLink, link_url, read_lines
-from wire.protocol import Card, CardOption, Command, CommandResult, Hello, LineRecord, SessionInfo
+from tests.support.api import BIG, SMALL, api_routes, error_of, new_id, push
+from tests.support.relay import Account, RelayServer, mac, phone_client
+from tests.support.waits import await_until, wait_until
+from wire.client import LinkRefused, link_url
+from wire.protocol import Card, CardOption, Command, CommandResult, Hello, SessionInfo
 
 T = TypeVar("T")
 
 PUBLIC_ROUTES = {"/api/health", "/api/pair"}
 LINK_PATH = "/api/agent/link"
-BIG = "d_bash_permission"  # 23 display events
-SMALL = "b_idle"  # 2 display events
 
 
 # -- helpers ---------------------------------------------------------------------------------
-
-
-def wait_until(check: Callable[[], T | None], timeout: float = 5.0, what: str = "condition") -> T:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = check()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.02)
-
-
-async def await_until(
-    check: Callable[[], Awaitable[T | None]], timeout: float = 5.0, what: str = "condition"
-) -> T:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = await check()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        await asyncio.sleep(0.02)
-
-
-def error_of(response: httpx.Response, status: int, code: str) -> dict[str, Any]:
-    """Assert a relay error answer and return its ``error`` object."""
-    assert response.status_code == status, (response.status_code, response.text)
-    body = response.json()
-    assert isinstance(body, dict) and "error" in body, body
-    error: dict[str, Any] = body["error"]
-    assert error["code"] == code, error
-    assert isinstance(error["message"], str) and error["message"].strip(), error
-    return error
-
-
-def transcript_lines(prefix: str) -> tuple[str, list[LineRecord]]:
-    path = transcript(prefix)
-    return path.stem, list(read_lines(path.read_bytes()))
-
-
-def new_id() -> str:
-    return f"test-{secrets.token_hex(6)}"
-
-
-async def push(link: MacLink, session_id: str, prefix: str = BIG) -> int:
-    """Send a whole fixture transcript as one batch; return the session's last seq."""
-    conversation, lines = transcript_lines(prefix)
-    ack = await link.send_lines(session_id, conversation, lines, cwd="/Users/test/project")
-    assert ack.session_id == session_id
-    return ack.last_seq
 
 
 def make_session(server: RelayServer, acct: Account, prefix: str = BIG) -> tuple[str, int]:
@@ -126,19 +72,6 @@ def request(client: httpx.Client, method: str, url: str, **kwargs: Any) -> httpx
             return response  # a stream was opened: the caller only looks at the status
         response.read()
         return response
-
-
-def api_routes(routes: list[Any], prefix: str = "") -> Iterator[tuple[str, set[str], Any]]:
-    """(path, methods, route) of every API route, through included routers of any FastAPI."""
-    for route in routes:
-        inner = getattr(route, "original_router", None)
-        if inner is not None:  # FastAPI keeps included routers as one lazy route each
-            context = getattr(route, "include_context", None)
-            yield from api_routes(inner.routes, prefix + str(getattr(context, "prefix", "") or ""))
-        elif isinstance(route, APIRoute):
-            yield prefix + route.path, set(route.methods or ()), route
-        elif isinstance(route, APIWebSocketRoute):
-            yield prefix + route.path, {"WEBSOCKET"}, route
 
 
 async def link_refusal(server: RelayServer, headers: dict[str, str]) -> str:

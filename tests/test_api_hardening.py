@@ -27,7 +27,8 @@ import httpx
 import pytest
 
 from relay.features import push
-from tests.conftest import (
+from tests.support.push import BrowserKeys, PushService
+from tests.support.relay import (
     Account,
     RelayServer,
     SSEReader,
@@ -36,7 +37,6 @@ from tests.conftest import (
     phone_client,
     transcript,
 )
-from tests.test_push import BrowserKeys, PushService
 from wire.client import read_lines
 from wire.protocol import Command, CommandResult
 

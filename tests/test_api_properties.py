@@ -45,7 +45,7 @@ from hypothesis import strategies as st
 from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import connect
 
-from tests.conftest import Account, RelayServer, mac, transcript
+from tests.support.relay import Account, RelayServer, mac, transcript
 from wire.client import read_lines
 from wire.protocol import LineRecord
 

@@ -26,16 +26,10 @@ from agent.cards import (
     hook_matches,
 )
 from agent.daemon import Agent
-from tests import test_web as web
-from tests.e2e.conftest import Bridge, wait_for
-from tests.e2e.test_journeys import snapshot, start_session, wait_state
-from tests.fake_bridge import fake_bridge  # noqa: F401  (the `fake` fixture)
-from tests.test_web import Phone, commands, new_sid
-from tests.web_helpers import ScriptedMac, permission_card
-
-browser = web.browser
-loop = web.loop
-scripted = web.scripted
+from tests.support.bridge import Bridge
+from tests.support.journeys import snapshot, start_session, wait_state
+from tests.support.waits import wait_for
+from tests.support.web import Phone, ScriptedMac, commands, new_sid, permission_card
 
 FIXTURES = Path(__file__).parent / "fixtures"
 SCREENS = FIXTURES / "screens"
@@ -376,7 +370,7 @@ def test_the_cli_reads_a_duration() -> None:
 def test_allow_all_from_the_phone_ends_by_itself_with_a_line_each_way(fake: Bridge) -> None:
     import time
 
-    from tests.e2e.test_journeys import events, wait_event
+    from tests.support.journeys import events, wait_event
 
     fake.start_agent()
     with fake.phone() as phone:
@@ -427,7 +421,7 @@ def test_allow_all_from_the_phone_ends_by_itself_with_a_line_each_way(fake: Brid
 
 @pytest.fixture
 def page_phone(browser: Any, relay: Any) -> Iterator[Phone]:
-    """A phone's browser (Debian's chromium), as in tests/test_web.py."""
+    """A phone's browser (Debian's chromium), as the shared ``phone`` fixture makes it."""
     p = Phone(browser, relay)
     yield p
     p.close()
@@ -439,7 +433,7 @@ def test_the_page_shows_a_card_not_ready_then_ready_and_a_changed_dialog(
     phone = page_phone
     from playwright.sync_api import expect
 
-    from tests.conftest import phone_client
+    from tests.support.relay import phone_client
 
     sid = new_sid()
     scripted.send_transcript(sid, "d_bash")
@@ -477,7 +471,7 @@ def test_the_page_turns_allow_all_on_for_a_chosen_time(
 ) -> None:
     from playwright.sync_api import expect
 
-    from tests.test_web_sessions import actions
+    from tests.support.web import actions
 
     sid = new_sid()
     scripted.send_transcript(sid, "d_bash")

@@ -9,6 +9,11 @@ In ``relay``, the server, no cycle hides in a function either: the relay's impor
 counting those inside functions (only imports for the type checker are left out). Its features
 (``relay/features/``) plug in through relay/feature.py and never import ``relay.routes``; its core
 never imports a feature: only relay/app.py lists them.
+
+The tests share their fixtures through one pytest plug-in (tests/support/plugin.py, registered in
+tests/conftest.py) and their helpers through the modules of tests/support/: no module of the tests
+(or of the benchmarks) imports a test module (``tests.test_*``) or a conftest, inside functions
+either.
 """
 
 from __future__ import annotations
@@ -241,3 +246,48 @@ def test_the_cycle_finder_finds_a_cycle() -> None:
     # The scan above passes by finding nothing; check it can find something.
     assert _cycle({"a": {"b"}, "b": {"c"}, "c": {"a"}}) == ["a", "b", "c", "a"]
     assert _cycle({"a": {"b"}, "b": set()}) is None
+
+
+# -- the tests ---------------------------------------------------------------------------------
+
+
+def _test_imports() -> tuple[dict[str, Path], list[Import]]:
+    # The benchmarks (bench/) start relays and Macs with the same helpers.
+    modules = {**package_modules("tests"), **package_modules("bench")}
+    known = set(modules)
+    return modules, [imp for name, path in modules.items() for imp in imports_of(name, path, known)]
+
+
+def _is_test_module(name: str) -> bool:
+    last = name.rsplit(".", 1)[-1]
+    return name.startswith("tests.") and last.startswith("test_")
+
+
+def test_no_test_module_imports_another_or_a_conftest() -> None:
+    # Shared fixtures come from the plug-in, shared helpers from tests/support/: a test module
+    # imported by another would be collected twice over and tie the two together.
+    _, imports = _test_imports()
+    broken = [
+        _where(i)
+        for i in imports
+        if _is_test_module(i.imported) or "conftest" in i.imported.split(".")
+    ]
+    assert not broken, "imports of a test module or a conftest:\n" + "\n".join(broken)
+
+
+def test_the_test_scan_sees_the_tests() -> None:
+    # The rule above passes by finding nothing; check it looks at the tests and finds such imports.
+    modules, imports = _test_imports()
+    assert {"tests.conftest", "tests.support.plugin", "tests.test_api"} <= set(modules)
+    assert any(
+        i.importer == "tests.test_api" and i.imported == "tests.support.api" for i in imports
+    )
+    assert _is_test_module("tests.e2e.test_journeys") and not _is_test_module("tests.support.web")
+    conftest = ast.parse((ROOT / "tests" / "conftest.py").read_text(encoding="utf-8"))
+    plugins = [
+        ast.literal_eval(node.value)
+        for node in conftest.body
+        if isinstance(node, ast.Assign)
+        and any(isinstance(t, ast.Name) and t.id == "pytest_plugins" for t in node.targets)
+    ]
+    assert plugins == [["tests.support.plugin"]], plugins

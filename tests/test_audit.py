@@ -24,14 +24,14 @@ import pytest
 
 from agent.decisions import decision_for, rule_text
 from agent.state import RunningTool
-from tests.conftest import Account, RelayServer, mac, phone_client
-from tests.e2e.conftest import Bridge, wait_for
-from tests.e2e.test_journeys import events, start_session
-from tests.fake_bridge import fake_bridge  # noqa: F401  (the `fake` fixture)
-from tests.test_api import SMALL, await_until, error_of, new_id, push
-from tests.test_open import cli
-from tests.test_retention import FAST, Clock, Mac, retention_of, run
-from tests.web_helpers import permission_card
+from tests.support.api import SMALL, error_of, new_id, push
+from tests.support.bridge import Bridge
+from tests.support.cli import cli
+from tests.support.journeys import events, start_session
+from tests.support.relay import Account, RelayServer, mac, phone_client
+from tests.support.retention import FAST, Clock, Mac, retention_of, run
+from tests.support.waits import await_until, wait_for
+from tests.support.web import permission_card
 from wire.client import MacLink
 from wire.policy import Policy
 from wire.protocol import Command, CommandResult, Decision, SessionInfo, input_digest

@@ -15,8 +15,8 @@ from pathlib import Path
 import httpx
 
 from relay.store import Store
-from tests.conftest import RelayServer, free_port, transcript
-from tests.fake_bridge import FAKE as FAKE_CLAUDE
+from tests.support.bridge import FAKE as FAKE_CLAUDE
+from tests.support.relay import RelayServer, free_port, transcript
 
 
 def cli(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:

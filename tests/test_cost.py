@@ -20,7 +20,7 @@ import httpx
 import pytest
 
 from relay.features import cost
-from tests.conftest import TRANSCRIPTS, Account, RelayServer, mac, phone_client, transcript
+from tests.support.relay import TRANSCRIPTS, Account, RelayServer, mac, phone_client, transcript
 from wire.client import read_lines
 from wire.protocol import LineRecord
 

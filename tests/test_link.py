@@ -9,7 +9,7 @@ import uuid
 import httpx
 import pytest
 
-from tests.conftest import Account, RelayServer, mac, phone_client, transcript
+from tests.support.relay import Account, RelayServer, mac, phone_client, transcript
 from wire.client import MacLink, read_lines
 from wire.protocol import LineRecord, NumberedEvent, SessionInfo
 

@@ -18,7 +18,7 @@ import websockets
 from websockets.asyncio.client import ClientConnection
 
 from agent.link import RelayLink
-from tests.conftest import Account, RelayServer, mac, phone_client, transcript
+from tests.support.relay import Account, RelayServer, mac, phone_client, transcript
 from wire.client import MacLink, MemoryArchive, link_url, read_lines
 from wire.protocol import DeviceInfo, LineRecord, NumberedEvent, SessionPosition, Welcome
 

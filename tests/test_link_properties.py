@@ -55,7 +55,7 @@ from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import ClientConnection, connect
 
 from relay.convert import ConversionLimits, convert_line
-from tests.conftest import TRANSCRIPTS, Account, RelayServer
+from tests.support.relay import TRANSCRIPTS, Account, RelayServer
 from wire import config as configmod
 
 MAX_LINE_BYTES = 16 * 1024  # small limits keep "too large" cheap to generate

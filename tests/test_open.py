@@ -9,7 +9,6 @@ test can tell exactly what reached the Mac.
 from __future__ import annotations
 
 import json
-import os
 import re
 import subprocess
 import sys
@@ -24,8 +23,9 @@ import pytest
 
 from cli import sessions as sessions_cli
 from relay import routes
-from tests.conftest import Account, RelayServer, phone_client, transcript
-from tests.web_helpers import LoopThread, ScriptedMac
+from tests.support.cli import cli
+from tests.support.relay import Account, RelayServer, phone_client, transcript
+from tests.support.web import LoopThread, ScriptedMac
 from wire.client import read_lines
 from wire.protocol import Command, CommandResult, SessionInfo
 
@@ -45,46 +45,12 @@ class LifeMac(ScriptedMac):
         return await super()._on_command(command)
 
 
-@pytest.fixture(name="loop")
-def loop_thread() -> Iterator[LoopThread]:
-    thread = LoopThread()
-    yield thread
-    thread.stop()
-
-
 @pytest.fixture
 def studio(relay: RelayServer, account: Account, loop: LoopThread) -> Iterator[LifeMac]:
     mac = LifeMac(relay, account.device_token, loop, name="Studio")
     mac.connect()
     yield mac
     mac.close()
-
-
-def cli(
-    server: RelayServer,
-    token: str,
-    *args: str,
-    code: int = 0,
-    cwd: str | None = None,
-    agent_dir: str | None = None,
-) -> subprocess.CompletedProcess[str]:
-    """``claude-bridge ARGS`` as a person runs it, pointed at the relay with CB_RELAY / CB_TOKEN;
-    ``agent_dir`` is this machine's agent folder (none by default: never the real one)."""
-    env = {k: v for k, v in os.environ.items() if not k.startswith("CB_")}
-    env.update(CB_RELAY=server.url, CB_TOKEN=token)
-    env["CB_AGENT_DIR"] = agent_dir or "/nonexistent/claude-bridge-agent"
-    result = subprocess.run(
-        [sys.executable, "-m", "cli", *args],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        env=env,
-        cwd=cwd,
-    )
-    assert result.returncode == code, (result.returncode, result.stdout, result.stderr)
-    if code == 2:
-        assert result.stderr.startswith("claude-bridge: "), result.stderr
-    return result
 
 
 def open_json(server: RelayServer, acct: Account, *args: str) -> dict[str, Any]:
@@ -407,7 +373,7 @@ def test_read_only_reads_in_pages_and_says_when_older_events_are_only_on_the_mac
 
 def changing_session_routes(routes_of: Any) -> list[tuple[str, str]]:
     """(method, path) of every route that changes a session, in these routes (any router)."""
-    from tests.test_api import api_routes
+    from tests.support.api import api_routes
 
     return sorted(
         (method, path)

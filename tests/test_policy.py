@@ -11,11 +11,11 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.conftest import Account, RelayServer, mac, phone_client
-from tests.e2e.conftest import Bridge, wait_for
-from tests.e2e.test_journeys import events, snapshot, start_session, wait_card, wait_event
-from tests.fake_bridge import fake_bridge  # noqa: F401  (the `fake` fixture)
-from tests.test_api import SMALL, await_until, error_of, new_id, push
+from tests.support.api import SMALL, error_of, new_id, push
+from tests.support.bridge import Bridge
+from tests.support.journeys import events, snapshot, start_session, wait_card, wait_event
+from tests.support.relay import Account, RelayServer, mac, phone_client
+from tests.support.waits import await_until, wait_for
 from wire.policy import (
     CATEGORIES,
     NEVER_AUTO,

@@ -18,7 +18,7 @@ import httpx
 import pytest
 
 from relay.store import Store
-from tests.conftest import SSEReader, free_port
+from tests.support.relay import SSEReader, free_port
 from wire import config as configmod
 from wire.client import MacLink
 from wire.protocol import DeviceInfo, LineRecord

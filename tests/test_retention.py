@@ -6,22 +6,21 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import time
 from collections.abc import Callable
 from typing import Any
 
 import httpx
 import pytest
 
-from relay.features.retention import DAY, Ages, Retention, SessionAge, plan
-from tests.conftest import RelayServer, mac, phone_client
-from tests.e2e.conftest import wait_for
-from tests.test_api import SMALL, await_until, error_of, new_id, push
+from relay.features.retention import DAY, Ages, SessionAge, plan
+from tests.support.api import SMALL, error_of, new_id, push
+from tests.support.relay import RelayServer, mac, phone_client
+from tests.support.retention import FAST, Clock, Mac, retention_of, run
+from tests.support.waits import await_until, wait_for
 from wire.client import MemoryArchive
-from wire.protocol import Command, CommandResult, SessionInfo
+from wire.protocol import SessionInfo
 
 AGES = Ages(archive_after=30 * DAY, delete_after=180 * DAY)
-FAST = {"retention_retry_interval": 0.1}
 
 # -- the rules (pure) ------------------------------------------------------------------------
 
@@ -89,48 +88,6 @@ def test_an_age_of_zero_turns_the_step_off() -> None:
 
 
 # -- through the relay ---------------------------------------------------------------------------
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.start = time.time()
-        self.now = self.start
-
-    def __call__(self) -> float:
-        return self.now
-
-    def days(self, days: float) -> None:
-        self.now = self.start + days * DAY
-
-
-class Mac:
-    """A scripted Mac: answers every command ok and drops deleted sessions from its archive."""
-
-    def __init__(self, archive: MemoryArchive | None = None) -> None:
-        self.commands: list[Command] = []
-        self.archive = archive if archive is not None else MemoryArchive()
-
-    async def __call__(self, command: Command) -> CommandResult:
-        self.commands.append(command)
-        if command.name == "delete_history":
-            self.archive.pop(command.session_id, None)
-            self.archive.epochs.pop(command.session_id, None)
-        return CommandResult(command_id=command.command_id, ok=True, data={"done": command.name})
-
-    def deleted(self) -> list[str]:
-        return [c.session_id for c in self.commands if c.name == "delete_history"]
-
-
-def retention_of(server: RelayServer) -> Retention:
-    found: Retention = server.app.state.retention
-    return found
-
-
-def run(client: httpx.Client) -> dict[str, Any]:
-    answer = client.post("/api/retention/run")
-    assert answer.status_code == 200, answer.text
-    report: dict[str, Any] = answer.json()["report"]
-    return report
 
 
 def ids(items: list[dict[str, Any]]) -> list[str]:

@@ -23,9 +23,9 @@ import pytest
 
 from cli import sessions as sessions_cli
 from relay.features.retention import DAY, Retention
-from tests.conftest import TRANSCRIPTS, Account, RelayServer, phone_client, transcript
-from tests.test_open import cli, loop_thread  # noqa: F401  (the `loop` fixture)
-from tests.web_helpers import LoopThread, ScriptedMac, assistant_line, user_line
+from tests.support.cli import cli
+from tests.support.relay import TRANSCRIPTS, Account, RelayServer, phone_client, transcript
+from tests.support.web import LoopThread, ScriptedMac, assistant_line, user_line
 from wire.client import read_lines
 
 SUB_MAIN = TRANSCRIPTS / "m_subagent__b9a49076-7ef0-4409-b3eb-ff11c5c634e6.jsonl"

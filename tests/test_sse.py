@@ -11,7 +11,7 @@ from typing import Any
 
 import httpx
 
-from tests.conftest import Account, RelayServer, SSEReader, mac, phone_client
+from tests.support.relay import Account, RelayServer, SSEReader, mac, phone_client
 from wire.protocol import LineRecord, SessionInfo
 
 

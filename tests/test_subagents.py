@@ -23,7 +23,7 @@ import pytest
 
 from relay.features import subagents
 from relay.store import Store
-from tests.conftest import TRANSCRIPTS, Account, RelayServer, mac, phone_client
+from tests.support.relay import TRANSCRIPTS, Account, RelayServer, mac, phone_client
 from wire import config as configmod
 from wire.client import read_lines
 

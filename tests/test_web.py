@@ -11,127 +11,33 @@ import contextlib
 import re
 import time
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import pytest
-from playwright.sync_api import Browser, BrowserContext, Page, Route, expect, sync_playwright
+from playwright.sync_api import Browser, Page, Route, expect
 from playwright.sync_api import TimeoutError as PlaywrightTimeoutError
 
 from relay.app import WEB_DIR
-from tests.conftest import Account, RelayServer, free_port
-from tests.web_helpers import (
-    ARTIFACTS,
-    CHROMIUM,
-    CHROMIUM_ARGS,
-    PHONE,
+from tests.support.relay import Account, RelayServer, free_port
+from tests.support.web import (
     LoopThread,
+    Phone,
     PortRelay,
     ScriptedMac,
     assistant_line,
+    commands,
     held,
     multi_question_card,
+    new_sid,
     permission_card,
+    relay_client,
     tool_result_line,
     tool_use_line,
     user_line,
+    wait_for,
 )
 
 WEIGHT_LIMIT = 160 * 1024  # README figures: the control page weight goal, before compression
-SCREENSHOTS = ARTIFACTS / "screens"
-
-
-# -- fixtures ----------------------------------------------------------------------------------
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Browser]:
-    if not Path(CHROMIUM).exists():
-        pytest.fail(f"{CHROMIUM} is missing: run scripts/test-deps-web (Debian's chromium)")
-    with sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        yield b
-        b.close()
-
-
-@pytest.fixture(scope="module")
-def loop() -> Iterator[LoopThread]:
-    thread = LoopThread()
-    yield thread
-    thread.stop()
-
-
-class Phone:
-    """A browser context logged in as an account, watching for dialogs and CSP violations."""
-
-    def __init__(self, browser: Browser, server: RelayServer, locale: str = "en-US") -> None:
-        self.server = server
-        self.context: BrowserContext = browser.new_context(
-            viewport=PHONE, device_scale_factor=2, locale=locale, base_url=server.url
-        )
-        self.context.set_default_timeout(10_000)
-        self.dialogs: list[str] = []
-        self.problems: list[str] = []
-        self.page: Page = self.new_page()
-
-    def new_page(self) -> Page:
-        page = self.context.new_page()
-        page.on("dialog", lambda d: (self.dialogs.append(d.message), d.dismiss()))
-        page.on("pageerror", lambda e: self.problems.append(f"page error: {e}"))
-        page.on(
-            "console",
-            lambda m: (
-                self.problems.append(m.text)
-                if "Content Security Policy" in m.text or "Refused to" in m.text
-                else None
-            ),
-        )
-        return page
-
-    def login(self, account: Account) -> Phone:
-        self.context.add_cookies(
-            [
-                {
-                    "name": "cb_login",
-                    "value": account.phone_token,
-                    "url": self.server.url,
-                    "httpOnly": True,
-                    "sameSite": "Strict",
-                }
-            ]
-        )
-        return self
-
-    def open(self, path: str = "/") -> Page:
-        self.page.goto(path)
-        return self.page
-
-    def shot(self, name: str, full: bool = False) -> None:
-        SCREENSHOTS.mkdir(parents=True, exist_ok=True)
-        self.page.screenshot(path=str(SCREENSHOTS / f"{name}.png"), full_page=full)
-
-    def close(self) -> None:
-        self.context.close()
-        assert not self.problems, self.problems
-
-
-@pytest.fixture
-def phone(browser: Browser, relay: RelayServer) -> Iterator[Phone]:
-    p = Phone(browser, relay)
-    yield p
-    p.close()
-
-
-@pytest.fixture
-def scripted(relay: RelayServer, account: Account, loop: LoopThread) -> Iterator[ScriptedMac]:
-    mac = ScriptedMac(relay, account.device_token, loop).connect()
-    yield mac
-    mac.close()
-
-
-def new_sid() -> str:
-    return str(uuid.uuid4())
 
 
 def conversation_seqs(page: Page) -> list[int]:
@@ -141,31 +47,6 @@ def conversation_seqs(page: Page) -> list[int]:
             ".convo [data-seq]", "els => els.map(e => e.dataset.seq)"
         )
     ]
-
-
-def wait_for(check: Any, timeout: float = 10.0, what: str = "condition") -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = check()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.05)
-
-
-def commands(mac: ScriptedMac, name: str, count: int = 1) -> list[Any]:
-    return wait_for(
-        lambda: (
-            [c for c in mac.commands if c.name == name][:count]
-            if len([c for c in mac.commands if c.name == name]) >= count
-            else None
-        ),
-        what=f"{count} {name} command(s)",
-    )
-
-
-# -- the page itself ------------------------------------------------------------------------------
 
 
 def test_page_weight_and_no_inline_code() -> None:
@@ -684,12 +565,6 @@ def test_settings_phones_and_logout(browser: Browser, relay: RelayServer, accoun
         expect(page.locator("main")).to_contain_text("not paired")
     finally:
         p.close()
-
-
-def relay_client(server: RelayServer, account: Account) -> Any:
-    from tests.conftest import phone_client
-
-    return phone_client(server, account.phone_token)
 
 
 def test_read_only_view_sends_nothing(

@@ -10,17 +10,18 @@ import time
 
 from playwright.sync_api import expect
 
-from tests import test_web as web
-from tests.conftest import Account, RelayServer
-from tests.test_web import Phone, commands, new_sid, relay_client, wait_for
-from tests.test_web_sessions import actions
-from tests.web_helpers import ScriptedMac, permission_card
+from tests.support.relay import Account, RelayServer
+from tests.support.web import (
+    Phone,
+    ScriptedMac,
+    actions,
+    commands,
+    new_sid,
+    permission_card,
+    relay_client,
+    wait_for,
+)
 from wire.protocol import Decision, input_digest
-
-browser = web.browser
-loop = web.loop
-phone = web.phone
-scripted = web.scripted
 
 
 def decision(session_id: str, rule: str) -> Decision:

@@ -19,18 +19,22 @@ from collections.abc import Callable
 from typing import Any
 
 import httpx
-from playwright.sync_api import Browser, Page, Request, expect
+from playwright.sync_api import Browser, Request, expect
 
-from tests import test_web as web
-from tests.conftest import TRANSCRIPTS, Account, RelayServer
-from tests.test_web import Phone, commands, new_sid, relay_client, wait_for
-from tests.web_helpers import (
+from tests.support.relay import TRANSCRIPTS, Account, RelayServer
+from tests.support.web import (
     LoopThread,
+    Phone,
     ScriptedMac,
+    actions,
     assistant_line,
+    commands,
+    new_sid,
     permission_card,
+    relay_client,
     tool_use_line,
     user_line,
+    wait_for,
 )
 from wire.client import read_lines
 from wire.protocol import LineRecord
@@ -39,12 +43,6 @@ MAIN = TRANSCRIPTS / "m_subagent__b9a49076-7ef0-4409-b3eb-ff11c5c634e6.jsonl"
 SUB = TRANSCRIPTS / "m_subagent__subagent__agent-a0f2c7af82d1d7fd7.jsonl"
 AGENT = "a0f2c7af82d1d7fd7"
 DAY = 86400.0
-
-# The browser tests' fixtures (tests/test_web.py): Chromium, the Mac's loop, a phone, a scripted Mac.
-browser = web.browser
-loop = web.loop
-phone = web.phone
-scripted = web.scripted
 
 
 def api(server: RelayServer, account: Account, path: str) -> dict[str, Any]:
@@ -58,11 +56,6 @@ def api(server: RelayServer, account: Account, path: str) -> dict[str, Any]:
 def usd(value: float) -> str:
     """The page's USD format (web/js/dom.js ``usd``)."""
     return "$0" if value == 0 else f"${value:.2f}" if value >= 1 else f"${value:.4f}"
-
-
-def actions(page: Page, name: str) -> None:
-    page.get_by_role("button", name="Session actions").click()
-    page.locator("dialog .sheet-item", has_text=re.compile(f"^{re.escape(name)}$")).click()
 
 
 def send_subagent(mac: ScriptedMac, sid: str, cwd: str = "/Users/ada/src/m") -> int:

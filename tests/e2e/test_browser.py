@@ -10,10 +10,9 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Browser, expect, sync_playwright
 
-from tests.e2e.conftest import Bridge
-from tests.e2e.test_journeys import events, start_session, wait_event, wait_state
-from tests.test_web import Phone
-from tests.web_helpers import CHROMIUM, CHROMIUM_ARGS
+from tests.support.bridge import Bridge
+from tests.support.journeys import events, start_session, wait_event, wait_state
+from tests.support.web import CHROMIUM, CHROMIUM_ARGS, Phone
 
 pytestmark = pytest.mark.e2e
 

@@ -18,9 +18,10 @@ import httpx
 import pytest
 
 from relay.store import Store
-from tests.conftest import SSEReader, free_port
-from tests.e2e.conftest import Bridge, seed_home, wait_for
-from tests.e2e.test_journeys import events, snapshot, start_session, wait_event, wait_state
+from tests.support.bridge import Bridge, seed_home
+from tests.support.journeys import events, snapshot, start_session, wait_event, wait_state
+from tests.support.relay import SSEReader, free_port
+from tests.support.waits import wait_for
 from wire import config as configmod
 
 pytestmark = pytest.mark.e2e
@@ -217,7 +218,7 @@ def relay_process(tmp_path: Path) -> Iterator[dict[str, object]]:
 def test_relay_kill_9_mid_stream_phone_sees_every_event_once(
     relay_process: dict[str, object], claude_bin: str, mock_api: str, tmp_path: Path
 ) -> None:
-    from tests.conftest import Account
+    from tests.support.relay import Account
 
     port = relay_process["port"]
     url = f"http://127.0.0.1:{port}"

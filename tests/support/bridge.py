@@ -1,19 +1,16 @@
-"""End-to-end fixtures: the real Claude Code binary, the project's fake Anthropic API, a real
-relay and a real agent running sessions in a throw-away tmux server with a throw-away HOME."""
+"""One Mac for end-to-end tests: a real agent running sessions in a throw-away tmux server with a
+throw-away HOME, driving the real Claude Code (against the project's fake Anthropic API) or the fake
+claude (tests/fakeclaude)."""
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import os
 import shutil
 import subprocess
-import sys
 import threading
-import time
 import uuid
-from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -22,11 +19,14 @@ import httpx
 import pytest
 
 from agent.daemon import Agent, AgentOptions
-from tests.conftest import Account, RelayServer, free_port
+from tests.support.relay import Account, RelayServer
+from tests.support.waits import wait_for
 from wire import config as configmod
 
-HERE = Path(__file__).parent
-REPO = HERE.parent.parent
+TESTS = Path(__file__).resolve().parent.parent
+REPO = TESTS.parent
+E2E = TESTS / "e2e"  # the fake Anthropic API (mockapi.py) and its scenarios
+FAKE = str(TESTS / "fakeclaude" / "claude")  # the fake Claude Code
 API_KEY = "sk-ant-api03-mockmockmockmockmockmockmockmockmockmockmock-AAAAAAAA"
 
 
@@ -42,32 +42,6 @@ def claude_binary() -> str:
         "the real Claude Code binary is missing: run scripts/test (it installs "
         "@anthropic-ai/claude-code into .cache/claude-code) or set CB_TEST_CLAUDE"
     )
-
-
-@pytest.fixture(scope="session")
-def claude_bin() -> str:
-    return claude_binary()
-
-
-@pytest.fixture(scope="session")
-def mock_api(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    port = free_port()
-    log = tmp_path_factory.mktemp("mockapi") / "requests.log"
-    proc = subprocess.Popen(
-        [sys.executable, str(HERE / "mockapi.py"), "--port", str(port), "--log", str(log),
-         "--scenarios", str(HERE / "scenarios.json")],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )  # fmt: skip
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 15
-    while time.monotonic() < deadline:
-        with contextlib.suppress(httpx.HTTPError):
-            if httpx.get(url + "/v1/models", timeout=1).status_code == 200:
-                break
-        time.sleep(0.05)
-    yield url
-    proc.kill()
-    proc.wait()
 
 
 def seed_home(home: Path, trusted: list[str]) -> None:
@@ -215,30 +189,3 @@ class Bridge:
             headers={"Authorization": f"Bearer {self.account.phone_token}"},
             timeout=30,
         )
-
-
-@pytest.fixture
-def bridge(relay: RelayServer, claude_bin: str, mock_api: str, tmp_path: Path) -> Iterator[Bridge]:
-    b = Bridge(relay, relay.account(), tmp_path, claude_bin, mock_api)
-    seed_home(b.home, [])
-    try:
-        yield b
-    finally:
-        b.stop_agent()
-        b.kill_tmux()
-
-
-def wait_for(check: Callable[[], Any], timeout: float = 30, what: str = "condition") -> Any:
-    """Poll until ``check`` returns something truthy; fail with what was last seen."""
-    deadline = time.monotonic() + timeout
-    last: Any = None
-    while time.monotonic() < deadline:
-        try:
-            last = check()
-        except (httpx.HTTPError, KeyError, IndexError, TypeError) as exc:
-            last = exc
-        else:
-            if last:
-                return last
-        time.sleep(0.1)
-    raise AssertionError(f"timed out waiting for {what}; last seen: {last!r}")

@@ -8,14 +8,19 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 import threading
+import time
+import uuid
 from collections.abc import Coroutine
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
-from tests.conftest import RelayServer, transcript
+from playwright.sync_api import Browser, BrowserContext, Page
+
+from tests.support.relay import Account, RelayServer, phone_client, transcript
 from wire.client import MacLink, MemoryArchive, read_lines
 from wire.policy import Policy, PolicyError
 from wire.protocol import (
@@ -42,7 +47,7 @@ CHROMIUM_ARGS = [
     "--disable-sync",
 ]
 PHONE = {"width": 390, "height": 844}
-ARTIFACTS = Path(__file__).resolve().parent.parent / "test-artifacts"
+ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
 
 
 class LoopThread:
@@ -274,3 +279,98 @@ class PortRelay(RelayServer):
             )
         )
         self.thread = threading.Thread(target=self.server.run, daemon=True)
+
+
+SCREENSHOTS = ARTIFACTS / "screens"
+
+
+class Phone:
+    """A browser context logged in as an account, watching for dialogs and CSP violations."""
+
+    def __init__(self, browser: Browser, server: RelayServer, locale: str = "en-US") -> None:
+        self.server = server
+        self.context: BrowserContext = browser.new_context(
+            viewport=PHONE, device_scale_factor=2, locale=locale, base_url=server.url
+        )
+        self.context.set_default_timeout(10_000)
+        self.dialogs: list[str] = []
+        self.problems: list[str] = []
+        self.page: Page = self.new_page()
+
+    def new_page(self) -> Page:
+        page = self.context.new_page()
+        page.on("dialog", lambda d: (self.dialogs.append(d.message), d.dismiss()))
+        page.on("pageerror", lambda e: self.problems.append(f"page error: {e}"))
+        page.on(
+            "console",
+            lambda m: (
+                self.problems.append(m.text)
+                if "Content Security Policy" in m.text or "Refused to" in m.text
+                else None
+            ),
+        )
+        return page
+
+    def login(self, account: Account) -> Phone:
+        self.context.add_cookies(
+            [
+                {
+                    "name": "cb_login",
+                    "value": account.phone_token,
+                    "url": self.server.url,
+                    "httpOnly": True,
+                    "sameSite": "Strict",
+                }
+            ]
+        )
+        return self
+
+    def open(self, path: str = "/") -> Page:
+        self.page.goto(path)
+        return self.page
+
+    def shot(self, name: str, full: bool = False) -> None:
+        SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+        self.page.screenshot(path=str(SCREENSHOTS / f"{name}.png"), full_page=full)
+
+    def close(self) -> None:
+        self.context.close()
+        assert not self.problems, self.problems
+
+
+def new_sid() -> str:
+    return str(uuid.uuid4())
+
+
+def wait_for(check: Any, timeout: float = 10.0, what: str = "condition") -> Any:
+    deadline = time.monotonic() + timeout
+    while True:
+        value = check()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.05)
+
+
+def commands(mac: ScriptedMac, name: str, count: int = 1) -> list[Any]:
+    return wait_for(
+        lambda: (
+            [c for c in mac.commands if c.name == name][:count]
+            if len([c for c in mac.commands if c.name == name]) >= count
+            else None
+        ),
+        what=f"{count} {name} command(s)",
+    )
+
+
+# -- the page itself ------------------------------------------------------------------------------
+
+
+def relay_client(server: RelayServer, account: Account) -> Any:
+    return phone_client(server, account.phone_token)
+
+
+def actions(page: Page, name: str) -> None:
+    page.get_by_role("button", name="Session actions").click()
+    page.locator("dialog .sheet-item", has_text=re.compile(f"^{re.escape(name)}$")).click()
