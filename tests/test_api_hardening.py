@@ -538,8 +538,8 @@ def test_a_full_disk_answers_503_store_unavailable_and_nothing_stored_is_lost(
     """A database that cannot be written (here SQLite's own "database or disk is full") is a
     clear 503 on the API and an error on the link, which stays up; once there is room again the
     Mac's lines are stored, and what was stored before is all still there."""
-    from tests.test_api import SMALL
-    from tests.test_api import push as push_lines
+    from tests.support.api import SMALL
+    from tests.support.api import push as push_lines
     from wire.protocol import LineRecord
 
     server = make_relay()
