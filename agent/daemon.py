@@ -22,7 +22,9 @@ from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, Generic, TypeVar
+
+from pydantic import ValidationError
 
 from agent import autopass
 from agent import held as heldrules
@@ -44,7 +46,6 @@ from agent.errors import BatchRefused, CommandFailed, DialogOpen, MuxError, NotL
 from agent.hookserver import HookServer, OnHook, SecretFor, permission_decision
 from agent.hooksettings import build_settings, hook_command_path, hook_env, write_settings
 from agent.launch import (
-    PERMISSION_MODES,
     claude_argv,
     claude_version,
     session_env,
@@ -82,15 +83,28 @@ from wire.client import CommandHandler as WireCommandHandler
 from wire.config import Config
 from wire.markers import BRIDGE_CONVERSATION, bridge_line
 from wire.protocol import (
+    AnswerCardArgs,
+    ArgsModel,
+    CancelHeldArgs,
+    ChangePolicyArgs,
     Command,
     CommandName,
     CommandResult,
+    CreateSessionArgs,
+    DeleteHistoryArgs,
     DeviceInfo,
+    EndArgs,
     HeldMessage,
+    InterruptArgs,
     LineRecord,
     MarkerKind,
+    ReopenArgs,
+    RestArgs,
+    SendArgs,
     SessionInfo,
+    SetPolicyArgs,
     Welcome,
+    args_problem,
 )
 
 _log = logging.getLogger("agent")
@@ -168,8 +182,26 @@ def _is_no(card: DetectedCard, answer: str | list[str] | None) -> bool:
     return label.strip().lower().startswith("no")
 
 
-# A command's handler: (session id, the command's arguments) → the result's data.
-CommandHandler = Callable[[str, dict[str, Any]], Awaitable[dict[str, Any]]]
+A = TypeVar("A", bound=ArgsModel)
+
+
+@dataclass(frozen=True)
+class CommandHandler(Generic[A]):
+    """A command's handler: (session id, the command's args as its model) → the result's data.
+
+    The args are read into ``model`` first: args that do not fit are answered ``bad_args`` with
+    what is wrong, before anything is done."""
+
+    model: type[A]
+    run: Callable[[str, A], Awaitable[dict[str, Any]]]
+
+    async def __call__(self, command: Command) -> dict[str, Any]:
+        try:
+            args = self.model.model_validate(command.args)
+        except ValidationError as exc:
+            raise CommandFailed("bad_args", args_problem(exc)) from None
+        return await self.run(command.session_id, args)
+
 
 ERROR_CHARS = 500  # a reason shown on the phone is cut to this
 LINES_PER_BATCH = 500  # transcript lines sent in one batch (one ack each)
@@ -1157,28 +1189,30 @@ class Agent:
 
     # -- commands from the phone -------------------------------------------------------------
 
-    def _command_table(self) -> Mapping[CommandName, CommandHandler]:
-        """Every command the relay may send (wire/protocol.py's CommandName) and its handler."""
-        return {
-            "create_session": self._cmd_create_session,
-            "send": self._cmd_send,
-            "answer_card": self._cmd_answer_card,
-            "interrupt": self._cmd_interrupt,
-            "end": self._cmd_end,
-            "rest": self._cmd_rest,
-            "reopen": self._cmd_reopen,
-            "cancel_held": self._cmd_cancel_held,
-            "set_policy": self._cmd_set_policy,
-            "change_policy": self._cmd_change_policy,
-            "delete_history": self._cmd_delete_history,
-        }
+    def _command_table(self) -> Mapping[CommandName, CommandHandler[Any]]:
+        """Every command the relay may send (wire/protocol.py's COMMAND_ARGS) and its handler,
+        keyed by the name of the args model it takes."""
+        handlers: list[CommandHandler[Any]] = [
+            CommandHandler(CreateSessionArgs, self._cmd_create_session),
+            CommandHandler(SendArgs, self._cmd_send),
+            CommandHandler(AnswerCardArgs, self._cmd_answer_card),
+            CommandHandler(InterruptArgs, self._cmd_interrupt),
+            CommandHandler(EndArgs, self._cmd_end),
+            CommandHandler(RestArgs, self._cmd_rest),
+            CommandHandler(ReopenArgs, self._cmd_reopen),
+            CommandHandler(CancelHeldArgs, self._cmd_cancel_held),
+            CommandHandler(SetPolicyArgs, self._cmd_set_policy),
+            CommandHandler(ChangePolicyArgs, self._cmd_change_policy),
+            CommandHandler(DeleteHistoryArgs, self._cmd_delete_history),
+        ]
+        return {h.model.name: h for h in handlers}
 
     async def _on_command(self, command: Command) -> CommandResult:
         handler = self.commands.get(command.name)
         try:
             if handler is None:
                 raise CommandFailed("not_supported", f"this agent does not know {command.name}")
-            data = await handler(command.session_id, command.args)
+            data = await handler(command)
         except CommandFailed as exc:
             return CommandResult(
                 command_id=command.command_id, ok=False, code=exc.code, error=exc.message
@@ -1198,33 +1232,29 @@ class Agent:
             raise CommandFailed("unknown_session", f"this Mac has no session {session_id}")
         return record
 
-    async def _cmd_create_session(self, session_id: str, args: dict[str, Any]) -> dict[str, Any]:
+    async def _cmd_create_session(self, session_id: str, args: CreateSessionArgs) -> dict[str, Any]:
         check_session_id(session_id)  # before anything is recorded
-        cwd = str(Path(str(args.get("cwd", ""))).expanduser())
-        if not cwd or not Path(cwd).is_dir():
+        cwd = str(Path(args.cwd).expanduser())
+        if not Path(cwd).is_dir():
             raise CommandFailed("bad_folder", f"there is no folder {cwd!r} on this Mac")
         if self.registry.get(session_id) is not None:
             raise CommandFailed("session_exists", f"session {session_id} already exists here")
-        mode = args.get("permission_mode")
-        if mode is not None and mode not in PERMISSION_MODES:
-            raise CommandFailed("bad_args", f"unknown permission mode {mode!r}")
         record = SessionRecord(
             id=session_id,
             cwd=os.path.realpath(cwd),
             created_at=time.time(),
-            permission_mode=args.get("permission_mode"),
-            model=args.get("model"),
+            permission_mode=args.permission_mode,
+            model=args.model,
         )
         try:
-            policy = policyrules.Policy.from_json(args.get("policy"))
+            policy = policyrules.Policy.from_json(args.policy)
         except policyrules.PolicyError as exc:
             raise CommandFailed("bad_args", f"policy: {exc}") from exc
-        if args.get("allow_all"):
+        if args.allow_all:
             policy = dataclasses.replace(policy, allow_all=True)
         _set_policy(record, policy)
-        prompt = args.get("prompt")
-        if isinstance(prompt, str) and prompt.strip():
-            record.held.append(heldrules.new_message(prompt))  # typed once the prompt is up
+        if args.prompt is not None and args.prompt.strip():
+            record.held.append(heldrules.new_message(args.prompt))  # typed once the prompt is up
         self.registry.add(record)
         self.archive.track(record.id)
         try:
@@ -1246,13 +1276,12 @@ class Agent:
             await self.mux.kill(session_name(session_id))
         self._save()
 
-    async def _cmd_send(self, session_id: str, args: dict[str, Any]) -> dict[str, Any]:
+    async def _cmd_send(self, session_id: str, args: SendArgs) -> dict[str, Any]:
         record = self._record(session_id)
-        text = str(args.get("text", ""))
+        text = args.text
         if not text.strip():
             raise CommandFailed("empty_message", "the message is empty")
-        sender_id = args.get("message_id")
-        sender_id = sender_id if isinstance(sender_id, str) and sender_id else None
+        sender_id = args.message_id
         known = next((m for m in record.held if sender_id and m.id == sender_id), None)
         if known is not None:
             # A retry of a message this Mac already has (its answer was lost): never twice.
@@ -1267,7 +1296,7 @@ class Agent:
             await self._send_update(rt)
             return {"message_id": message.id, "state": "held", "reopened": True}
         card_kind = rt.card.kind if rt.card else None
-        decision = heldrules.decide(heldrules.Situation(rt.state, card_kind), bool(args.get("now")))
+        decision = heldrules.decide(heldrules.Situation(rt.state, card_kind), args.now)
         if decision in (heldrules.Delivery.TYPE_NOW, heldrules.Delivery.DISMISS_THEN_TYPE):
             await self._type_messages(
                 rt, [message], dismiss=decision is heldrules.Delivery.DISMISS_THEN_TYPE
@@ -1279,20 +1308,19 @@ class Agent:
         state = next((m.state for m in record.held if m.id == message.id), "held")
         return {"message_id": message.id, "state": state}
 
-    async def _cmd_cancel_held(self, session_id: str, args: dict[str, Any]) -> dict[str, Any]:
+    async def _cmd_cancel_held(self, session_id: str, args: CancelHeldArgs) -> dict[str, Any]:
         record = self._record(session_id)
-        record.held, done = heldrules.cancel(record.held, str(args.get("message_id", "")))
+        record.held, done = heldrules.cancel(record.held, args.message_id)
         if not done:
             raise CommandFailed("message_gone", "that message was already typed or cancelled")
         self._save()
         await self._send_update(self._runtime(record))
         return {}
 
-    async def _cmd_answer_card(self, session_id: str, args: dict[str, Any]) -> dict[str, Any]:
+    async def _cmd_answer_card(self, session_id: str, args: AnswerCardArgs) -> dict[str, Any]:
         record = self._record(session_id)
         rt = self._runtime(record)
-        card_id = args.get("card_id")
-        if rt.card is None or rt.card_id != card_id:
+        if rt.card is None or rt.card_id != args.card_id:
             raise CommandFailed("card_closed", "this card is already closed")
         card = rt.card
         if not card.answerable:
@@ -1300,8 +1328,8 @@ class Agent:
                 "card_not_ready",
                 "the dialog is not on the Mac's screen yet; answer once the card says it is",
             )
-        answer: str | list[str] | None = args.get("keys") or args.get("key")
-        text = args.get("text")
+        answer: str | list[str] | None = args.keys or args.key
+        text = args.text
         try:
             groups = keys_for(card, answer, text)
         except ValueError as exc:
@@ -1309,10 +1337,10 @@ class Agent:
         if card.kind == "stuck":
             if not text:
                 raise CommandFailed("bad_answer", "answer a stuck card with a message")
-            await self._cmd_send(session_id, {"text": text})
+            await self._cmd_send(session_id, SendArgs(text=text))
             return {"closed": True}
         changed: dict[str, Any] = {}
-        if args.get("always") and card.kind == "permission" and not _is_no(card, answer):
+        if args.always and card.kind == "permission" and not _is_no(card, answer):
             # "Always allow this category for this session": the card's tool's category (a tool
             # with none is allowed by name). Saved before the keys, so it holds for the next
             # request even if this answer is retried.
@@ -1397,7 +1425,7 @@ class Agent:
                 retried = True
         return False
 
-    async def _cmd_interrupt(self, session_id: str, args: dict[str, Any]) -> dict[str, Any]:
+    async def _cmd_interrupt(self, session_id: str, args: InterruptArgs) -> dict[str, Any]:
         rt = self._runtime(self._record(session_id))
         if not rt.pane_alive:
             raise CommandFailed("session_ended", "the session is not running")
@@ -1406,10 +1434,10 @@ class Agent:
         rt.wake_screen.set()
         return {}
 
-    async def _cmd_end(self, session_id: str, args: dict[str, Any]) -> dict[str, Any]:
+    async def _cmd_end(self, session_id: str, args: EndArgs) -> dict[str, Any]:
         return await self._stop_session(session_id, resting=False)
 
-    async def _cmd_rest(self, session_id: str, args: dict[str, Any]) -> dict[str, Any]:
+    async def _cmd_rest(self, session_id: str, args: RestArgs) -> dict[str, Any]:
         return await self._stop_session(session_id, resting=True)
 
     async def _stop_session(self, session_id: str, *, resting: bool) -> dict[str, Any]:
@@ -1426,37 +1454,37 @@ class Agent:
         await self._send_update(rt)
         return {}
 
-    async def _cmd_reopen(self, session_id: str, args: dict[str, Any]) -> dict[str, Any]:
+    async def _cmd_reopen(self, session_id: str, args: ReopenArgs) -> dict[str, Any]:
         record = self._record(session_id)
         await self._reopen(record)
         return {}
 
-    async def _cmd_set_policy(self, session_id: str, args: dict[str, Any]) -> dict[str, Any]:
+    async def _cmd_set_policy(self, session_id: str, args: SetPolicyArgs) -> dict[str, Any]:
         """Replace the session's permission policy (wire/policy.py); it applies to the next
         PermissionRequest and is kept in the registry, so it survives reopen and revive."""
         record = self._record(session_id)
         try:
-            policy = policyrules.Policy.from_json(args.get("policy"))
+            policy = policyrules.Policy.from_json(args.policy)
         except policyrules.PolicyError as exc:
             raise CommandFailed("bad_args", f"policy: {exc}") from exc
         _set_policy(record, policy)
         self._save()
         return {"policy": policy.to_json()}
 
-    async def _cmd_change_policy(self, session_id: str, args: dict[str, Any]) -> dict[str, Any]:
+    async def _cmd_change_policy(self, session_id: str, args: ChangePolicyArgs) -> dict[str, Any]:
         """Change some rules of the session's policy, keeping the others as this Mac holds them
         (a card's "always allow" that came in meanwhile is not lost, as it would be by a
         read-then-replace from the phone)."""
         record = self._record(session_id)
         try:
-            policy = _policy(record).changed(args.get("changes"))
+            policy = _policy(record).changed(args.changes)
         except policyrules.PolicyError as exc:
             raise CommandFailed("bad_args", f"policy: {exc}") from exc
         _set_policy(record, policy)
         self._save()
         return {"policy": policy.to_json()}
 
-    async def _cmd_delete_history(self, session_id: str, args: dict[str, Any]) -> dict[str, Any]:
+    async def _cmd_delete_history(self, session_id: str, args: DeleteHistoryArgs) -> dict[str, Any]:
         """Retention deleted the session on the relay: drop its event archive and forget it.
 
         Idempotent (the relay resends it until it gets ok): a session this Mac no longer knows

@@ -7,15 +7,15 @@ import os
 import re
 import shutil
 from collections.abc import Mapping
+from typing import get_args
 
 from agent.errors import BadClaudeArgs as BadClaudeArgs
 from agent.errors import ClaudeMissing as ClaudeMissing
+from wire.protocol import PermissionMode
 
 # The Claude Code versions whose screens, dialogs and transcripts were captured and tested.
 KNOWN_VERSIONS = frozenset({"2.1.328"})
-PERMISSION_MODES = frozenset(
-    {"manual", "default", "acceptEdits", "auto", "bypassPermissions", "dontAsk", "plan"}
-)
+PERMISSION_MODES = frozenset(get_args(PermissionMode))
 _VERSION = re.compile(r"(\d+\.\d+\.\d+)")
 # Variables that belong to the agent's own terminal, not to the session's.
 _DROP = ("TMUX", "TMUX_PANE", "CB_HOOK", "CB_HOOK_WAIT", "CB_HOOK_MAX_TIME")

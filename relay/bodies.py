@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from wire.protocol import MAX_CARD_KEYS, MAX_MESSAGE_CHARS, CardKey
+
 
 class Body(BaseModel):
     """The base of every request body: a number must be finite. ``1e999``, ``"Infinity"`` and
@@ -17,7 +19,8 @@ class Body(BaseModel):
 class CardAnswer(Body):
     """An answer to a card (relay/routes.py), as the audit log records it (features/audit.py)."""
 
-    key: str | None = Field(default=None, max_length=32)
-    keys: list[str] | None = Field(default=None, max_length=64)
-    text: str | None = None
+    # The limits of the answer_card command's args (wire/protocol.py AnswerCardArgs).
+    key: CardKey | None = None
+    keys: list[CardKey] | None = Field(default=None, max_length=MAX_CARD_KEYS)
+    text: str | None = Field(default=None, max_length=MAX_MESSAGE_CHARS)
     always: bool = False  # "always allow this category for this session" (permission cards)

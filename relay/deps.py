@@ -21,7 +21,7 @@ from relay.errors import BadRequest, Conflict, NotFound
 from relay.state import RelayState
 from relay.store import Principal, Session
 from wire.policy import MAX_ALLOW_ALL_SECONDS, Policy, PolicyError
-from wire.protocol import CommandName, CommandResult
+from wire.protocol import CommandArgs, CommandResult
 
 __all__ = [
     "READ_ONLY_HEADER",
@@ -125,10 +125,8 @@ def check_result(result: CommandResult) -> None:
         )
 
 
-async def send_command(
-    state: RelayState, session: Session, name: CommandName, args: dict[str, Any]
-) -> dict[str, Any]:
-    """Send ``name`` to the session's Mac and answer with what it did.
+async def send_command(state: RelayState, session: Session, args: CommandArgs) -> dict[str, Any]:
+    """Send the command of ``args`` to the session's Mac and answer with what it did.
 
     The features' command guards run first (an archived session is read-only: 409) and their
     result readers see the Mac's answer (a policy it reports), as ``RelayState`` holds them."""
@@ -136,7 +134,7 @@ async def send_command(
         await guard(session)
     devices = {d.id: d.name for d in await state.store.list_devices(session.account_id)}
     link = state.live.require_link(session.device_id, devices.get(session.device_id, ""))
-    result = await link.command(name, session.id, args, state.config.float("command_timeout"))
+    result = await link.command(session.id, args, state.config.float("command_timeout"))
     check_result(result)
     await state.read_result(session.id, result.data)
     if result.data.get("reopened") is True and session.mark is not None:

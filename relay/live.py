@@ -17,7 +17,7 @@ from typing import Any
 from relay.errors import Conflict, GatewayTimeout
 from wire.protocol import (
     Command,
-    CommandName,
+    CommandArgs,
     CommandResult,
     History,
     HistoryRequest,
@@ -59,11 +59,10 @@ class DeviceLink:
         finally:
             self.pending.pop(request_id, None)
 
-    async def command(
-        self, name: CommandName, session_id: str, args: dict[str, Any], timeout: float
-    ) -> CommandResult:
+    async def command(self, session_id: str, args: CommandArgs, timeout: float) -> CommandResult:
+        """Send the command ``args`` belong to and wait for the Mac's result."""
         command_id = secrets.token_hex(8)
-        message = Command(command_id=command_id, name=name, session_id=session_id, args=args)
+        message = Command.of(command_id, session_id, args)
         result: CommandResult = await self._request(command_id, message.model_dump_json(), timeout)
         return result
 

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import JSONResponse, Response
@@ -35,7 +35,23 @@ from relay.history import fetch_page
 from relay.sse import account_updates, last_event_id, session_events
 from relay.state import RelayState, iso
 from relay.store import Principal, new_session_id
-from wire.protocol import CLOSE_UNAUTHORIZED, CommandName
+from wire.protocol import (
+    CLOSE_UNAUTHORIZED,
+    HELD_MESSAGE_ID,
+    MAX_CWD_CHARS,
+    MAX_MESSAGE_CHARS,
+    MAX_MODEL_CHARS,
+    SENDER_MESSAGE_ID,
+    AnswerCardArgs,
+    CancelHeldArgs,
+    CreateSessionArgs,
+    EndArgs,
+    InterruptArgs,
+    PermissionMode,
+    ReopenArgs,
+    RestArgs,
+    SendArgs,
+)
 
 __all__ = ["READ_ONLY_HEADER", "refuse_read_only", "router"]
 
@@ -47,7 +63,7 @@ router = APIRouter(prefix="/api", dependencies=[Depends(refuse_read_only)])
 
 # What ``claude --session-id`` takes; sessions the phone starts get one, in one spelling.
 _UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}", re.IGNORECASE)
-_MESSAGE_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
+_MESSAGE_ID = re.compile(HELD_MESSAGE_ID)
 
 
 def session_uuid(raw: str) -> str:
@@ -68,13 +84,10 @@ class PairBody(Body):
 
 class NewSession(Body):
     device_id: str
-    cwd: str = Field(min_length=1, max_length=4096)
+    cwd: str = Field(min_length=1, max_length=MAX_CWD_CHARS)
     prompt: str | None = None
-    permission_mode: (
-        Literal["manual", "default", "acceptEdits", "auto", "bypassPermissions", "dontAsk", "plan"]
-        | None
-    ) = None
-    model: str | None = Field(default=None, max_length=200)
+    permission_mode: PermissionMode | None = None
+    model: str | None = Field(default=None, max_length=MAX_MODEL_CHARS)
     session_id: str | None = None  # a UUID (checked by session_uuid: a clear 422)
     allow_all: bool = False  # answer every permission request with "allow" (no dialogs)
     allow_all_for: AllowAllFor = None  # … for this long (seconds, or "session")
@@ -93,7 +106,7 @@ class MessageBody(Body):
     now: bool = False
     # Chosen by the sender and sent again with a retry: the Mac keeps one message per id, so a
     # retry after a lost answer is never typed twice.
-    id: str | None = Field(default=None, pattern=r"^[A-Za-z0-9_-]{8,64}$")
+    id: str | None = Field(default=None, pattern=SENDER_MESSAGE_ID)
 
 
 # -- pairing and logins ------------------------------------------------------------------
@@ -211,19 +224,21 @@ async def create_session(body: NewSession, principal: Phone, state: State) -> di
     session = await state.store.create_session(
         principal.account_id, device.id, session_id, body.cwd
     )
-    args = body.model_dump(
-        exclude={"device_id", "session_id", "allow_all", "allow_all_for"}, exclude_defaults=True
-    )
+    policy = body.policy
     if body.allow_all or (body.policy or {}).get("allow_all") is True:
         # The Mac turns the duration into an end time of its own clock, kept in the policy.
         policy = dict(body.policy or {})
         policy["allow_all"] = True
         if "allow_all_until" not in policy:
             policy.setdefault("allow_all_for", allow_all_for(state, body.allow_all_for))
-        args["policy"] = policy
-    result = await link.command(
-        "create_session", session_id, args, state.config.float("command_timeout")
+    args = CreateSessionArgs(
+        cwd=body.cwd,
+        prompt=body.prompt,
+        permission_mode=body.permission_mode,
+        model=body.model,
+        policy=policy,
     )
+    result = await link.command(session_id, args, state.config.float("command_timeout"))
     if not result.ok:
         # The Mac refused (bad folder, claude missing…): nothing was started, keep no trace.
         await state.store.discard_empty_session(principal.account_id, session_id)
@@ -326,16 +341,16 @@ async def account_stream(principal: Phone, state: State) -> EventSourceResponse:
 async def send_message(
     session_id: str, body: MessageBody, principal: Phone, state: State
 ) -> dict[str, Any]:
-    limit = state.config.int("max_message_chars")
+    # A message longer than the link's send args take (MAX_MESSAGE_CHARS) could not be sent.
+    limit = min(state.config.int("max_message_chars"), MAX_MESSAGE_CHARS)
     if len(body.text) > limit:
         raise PayloadTooLarge(
             f"a message is limited to {limit:,} characters", code="text_too_large"
         )
     session = await session_or_404(state, principal, session_id)
-    args: dict[str, Any] = {"text": body.text, "now": body.now}
-    if body.id is not None:
-        args["message_id"] = body.id
-    return await send_command(state, session, "send", args)
+    return await send_command(
+        state, session, SendArgs(text=body.text, now=body.now, message_id=body.id)
+    )
 
 
 @router.post("/sessions/{session_id}/cards/{card_id}")
@@ -362,11 +377,12 @@ async def answer_card(
         )
     # The Mac presses keys only if its screen still shows this card's dialog: else 409
     # card_changed (its new card comes on the stream).
-    args = body.model_dump(exclude_none=True)
-    args["card_id"] = card_id
+    args = AnswerCardArgs(
+        key=body.key, keys=body.keys, text=body.text, always=body.always, card_id=card_id
+    )
     # The card as shown is taken now: the Mac's next dialog may replace it meanwhile.
     taken = [log(request, principal, session, live.card, body) for log in state.answer_loggers]
-    answer = await send_command(state, session, "answer_card", args)
+    answer = await send_command(state, session, args)
     for done in taken:  # only an answer the Mac took is a decision (the audit log)
         await done()
     return answer
@@ -380,37 +396,41 @@ async def cancel_held(
     session = await session_or_404(state, principal, session_id)
     if not _MESSAGE_ID.fullmatch(message_id):
         raise NotFound(f"no held message {message_id[:80]!r}", code="unknown_message")
-    return await send_command(state, session, "cancel_held", {"message_id": message_id})
+    return await send_command(state, session, CancelHeldArgs(message_id=message_id))
 
 
 @router.post("/sessions/{session_id}/interrupt")
 async def interrupt(session_id: str, principal: Phone, state: State) -> dict[str, Any]:
     session = await session_or_404(state, principal, session_id)
-    return await send_command(state, session, "interrupt", {})
+    return await send_command(state, session, InterruptArgs())
 
 
 @router.post("/sessions/{session_id}/end")
 async def end(session_id: str, principal: Phone, state: State) -> dict[str, Any]:
-    return await _change_life(state, principal, session_id, "end", mark="ended")
+    return await _change_life(state, principal, session_id, EndArgs(), mark="ended")
 
 
 @router.post("/sessions/{session_id}/rest")
 async def rest(session_id: str, principal: Phone, state: State) -> dict[str, Any]:
-    return await _change_life(state, principal, session_id, "rest", mark="resting")
+    return await _change_life(state, principal, session_id, RestArgs(), mark="resting")
 
 
 @router.post("/sessions/{session_id}/reopen")
 async def reopen(session_id: str, principal: Phone, state: State) -> dict[str, Any]:
-    return await _change_life(state, principal, session_id, "reopen", mark=None)
+    return await _change_life(state, principal, session_id, ReopenArgs(), mark=None)
 
 
 async def _change_life(
-    state: RelayState, principal: Principal, session_id: str, name: CommandName, mark: str | None
+    state: RelayState,
+    principal: Principal,
+    session_id: str,
+    args: EndArgs | RestArgs | ReopenArgs,
+    mark: str | None,
 ) -> dict[str, Any]:
     session = await session_or_404(state, principal, session_id)
-    if session.locked and name in ("end", "rest"):
+    if session.locked and not isinstance(args, ReopenArgs):
         raise Conflict("this session is locked; unlock it first", code="session_locked")
-    answer = await send_command(state, session, name, {})
+    answer = await send_command(state, session, args)
     session = await state.store.update_session(principal.account_id, session_id, mark=mark)
     state.publish_session(session)
     return answer

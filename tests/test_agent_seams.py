@@ -16,7 +16,7 @@ from agent.hookserver import OnHook, SecretFor
 from agent.mux import session_name
 from tests.agent_fakes import FakeHooks, FakeLink, FakeMux
 from wire import config
-from wire.protocol import CommandName
+from wire.protocol import COMMAND_ARGS, CommandName
 
 
 class Parts:
@@ -150,5 +150,33 @@ def test_a_message_to_a_session_still_starting_is_held_and_never_typed_twice(
         assert not p.mux.pasted and not p.mux.keys  # nothing typed before the prompt is up
         empty = await p.link.command("send", sid, text="   ")
         assert (empty.ok, empty.code) == (False, "empty_message")
+
+    with_agent(tmp_path, body)
+
+
+def test_each_handler_takes_its_commands_args_model(tmp_path: Path) -> None:
+    async def body(p: Parts) -> None:
+        assert {name: h.model for name, h in p.agent.commands.items()} == COMMAND_ARGS
+
+    with_agent(tmp_path, body)
+
+
+def test_args_that_do_not_fit_the_commands_model_answer_bad_args_at_once(tmp_path: Path) -> None:
+    sid = str(uuid.uuid4())
+
+    async def body(p: Parts) -> None:
+        assert (await p.link.command("create_session", sid, cwd=str(tmp_path))).ok
+        record = p.agent.registry.get(sid)
+        assert record is not None
+        held = list(record.held)
+        long = await p.link.command("send", sid, text="x" * 100_001)
+        assert (long.ok, long.code) == (False, "bad_args")
+        assert long.error is not None and long.error.startswith("text: ")
+        card = await p.link.command("answer_card", sid, key="1" * 33, card_id="c", always=False)
+        assert (card.ok, card.code) == (False, "bad_args") and "key: " in (card.error or "")
+        cancel = await p.link.command("cancel_held", sid, message_id="../etc")
+        assert (cancel.ok, cancel.code) == (False, "bad_args")
+        # None of them reached the session: nothing held, typed or pressed.
+        assert record.held == held and not p.mux.pasted and not p.mux.keys
 
     with_agent(tmp_path, body)

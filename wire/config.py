@@ -114,7 +114,12 @@ SETTINGS: tuple[Setting, ...] = (
         "relay",
     ),
     Setting("max_link_message_bytes", 32 * MIB, "Largest message on the agent link.", "relay"),
-    Setting("max_message_chars", 100_000, "Longest message text a phone may send.", "relay"),
+    Setting(
+        "max_message_chars",
+        100_000,
+        "Longest message text a phone may send (at most 100,000).",
+        "relay",
+    ),
     Setting(
         "allow_all_default_minutes",
         60,

@@ -15,9 +15,9 @@ import hashlib
 import json
 import re
 from enum import StrEnum
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, ClassVar, Literal, get_args
 
-from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
 PROTOCOL_VERSION = 1
 
@@ -360,18 +360,159 @@ CommandName = Literal[
     "rest",
     "reopen",
     "cancel_held",
-    "set_policy",  # args {"policy": {...}}: a session's permission rules (wire/policy.py)
-    "change_policy",  # args {"changes": {...}}: some rules changed, the others kept
-    "delete_history",  # args {}: retention deleted the session; drop its archive and record
+    "set_policy",
+    "change_policy",
+    "delete_history",
 ]
+
+# Limits of a command's args (docs/protocol.md §9), checked by the agent: args outside them are
+# answered ``bad_args`` at once.
+MAX_MESSAGE_CHARS = 100_000  # a message's text; the relay's max_message_chars is at most this
+MAX_CWD_CHARS = 4096
+MAX_MODEL_CHARS = 200
+MAX_CARD_KEY_CHARS = 32
+MAX_CARD_KEYS = 64
+SENDER_MESSAGE_ID = r"^[A-Za-z0-9_-]{8,64}$"  # a message id the sender chose (send)
+HELD_MESSAGE_ID = r"^[A-Za-z0-9_-]{1,64}$"  # any held message's id (cancel_held)
+
+PermissionMode = Literal[
+    "manual", "default", "acceptEdits", "auto", "bypassPermissions", "dontAsk", "plan"
+]
+CardKey = Annotated[str, Field(max_length=MAX_CARD_KEY_CHARS)]
+
+
+class ArgsModel(_Model):
+    """The args of one command. ``name`` is the command it belongs to; on the link the args are
+    the JSON object of the fields that were given (``None`` ones left out)."""
+
+    name: ClassVar[CommandName]
+
+    def to_json(self) -> dict[str, Any]:
+        return self.model_dump(mode="json", exclude_unset=True, exclude_none=True)
+
+
+class CreateSessionArgs(ArgsModel):
+    """Launch claude in ``cwd`` under the command's session id; type ``prompt`` once ready."""
+
+    name: ClassVar[CommandName] = "create_session"
+    cwd: str = Field(min_length=1, max_length=MAX_CWD_CHARS)
+    prompt: str | None = None
+    permission_mode: PermissionMode | None = None
+    model: str | None = Field(default=None, max_length=MAX_MODEL_CHARS)
+    policy: dict[str, Any] | None = None  # first permission rules (wire/policy.py)
+    allow_all: bool = False  # older relays' way of asking for "allow all" (now in policy)
+
+
+class SendArgs(ArgsModel):
+    """Type a message (or hold it while a turn runs); ``now`` interrupts first."""
+
+    name: ClassVar[CommandName] = "send"
+    text: str = Field(min_length=1, max_length=MAX_MESSAGE_CHARS)
+    now: bool = False
+    # The phone's own ids are 8-64 characters (the relay checks SENDER_MESSAGE_ID); the Mac
+    # takes any id of a held message's shape.
+    message_id: str | None = Field(default=None, pattern=HELD_MESSAGE_ID)
+
+
+class AnswerCardArgs(ArgsModel):
+    """Answer the current card: one of ``key`` / ``keys`` (multi-select) / ``text``."""
+
+    name: ClassVar[CommandName] = "answer_card"
+    key: CardKey | None = None
+    keys: list[CardKey] | None = Field(default=None, max_length=MAX_CARD_KEYS)
+    text: str | None = Field(default=None, max_length=MAX_MESSAGE_CHARS)
+    always: bool = False  # also "always allow this category for this session"
+    card_id: str = Field(min_length=1)
+
+
+class InterruptArgs(ArgsModel):
+    name: ClassVar[CommandName] = "interrupt"
+
+
+class EndArgs(ArgsModel):
+    name: ClassVar[CommandName] = "end"
+
+
+class RestArgs(ArgsModel):
+    name: ClassVar[CommandName] = "rest"
+
+
+class ReopenArgs(ArgsModel):
+    name: ClassVar[CommandName] = "reopen"
+
+
+class CancelHeldArgs(ArgsModel):
+    name: ClassVar[CommandName] = "cancel_held"
+    message_id: str = Field(pattern=HELD_MESSAGE_ID)
+
+
+class SetPolicyArgs(ArgsModel):
+    """Replace the session's permission rules (checked by wire/policy.py's Policy.from_json)."""
+
+    name: ClassVar[CommandName] = "set_policy"
+    policy: dict[str, Any]
+
+
+class ChangePolicyArgs(ArgsModel):
+    """Change some rules, the others kept (checked by wire/policy.py's Policy.changed)."""
+
+    name: ClassVar[CommandName] = "change_policy"
+    changes: dict[str, Any]
+
+
+class DeleteHistoryArgs(ArgsModel):
+    """Retention deleted the session: drop its archive and record."""
+
+    name: ClassVar[CommandName] = "delete_history"
+
+
+CommandArgs = (
+    CreateSessionArgs
+    | SendArgs
+    | AnswerCardArgs
+    | InterruptArgs
+    | EndArgs
+    | RestArgs
+    | ReopenArgs
+    | CancelHeldArgs
+    | SetPolicyArgs
+    | ChangePolicyArgs
+    | DeleteHistoryArgs
+)
+# Each command's args model, by name.
+COMMAND_ARGS: dict[CommandName, type[CommandArgs]] = {
+    model.name: model for model in get_args(CommandArgs)
+}
+
+
+def args_problem(exc: ValidationError) -> str:
+    """A validation failure as one readable line: ``field: what is wrong; …``."""
+    return "; ".join(
+        f"{'.'.join(str(part) for part in e['loc']) or 'args'}: {e['msg']}" for e in exc.errors()
+    )
 
 
 class Command(_Model):
+    """A command for a session's Mac. ``args`` is the JSON object of the name's args model
+    (COMMAND_ARGS), read with :meth:`parsed_args` by the handler, so args that do not fit are
+    answered ``bad_args`` instead of making the whole message unreadable."""
+
     type: Literal["command"] = "command"
     command_id: str
     name: CommandName
     session_id: str
     args: dict[str, Any] = Field(default_factory=dict)
+
+    @classmethod
+    def of(cls, command_id: str, session_id: str, args: CommandArgs) -> Command:
+        """The command carrying ``args`` (its name is the args model's)."""
+        return cls(
+            command_id=command_id, name=args.name, session_id=session_id, args=args.to_json()
+        )
+
+    def parsed_args(self) -> CommandArgs:
+        """The args as the name's model; raises pydantic's ValidationError when they do not fit."""
+        return COMMAND_ARGS[self.name].model_validate(self.args)
 
 
 class HistoryRequest(_Model):

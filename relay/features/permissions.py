@@ -47,6 +47,7 @@ from relay.errors import BadRequest, Conflict
 from relay.feature import Feature
 from relay.state import RelayState, iso
 from wire.policy import CATEGORIES, TOOL_CATEGORIES, Policy, PolicyError
+from wire.protocol import ChangePolicyArgs, SetPolicyArgs
 
 # A read-only view (X-CB-Read-Only) may read but not change: same guard as relay/routes.py
 # (relay/deps.py refuse_read_only).
@@ -187,7 +188,7 @@ async def put_policy(
     policy = check_policy(data)
     # _command refuses archived sessions, and stores the policy the Mac answers with. The
     # duration goes as such: the Mac makes it an end time of its own clock.
-    answer = await send_command(state, session, "set_policy", {"policy": data})
+    answer = await send_command(state, session, SetPolicyArgs(policy=data))
     if "policy" not in answer:  # a Mac that does not echo it: it took what was sent
         await remember(state, session.id, policy.to_json())
     now_policy, at = await stored(state, session.id)
@@ -208,7 +209,7 @@ async def patch_policy(
         Policy().changed(changes)  # 400 before the Mac is asked
     except PolicyError as exc:
         raise BadRequest(f"policy: {exc}") from None
-    answer = await send_command(state, session, "change_policy", {"changes": changes})
+    answer = await send_command(state, session, ChangePolicyArgs(changes=changes))
     if "policy" not in answer:
         raise Conflict("the Mac did not say which policy it now holds", code="bad_answer")
     now_policy, at = await stored(state, session.id)

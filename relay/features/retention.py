@@ -58,7 +58,7 @@ from relay.live import DeviceLink
 from relay.state import RelayState, iso
 from relay.store import Session
 from wire.config import Config
-from wire.protocol import SessionInfo
+from wire.protocol import DeleteHistoryArgs, SessionInfo
 
 _log = logging.getLogger("relay.features.retention")
 # A read-only view (X-CB-Read-Only) may read but not change: same guard as relay/routes.py
@@ -581,7 +581,7 @@ class Retention:
                         await self._settle(sid, remove_row=False)
                         continue
                     try:
-                        result = await link.command("delete_history", sid, {}, timeout)
+                        result = await link.command(sid, DeleteHistoryArgs(), timeout)
                     except RelayError as exc:
                         _log.info("Mac %s not told of deleted %s yet: %s", device_id, sid, exc)
                         break

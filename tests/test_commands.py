@@ -1,0 +1,138 @@
+"""Each command of the link has one typed args model (wire/protocol.py), and its JSON on the link
+is what docs/protocol.md §9 shows: the models change how the code reads args, not the wire."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+from typing import Any, get_args
+
+import pytest
+from pydantic import ValidationError
+
+from wire.protocol import (
+    COMMAND_ARGS,
+    AnswerCardArgs,
+    CancelHeldArgs,
+    ChangePolicyArgs,
+    Command,
+    CommandArgs,
+    CommandName,
+    CreateSessionArgs,
+    DeleteHistoryArgs,
+    EndArgs,
+    InterruptArgs,
+    ReopenArgs,
+    RestArgs,
+    SendArgs,
+    SetPolicyArgs,
+    relay_message,
+)
+
+DOCS = Path(__file__).resolve().parent.parent / "docs" / "protocol.md"
+
+# One example of each command's args as the relay builds them, and the JSON object it sent
+# before the models (its own hand-built dicts), key order included.
+EXAMPLES: list[tuple[CommandArgs, dict[str, Any]]] = [
+    (
+        CreateSessionArgs(cwd="/src", prompt="fix it", permission_mode="plan", model="opus"),
+        {"cwd": "/src", "prompt": "fix it", "permission_mode": "plan", "model": "opus"},
+    ),
+    (
+        CreateSessionArgs(cwd="/src", prompt=None, permission_mode=None, model=None, policy=None),
+        {"cwd": "/src"},
+    ),
+    (
+        CreateSessionArgs(cwd="/src", policy={"allow_all": True, "allow_all_for": 3600}),
+        {"cwd": "/src", "policy": {"allow_all": True, "allow_all_for": 3600}},
+    ),
+    (SendArgs(text="hi", now=False, message_id=None), {"text": "hi", "now": False}),
+    (
+        SendArgs(text="hi", now=True, message_id="m-12345678"),
+        {"text": "hi", "now": True, "message_id": "m-12345678"},
+    ),
+    (
+        AnswerCardArgs(key="1", keys=None, text=None, always=True, card_id="card-17"),
+        {"key": "1", "always": True, "card_id": "card-17"},
+    ),
+    (
+        AnswerCardArgs(key=None, keys=["1", "3"], text=None, always=False, card_id="c"),
+        {"keys": ["1", "3"], "always": False, "card_id": "c"},
+    ),
+    (InterruptArgs(), {}),
+    (EndArgs(), {}),
+    (RestArgs(), {}),
+    (ReopenArgs(), {}),
+    (CancelHeldArgs(message_id="abc_1"), {"message_id": "abc_1"}),
+    (
+        SetPolicyArgs(policy={"allow_all": False, "categories": {"read": "allow"}, "tools": {}}),
+        {"policy": {"allow_all": False, "categories": {"read": "allow"}, "tools": {}}},
+    ),
+    (
+        ChangePolicyArgs(changes={"tools": {"Bash": None}}),
+        {"changes": {"tools": {"Bash": None}}},
+    ),
+    (DeleteHistoryArgs(), {}),
+]
+
+
+def test_every_command_name_has_exactly_one_args_model() -> None:
+    models = get_args(CommandArgs)
+    assert sorted(m.name for m in models) == sorted(get_args(CommandName))
+    assert set(COMMAND_ARGS) == set(get_args(CommandName))
+    assert all(COMMAND_ARGS[m.name] is m for m in models)
+    assert {type(args).name for args, _ in EXAMPLES} == set(get_args(CommandName))
+
+
+@pytest.mark.parametrize(("args", "sent"), EXAMPLES, ids=lambda v: type(v).__name__)
+def test_a_command_goes_on_the_link_as_before_and_reads_back_the_same(
+    args: CommandArgs, sent: dict[str, Any]
+) -> None:
+    command = Command.of("c1", "s1", args)
+    before = Command(command_id="c1", name=type(args).name, session_id="s1", args=sent)
+    assert command.model_dump_json() == before.model_dump_json()  # byte for byte
+    read = relay_message.validate_json(command.model_dump_json())
+    assert isinstance(read, Command) and read.name == type(args).name
+    assert read.parsed_args() == args
+    assert Command.of("c1", "s1", read.parsed_args()).model_dump_json() == command.model_dump_json()
+
+
+def _documented_commands() -> list[dict[str, Any]]:
+    blocks = re.findall(r"<!-- example: relay -->\n```json\n(.*?)```", DOCS.read_text(), re.S)
+    messages = [json.loads(block) for block in blocks]
+    return [m for m in messages if m.get("type") == "command"]
+
+
+def test_the_documented_commands_read_and_rebuild_key_for_key() -> None:
+    documented = _documented_commands()
+    assert {m["name"] for m in documented} >= {"create_session", "send", "answer_card"}
+    for message in documented:
+        command = Command.model_validate(message)
+        rebuilt = Command.of(command.command_id, command.session_id, command.parsed_args())
+        assert list(rebuilt.args.items()) == list(message["args"].items()), message
+
+
+@pytest.mark.parametrize(
+    ("name", "args", "field"),
+    [
+        ("send", {"text": ""}, "text"),
+        ("send", {"text": "x" * 100_001}, "text"),
+        ("send", {"text": "hi", "message_id": "not an id"}, "message_id"),
+        ("answer_card", {"key": "1" * 33, "card_id": "c"}, "key"),
+        ("answer_card", {"keys": ["1"] * 65, "card_id": "c"}, "keys"),
+        ("answer_card", {"key": "1"}, "card_id"),
+        ("create_session", {"cwd": "/src", "permission_mode": "yolo"}, "permission_mode"),
+        ("create_session", {}, "cwd"),
+        ("cancel_held", {"message_id": "../x"}, "message_id"),
+        ("set_policy", {}, "policy"),
+        ("change_policy", {"changes": "all"}, "changes"),
+    ],
+)
+def test_args_outside_the_documented_limits_do_not_read(
+    name: CommandName, args: dict[str, Any], field: str
+) -> None:
+    command = Command(command_id="c1", name=name, session_id="s1", args=args)
+    with pytest.raises(ValidationError) as caught:
+        command.parsed_args()
+    assert [e["loc"][0] for e in caught.value.errors()] == [field]
