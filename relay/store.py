@@ -239,6 +239,17 @@ class Reconciliation:
     refused: list[str] = field(default_factory=list)  # session ids of another Mac: untouched
 
 
+@dataclass(frozen=True)
+class NewLines:
+    """Lines of one conversation stored for the first time in an ingest transaction (never a
+    line sent again), with their conversions: what a :class:`LineObserver` is given."""
+
+    account_id: str
+    session_id: str
+    conversation_id: str
+    lines: list[tuple[LineRecord, Conversion]]
+
+
 class LineObserver(Protocol):
     """Something that derives its own data from new transcript lines (usage, search…).
 
@@ -247,14 +258,7 @@ class LineObserver(Protocol):
 
     def setup(self, conn: sqlite3.Connection) -> None: ...
 
-    def on_lines(
-        self,
-        conn: sqlite3.Connection,
-        account_id: str,
-        session_id: str,
-        conversation_id: str,
-        lines: list[tuple[LineRecord, Conversion]],
-    ) -> None: ...
+    def on_lines(self, conn: sqlite3.Connection, new: NewLines) -> None: ...
 
 
 # A feature's tables: made on the writer's connection as the store opens (relay/feature.py),
@@ -805,7 +809,9 @@ class Store:
             for observer in observers:
                 # Same transaction: what observers derive (titles, usage, search…) is stored
                 # exactly when the lines are, never twice for a line sent again.
-                observer.on_lines(conn, account_id, session_id, conversation_id, converted)
+                observer.on_lines(
+                    conn, NewLines(account_id, session_id, conversation_id, converted)
+                )
             stored: list[tuple[int, str]] = []
             for seq, (line, event) in zip(numbers, pending, strict=True):
                 # The shape of NumberedEvent, built directly: this runs for every event.

@@ -84,7 +84,7 @@ from relay.errors import BadRequest, NotFound
 from relay.feature import Feature
 from relay.features import titles
 from relay.state import RelayState, iso
-from relay.store import Session, Store
+from relay.store import NewLines, Session, Store
 from wire.protocol import EventKind, LineRecord, SessionInfo
 
 __all__ = [
@@ -551,14 +551,8 @@ class SearchIndex:
         for statement in (*SCHEMA, *BACKFILL):
             conn.execute(statement)
 
-    def on_lines(
-        self,
-        conn: sqlite3.Connection,
-        account_id: str,
-        session_id: str,
-        conversation_id: str,
-        lines: list[tuple[LineRecord, Conversion]],
-    ) -> None:
+    def on_lines(self, conn: sqlite3.Connection, new: NewLines) -> None:
+        session_id, conversation_id, lines = new.session_id, new.conversation_id, new.lines
         conn.execute("SAVEPOINT search")
         try:
             before = load_digest(conn, session_id)

@@ -52,7 +52,7 @@ from wire.markers import BRIDGE_CONVERSATION
 from wire.protocol import EventKind, LineRecord
 
 if TYPE_CHECKING:
-    from relay.store import Session, Store
+    from relay.store import NewLines, Session, Store
 
 __all__ = [
     "CLAUDE_TITLE_RANK",
@@ -337,14 +337,8 @@ class TitleObserver:
         for statement in SCHEMA:
             conn.execute(statement)
 
-    def on_lines(
-        self,
-        conn: sqlite3.Connection,
-        account_id: str,
-        session_id: str,
-        conversation_id: str,
-        lines: list[tuple[LineRecord, Conversion]],
-    ) -> None:
+    def on_lines(self, conn: sqlite3.Connection, new: NewLines) -> None:
+        session_id, conversation_id, lines = new.session_id, new.conversation_id, new.lines
         if not any(_may_matter(c) for _, c in lines):
             return
         conn.execute("SAVEPOINT titles")

@@ -33,13 +33,11 @@ from typing import Annotated, Any, Final
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import Response
 
-from relay.convert import Conversion
 from relay.deps import Phone
 from relay.feature import Feature
 from relay.features.cost import EMPTY_REPORT, CostCounter, Ledger, Prices, Usage, load_prices
 from relay.state import RelayState
-from relay.store import Store
-from wire.protocol import LineRecord
+from relay.store import NewLines, Store
 
 _log = logging.getLogger("relay.features.usage")
 
@@ -90,14 +88,9 @@ class UsageTracker:
         for statement in SCHEMA:  # one by one: executescript would COMMIT the writer's transaction
             conn.execute(statement)
 
-    def on_lines(
-        self,
-        conn: sqlite3.Connection,
-        account_id: str,
-        session_id: str,
-        conversation_id: str,
-        lines: list[tuple[LineRecord, Conversion]],
-    ) -> None:
+    def on_lines(self, conn: sqlite3.Connection, new: NewLines) -> None:
+        session_id, conversation_id, lines = new.session_id, new.conversation_id, new.lines
+        account_id = new.account_id
         facts = [
             c.facts for _, c in lines if c.facts.usage is not None or c.facts.cost_state is not None
         ]
