@@ -218,6 +218,16 @@ def _running_subagents(payload: dict[str, Any]) -> frozenset[str] | None:
     return frozenset(ids)
 
 
+# What a turn that is over leaves (a Stop, a session's end): no turn, no tool, no dialog waiting.
+_TURN_OVER: dict[str, Any] = {
+    "turn_open": False,
+    "turn_automatic": False,
+    "tools": (),
+    "permission_pending": False,
+    "permission_tool": None,
+}
+
+
 def apply_hook(facts: HookFacts, event: str, payload: dict[str, Any], now: float) -> HookFacts:
     """Fold one hook report into the facts; returns a new value, ``facts`` is left as it was.
 
@@ -285,15 +295,7 @@ def apply_hook(facts: HookFacts, event: str, payload: dict[str, Any], now: float
             # after a dialog was rejected means that dialog's tool never ran.
             changes["tools"] = ()
     elif event == "Stop":
-        changes.update(
-            last_turn_edge_at=now,
-            last_stop_at=now,
-            turn_open=False,
-            turn_automatic=False,
-            tools=(),
-            permission_pending=False,
-            permission_tool=None,
-        )
+        changes.update(_TURN_OVER, last_turn_edge_at=now, last_stop_at=now)
         running = _running_subagents(payload)
         if running is not None:
             changes["background_agents"] = running
@@ -328,13 +330,9 @@ def apply_hook(facts: HookFacts, event: str, payload: dict[str, Any], now: float
         changes["end_reason"] = reason
         if reason != "clear":
             changes.update(
+                _TURN_OVER,
                 session_ended=True,
                 ended_at=now,
-                turn_open=False,
-                turn_automatic=False,
-                tools=(),
-                permission_pending=False,
-                permission_tool=None,
                 compacting=False,
                 compacting_since=None,
             )
