@@ -9,9 +9,10 @@ others, and nothing imports it but the app.
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
-from fastapi import Depends, Request
+from fastapi import Depends, Query, Request
 from pydantic import Field
 from starlette.requests import HTTPConnection
 
@@ -60,6 +61,29 @@ def phone(request: Request) -> Principal:
 
 
 Phone = Annotated[Principal, Depends(phone)]
+
+
+@dataclass(frozen=True)
+class PageQuery:
+    """Where a history page starts: ``?after=`` or ``?before=``, ``?limit=``, ``?epoch=`` (their
+    ranges are checked by the seq rules, relay/seq.py)."""
+
+    after: int | None
+    before: int | None
+    limit: int | None
+    epoch: str | None
+
+
+def page_query(
+    after: Annotated[int | None, Query()] = None,
+    before: Annotated[int | None, Query()] = None,
+    limit: Annotated[int | None, Query()] = None,
+    epoch: Annotated[str | None, Query(max_length=64)] = None,
+) -> PageQuery:
+    return PageQuery(after, before, limit, epoch)
+
+
+Page = Annotated[PageQuery, Depends(page_query)]
 
 
 def refuse_read_only(request: HTTPConnection) -> None:

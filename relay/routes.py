@@ -21,6 +21,7 @@ from relay.deps import (
     AllowAllFor,
     Body,
     CardAnswer,
+    Page,
     Phone,
     State,
     allow_all_for,
@@ -272,15 +273,10 @@ async def patch_session(
 
 @router.get("/sessions/{session_id}/events")
 async def session_events_page(
-    session_id: str,
-    principal: Phone,
-    state: State,
-    after: Annotated[int | None, Query()] = None,
-    before: Annotated[int | None, Query()] = None,
-    limit: Annotated[int | None, Query()] = None,
-    epoch: Annotated[str | None, Query(max_length=64)] = None,
+    session_id: str, principal: Phone, state: State, query: Page
 ) -> Response:
     session = await session_or_404(state, principal, session_id)
+    after, before, limit, epoch = query.after, query.before, query.limit, query.epoch
     page_max = state.config.int("catchup_page")
     size = seqrules.check_limit(limit, page_max)
     if after is not None and before is not None:

@@ -29,11 +29,11 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Annotated, Any
 
-from fastapi import APIRouter, Path, Query
+from fastapi import APIRouter, Path
 from fastapi.responses import Response
 
 from relay import seq as seqrules
-from relay.deps import Phone, State, session_or_404
+from relay.deps import Page, Phone, State, session_or_404
 from relay.errors import BadRequest, NotFound
 from relay.feature import Feature
 from relay.features import usage
@@ -537,10 +537,7 @@ async def subagent_events_page(
     agent_id: Annotated[str, Path(max_length=200)],
     principal: Phone,
     state: State,
-    after: Annotated[int | None, Query()] = None,
-    before: Annotated[int | None, Query()] = None,
-    limit: Annotated[int | None, Query()] = None,
-    epoch: Annotated[str | None, Query(max_length=64)] = None,
+    query: Page,
 ) -> Response:
     """A page of one subagent's events, by the session's seqs, like the session's own events."""
     session = await session_or_404(state, principal, session_id)
@@ -548,10 +545,10 @@ async def subagent_events_page(
         state.store,
         session,
         agent_id,
-        after=after,
-        before=before,
-        limit=limit,
-        epoch=epoch,
+        after=query.after,
+        before=query.before,
+        limit=query.limit,
+        epoch=query.epoch,
         page_max=state.config.int("catchup_page"),
         # The subagent page picks its events out of what is fetched: all of it or an error.
         fetch=functools.partial(fetch_page, state, whole=True),
