@@ -10,14 +10,13 @@ A line is read only once it ends in a newline, so a line being written is never 
 
 from __future__ import annotations
 
-import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from wire.protocol import LineRecord
+from wire.transcript import READ_CHUNK, read_complete_lines
 
-READ_CHUNK = 1024 * 1024
 _NOT_ALNUM = re.compile(r"[^A-Za-z0-9]")
 
 
@@ -49,44 +48,6 @@ class FileCursor:
         """Go back to the last acknowledged line (after a reconnect): the relay drops repeats."""
         self.sent = max(self.resume, 0)
         self.pending.clear()
-
-
-def read_complete_lines(
-    path: Path, start: int, max_bytes: int = READ_CHUNK, max_line: int = 64 * 1024 * 1024
-) -> tuple[list[LineRecord], int]:
-    """Complete lines from ``start``: the records and the offset after the last one read."""
-    try:
-        with path.open("rb") as handle:
-            handle.seek(start)
-            data = handle.read(max_bytes)
-            # A single line longer than a chunk: keep reading until its newline (bounded).
-            while data and b"\n" not in data and len(data) < max_line:
-                more = handle.read(max_bytes)
-                if not more:
-                    break
-                data += more
-    except FileNotFoundError:
-        return [], start
-    end = data.rfind(b"\n")
-    if end < 0:
-        return [], start
-    records: list[LineRecord] = []
-    offset = start
-    for raw in data[: end + 1].split(b"\n")[:-1]:
-        text = raw.decode("utf-8", errors="replace")
-        records.append(LineRecord(offset=offset, text=text, uuid=_uuid_of(raw)))
-        offset += len(raw) + 1
-    return records, offset
-
-
-def _uuid_of(raw: bytes) -> str | None:
-    if b'"uuid"' not in raw:
-        return None
-    try:
-        value = json.loads(raw).get("uuid")
-    except (ValueError, AttributeError):
-        return None
-    return value if isinstance(value, str) else None
 
 
 class TranscriptFollower:

@@ -65,7 +65,7 @@ class ListingResult:
 
 def usage_lines(name: str) -> list[Any]:
     """The lines of a captured transcript that carry usage or Claude Code's cost-state."""
-    from wire.client import read_lines
+    from wire.transcript import read_lines
 
     return [
         line

@@ -7,7 +7,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from wire.client import MacLink, read_lines
+from wire.client import MacLink
+from wire.transcript import read_lines
 
 
 @dataclass

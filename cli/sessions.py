@@ -62,43 +62,56 @@ import re
 import sys
 from collections.abc import Callable, Sequence
 from datetime import datetime
-from typing import Any, NoReturn
-from urllib.parse import quote
+from typing import Any, Literal, NoReturn, TypedDict
 
-import httpx
-
+from cli.client import READ_ONLY_HEADER as READ_ONLY_HEADER
+from cli.client import (
+    ApiError,
+    AuditAnswer,
+    AuditCard,
+    AuditEntry,
+    AuditQuery,
+    CommandError,
+    CostReport,
+    CostSummary,
+    Device,
+    Event,
+    EventsPage,
+    Policy,
+    PolicyChanges,
+    PolicyView,
+    RelayClient,
+    RetentionCounts,
+    RetentionReport,
+    RetentionSettings,
+    RetentionView,
+    RunItem,
+    SearchItem,
+    SearchMore,
+    SearchQuery,
+    SearchResults,
+    SessionSnapshot,
+    SubagentSummary,
+)
 from wire import config as configmod
 
-# relay.routes.READ_ONLY_HEADER, repeated here: importing the API would cost the CLI 0.5 s.
-READ_ONLY_HEADER = "X-CB-Read-Only"
 PAGE = 500  # the relay's largest page of events (its catchup_page setting, by default)
 OFFSET = re.compile(r"-([1-9][0-9]*)")
 RUNNING_STATES = {"starting", "idle", "busy", "waiting"}
-PAIR_HINT = (
-    "pair again: make a phone token with `claude-bridge token create --kind phone --name cli` "
-    "and pass it with --token or CB_TOKEN"
-)
 
 
-class CommandError(Exception):
-    """What went wrong, said for a person, and what to do about it."""
+class SessionRow(TypedDict):
+    """One line of `claude-bridge sessions` (its ``--json`` too), with its -N reference."""
 
-    def __init__(self, message: str, hint: str = "") -> None:
-        super().__init__(message)
-        self.message = message
-        self.hint = hint
-
-
-class ApiError(CommandError):
-    """The relay answered with an error (``{"error": {"code", "message"}}``)."""
-
-    def __init__(
-        self, status: int, code: str, message: str, hint: str = "", **details: Any
-    ) -> None:
-        super().__init__(message, hint)
-        self.status = status
-        self.code = code
-        self.details = details
+    ref: int
+    id: str
+    title: str
+    device_id: str | None
+    mac: str
+    cwd: str
+    state: str
+    created_at: str | None
+    cost: CostSummary | None
 
 
 # -- pure parts ------------------------------------------------------------------------------
@@ -117,14 +130,14 @@ def parse_ref(text: str, what: str = "--session") -> int | str:
     return text
 
 
-def by_creation(sessions: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+def by_creation(sessions: Sequence[SessionSnapshot]) -> list[SessionSnapshot]:
     """Newest created first (ties: the later place in the list, which creation gives)."""
     return sorted(
         sessions, key=lambda s: (s.get("created_at") or "", s.get("position") or 0), reverse=True
     )
 
 
-def pick_offset(sessions: Sequence[dict[str, Any]], offset: int) -> dict[str, Any]:
+def pick_offset(sessions: Sequence[SessionSnapshot], offset: int) -> SessionSnapshot:
     ordered = by_creation(sessions)
     if offset > len(ordered):
         have = (
@@ -140,7 +153,7 @@ def pick_offset(sessions: Sequence[dict[str, Any]], offset: int) -> dict[str, An
     return ordered[offset - 1]
 
 
-def this_mac(devices: Sequence[dict[str, Any]]) -> dict[str, Any] | None:
+def this_mac(devices: Sequence[Device]) -> Device | None:
     """The Mac this command runs on, when its agent has linked to this relay's account (the
     agent writes its device id in its data folder, ``$CB_AGENT_DIR`` or ~/.claude-bridge)."""
     folder = os.path.expanduser(os.environ.get("CB_AGENT_DIR") or "~/.claude-bridge")
@@ -152,7 +165,7 @@ def this_mac(devices: Sequence[dict[str, Any]]) -> dict[str, Any] | None:
     return next((d for d in devices if d["id"] == device_id), None)
 
 
-def pick_device(devices: Sequence[dict[str, Any]], wanted: str | None) -> dict[str, Any]:
+def pick_device(devices: Sequence[Device], wanted: str | None) -> Device:
     """The Mac named by ``--device`` (id or name), else the only online one, else this Mac
     when it is one of several online."""
     listing = "; ".join(
@@ -194,20 +207,20 @@ def pick_device(devices: Sequence[dict[str, Any]], wanted: str | None) -> dict[s
     )
 
 
-def state_of(session: dict[str, Any]) -> str:
+def state_of(session: SessionSnapshot | SearchItem) -> str:
     """What a person calls its state: the mark (ended, resting, offline) or the live state."""
     mark = session.get("mark")
     return str(mark) if mark else str(session.get("state") or "ended")
 
 
-def is_running(session: dict[str, Any]) -> bool:
+def is_running(session: SessionSnapshot) -> bool:
     return session.get("state") in RUNNING_STATES and session.get("mark") not in (
         "ended",
         "resting",
     )
 
 
-def cost_text(session: dict[str, Any]) -> str:
+def cost_text(session: SessionSnapshot | SessionRow) -> str:
     cost = session.get("cost")
     usd = cost.get("usd") if isinstance(cost, dict) else None
     if isinstance(usd, int | float) and not isinstance(usd, bool):
@@ -234,27 +247,27 @@ def short_folder(path: str) -> str:
 
 
 def session_rows(
-    sessions: Sequence[dict[str, Any]], devices: Sequence[dict[str, Any]]
-) -> list[dict[str, Any]]:
+    sessions: Sequence[SessionSnapshot], devices: Sequence[Device]
+) -> list[SessionRow]:
     """What `claude-bridge sessions` shows, newest created first, with each one's -N reference."""
     names = {d["id"]: d["name"] for d in devices}
     return [
-        {
-            "ref": -index,
-            "id": s["id"],
-            "title": s.get("title") or "",
-            "device_id": s.get("device_id"),
-            "mac": names.get(s.get("device_id"), s.get("device_id") or ""),
-            "cwd": s.get("cwd") or "",
-            "state": state_of(s),
-            "created_at": s.get("created_at"),
-            "cost": s.get("cost"),
-        }
+        SessionRow(
+            ref=-index,
+            id=s["id"],
+            title=s.get("title") or "",
+            device_id=s.get("device_id"),
+            mac=names.get(s.get("device_id") or "", s.get("device_id") or ""),
+            cwd=s.get("cwd") or "",
+            state=state_of(s),
+            created_at=s.get("created_at"),
+            cost=s.get("cost"),
+        )
         for index, s in enumerate(by_creation(sessions), start=1)
     ]
 
 
-def table(rows: Sequence[dict[str, Any]]) -> list[str]:
+def table(rows: Sequence[SessionRow]) -> list[str]:
     head = ("REF", "ID", "TITLE", "MAC", "FOLDER", "STATE", "CREATED", "COST")
     cells = [
         (
@@ -276,7 +289,7 @@ def table(rows: Sequence[dict[str, Any]]) -> list[str]:
     ]
 
 
-def describe(event: dict[str, Any]) -> str:
+def describe(event: Event) -> str:
     """One event as a terminal line (or a few): ``#12  claude: Delegating to a subagent.``"""
     kind = event.get("kind")
     text = str(event.get("text") or "")
@@ -313,99 +326,25 @@ def _clip(text: str, limit: int) -> str:
 # -- the relay over HTTP ------------------------------------------------------------------------
 
 
-class Relay:
-    """The relay's phone API with a phone token; every error becomes an ApiError or CommandError."""
-
-    def __init__(self, url: str, token: str, *, read_only: bool, timeout: float = 30.0) -> None:
-        self.url = url.rstrip("/")
-        headers = {"Authorization": f"Bearer {token}"}
-        if read_only:
-            headers[READ_ONLY_HEADER] = "1"
-        self.http = httpx.Client(base_url=self.url, headers=headers, timeout=timeout)
-
-    def close(self) -> None:
-        self.http.close()
-
-    def call(self, method: str, path: str, **kwargs: Any) -> Any:
-        try:
-            response = self.http.request(method, path, **kwargs)
-        except httpx.HTTPError as exc:
-            raise CommandError(
-                f"cannot reach the relay at {self.url}: {exc}",
-                "is it running? Pass --relay URL or set CB_RELAY",
-            ) from None
-        if response.status_code < 400:
-            return response.json()
-        try:
-            error = dict(response.json()["error"])
-            code, message = str(error.pop("code")), str(error.pop("message"))
-        except (ValueError, KeyError, TypeError):
-            error, code = {}, "http_error"
-            message = f"HTTP {response.status_code} from the relay"
-        hint = ""
-        if response.status_code == 401:
-            hint = PAIR_HINT
-        elif code == "wrong_token_kind":
-            hint = "this command needs a phone token, not a Mac's; " + PAIR_HINT
-        elif code == "device_offline":
-            hint = "start the agent on that Mac (claude-bridge agent), then run this again"
-        elif code == "session_archived":
-            hint = "archived sessions are read-only; `claude-bridge pin SESSION` makes it active"
-        elif code == "unknown_subagent":
-            hint = "`claude-bridge subagents SESSION` lists them"
-        raise ApiError(response.status_code, code, f"{message} ({code})", hint, **error)
-
-    def session(self, session_id: str) -> dict[str, Any] | None:
-        """The session's snapshot, or None when the relay has no session with that id."""
-        try:
-            found: dict[str, Any] = self.call("GET", f"/api/sessions/{_quote(session_id)}")
-        except ApiError as exc:
-            if exc.status == 404 and exc.code == "unknown_session":
-                return None
-            raise
-        return found
-
-    def sessions(self) -> list[dict[str, Any]]:
-        listed: list[dict[str, Any]] = self.call("GET", "/api/sessions")["sessions"]
-        return listed
-
-    def devices(self) -> list[dict[str, Any]]:
-        listed: list[dict[str, Any]] = self.call("GET", "/api/devices")["devices"]
-        return listed
-
-    def events(self, session_id: str, **params: Any) -> dict[str, Any]:
-        page: dict[str, Any] = self.call(
-            "GET", f"/api/sessions/{_quote(session_id)}/events", params=params
-        )
-        return page
-
-    def page_link(self, session_id: str, *, read_only: bool = False) -> str:
-        return f"{self.url}/#/s/{_quote(session_id)}" + ("/read" if read_only else "")
-
-
-def _quote(session_id: str) -> str:
-    return quote(session_id, safe="")
-
-
 def whole_conversation(
-    relay: Relay, session_id: str, note: Callable[[str], None]
-) -> list[dict[str, Any]]:
+    relay: RelayClient, session_id: str, note: Callable[[str], None]
+) -> list[Event]:
     """Every event of the session, a page at a time; older parts the relay cannot reach (the Mac
     is offline) are skipped with a note instead of failing the whole read."""
-    return every_page(relay, f"/api/sessions/{_quote(session_id)}/events", note)
+    return every_page(lambda after, epoch: relay.events(session_id, after=after, epoch=epoch), note)
 
 
-def every_page(relay: Relay, path: str, note: Callable[[str], None]) -> list[dict[str, Any]]:
-    """Every event of a paged history (a session's or a subagent's), forwards from the start."""
-    events: list[dict[str, Any]] = []
+def every_page(
+    fetch: Callable[[int, str | None], EventsPage], note: Callable[[str], None]
+) -> list[Event]:
+    """Every event of a paged history (a session's or a subagent's), forwards from the start:
+    ``fetch(after, epoch)`` reads one page (as large as the relay gives)."""
+    events: list[Event] = []
     after = 0
     epoch: str | None = None
     while True:
-        params: dict[str, Any] = {"after": after}  # pages as large as the relay gives
-        if epoch is not None:
-            params["epoch"] = epoch
         try:
-            page: dict[str, Any] = relay.call("GET", path, params=params)
+            page = fetch(after, epoch)
         except ApiError as exc:
             oldest = exc.details.get("oldest_seq")
             if exc.code != "history_unavailable" or not isinstance(oldest, int) or after >= oldest:
@@ -426,7 +365,7 @@ def every_page(relay: Relay, path: str, note: Callable[[str], None]) -> list[dic
 # -- commands ------------------------------------------------------------------------------
 
 
-def _connect(args: argparse.Namespace, *, read_only: bool) -> Relay:
+def _connect(args: argparse.Namespace, *, read_only: bool) -> RelayClient:
     token = args.token or os.environ.get("CB_TOKEN", "")
     if not token.strip():
         raise CommandError(
@@ -434,7 +373,7 @@ def _connect(args: argparse.Namespace, *, read_only: bool) -> Relay:
             "make one with `claude-bridge token create --kind phone --name cli`",
         )
     url = args.relay or os.environ.get("CB_RELAY") or _local_relay()
-    return Relay(url, token.strip(), read_only=read_only)
+    return RelayClient(url, token.strip(), read_only=read_only)
 
 
 def _local_relay() -> str:
@@ -444,7 +383,7 @@ def _local_relay() -> str:
         return "http://127.0.0.1:8765"
 
 
-def _device_name(relay: Relay, device_id: str | None) -> str:
+def _device_name(relay: RelayClient, device_id: str | None) -> str:
     try:
         devices = relay.devices()
     except ApiError:
@@ -452,7 +391,7 @@ def _device_name(relay: Relay, device_id: str | None) -> str:
     return next((str(d["name"]) for d in devices if d["id"] == device_id), device_id or "?")
 
 
-def _header(session: dict[str, Any], mac: str) -> list[str]:
+def _header(session: SessionSnapshot, mac: str) -> list[str]:
     title = f' — "{session["title"]}"' if session.get("title") else ""
     return [
         f"Session {session['id']}{title}",
@@ -465,7 +404,7 @@ def cmd_open(args: argparse.Namespace) -> int:
     ref = parse_ref(args.session)
     relay = _connect(args, read_only=args.read_only)
     try:
-        session: dict[str, Any] | None
+        session: SessionSnapshot | None
         if isinstance(ref, int):
             session = relay.session(pick_offset(relay.sessions(), ref)["id"])
             if session is None:
@@ -484,13 +423,12 @@ def cmd_open(args: argparse.Namespace) -> int:
         relay.close()
 
 
-def _read(relay: Relay, session: dict[str, Any], as_json: bool) -> int:
+def _read(relay: RelayClient, session: SessionSnapshot, as_json: bool) -> int:
     notes: list[str] = []
     events = whole_conversation(relay, session["id"], notes.append)
+    subagents: list[SubagentSummary]
     try:
-        subagents = relay.call("GET", f"/api/sessions/{_quote(session['id'])}/subagents")[
-            "subagents"
-        ]
+        subagents = relay.subagents(session["id"])
     except ApiError:
         subagents = []  # an older relay: the conversation is still worth showing
     link = relay.page_link(session["id"], read_only=True)
@@ -515,17 +453,13 @@ def _read(relay: Relay, session: dict[str, Any], as_json: bool) -> int:
 
 
 def _open(
-    relay: Relay, ref: int | str, session: dict[str, Any] | None, args: argparse.Namespace
+    relay: RelayClient, ref: int | str, session: SessionSnapshot | None, args: argparse.Namespace
 ) -> int:
     if session is None:
         assert isinstance(ref, str)
         device = pick_device(relay.devices(), args.device)
         cwd = args.cwd or os.getcwd()
-        created = relay.call(
-            "POST",
-            "/api/sessions",
-            json={"device_id": device["id"], "cwd": cwd, "session_id": ref},
-        )
+        created = relay.create_session(device["id"], cwd, ref)
         session_id = str(created["id"])
         action = f"Started a new session on {device['name']} in {cwd}"
     elif is_running(session):
@@ -533,10 +467,10 @@ def _open(
         action = "Already running"
     else:
         session_id = session["id"]
-        relay.call("POST", f"/api/sessions/{_quote(session_id)}/reopen")
+        relay.reopen(session_id)
         action = "Reopened"
-    snapshot = relay.session(session_id) or session or {"id": session_id}
-    tail: list[dict[str, Any]] = []
+    snapshot = relay.session(session_id) or session or SessionSnapshot(id=session_id)
+    tail: list[Event] = []
     last = int(snapshot.get("last_seq") or 0)
     if last and args.tail > 0:
         try:
@@ -580,7 +514,7 @@ def cmd_sessions(args: argparse.Namespace) -> int:
 # -- SESSION arguments -------------------------------------------------------------------------
 
 
-def find_session(relay: Relay, text: str) -> dict[str, Any]:
+def find_session(relay: RelayClient, text: str) -> SessionSnapshot:
     """The snapshot of the session SESSION names (an id or -N), or a CommandError saying so."""
     ref = parse_ref(text, "SESSION")
     if isinstance(ref, int):
@@ -596,12 +530,12 @@ def find_session(relay: Relay, text: str) -> dict[str, Any]:
     return found
 
 
-def _named(session: dict[str, Any]) -> str:
+def _named(session: SessionSnapshot) -> str:
     title = session.get("title")
     return f'{session["id"]} ("{title}")' if title else str(session["id"])
 
 
-def _print_json(body: Any) -> None:
+def _print_json(body: object) -> None:
     json.dump(body, sys.stdout, ensure_ascii=False)
     print()
 
@@ -612,9 +546,9 @@ HERE_HEADING = "This Mac / this folder"
 ELSEWHERE_HEADING = "Other places"
 
 
-def search_params(args: argparse.Namespace, devices: Sequence[dict[str, Any]]) -> dict[str, Any]:
+def search_params(args: argparse.Namespace, devices: Sequence[Device]) -> SearchQuery:
     """The query string of GET /api/search for the command's arguments."""
-    params: dict[str, Any] = {"q": " ".join(args.query).strip()}
+    params = SearchQuery(q=" ".join(args.query).strip())
     if args.mac is not None:
         params["device_id"] = pick_device(devices, args.mac)["id"]
     elif args.here and (here := this_mac(devices)) is not None:
@@ -629,14 +563,16 @@ def search_params(args: argparse.Namespace, devices: Sequence[dict[str, Any]]) -
         params["group"] = args.group
     if args.stage is not None:
         params["stage"] = args.stage
-    for name in ("since", "until", "limit"):
-        value = getattr(args, name)
-        if value is not None:
-            params[name] = value
+    if args.since is not None:
+        params["since"] = args.since
+    if args.until is not None:
+        params["until"] = args.until
+    if args.limit is not None:
+        params["limit"] = args.limit
     return params
 
 
-def search_lines(body: dict[str, Any], params: dict[str, Any], mac: str | None) -> list[str]:
+def search_lines(body: SearchResults, params: SearchQuery, mac: str | None) -> list[str]:
     """What `claude-bridge search` prints for the relay's answer."""
     query = body.get("query") or ""
     out: list[str] = []
@@ -644,7 +580,7 @@ def search_lines(body: dict[str, Any], params: dict[str, Any], mac: str | None) 
         out.append(str(body["note"]))
     split = "device_id" in params or "cwd" in params
     here, elsewhere = list(body.get("here") or []), list(body.get("elsewhere") or [])
-    more = body.get("has_more") or {}
+    more = body.get("has_more") or SearchMore()
     if not here and not elsewhere and not body.get("note"):
         what = f"matches {query!r}" if query else "is listed"
         return [f"No session {what} with these filters."]
@@ -652,7 +588,7 @@ def search_lines(body: dict[str, Any], params: dict[str, Any], mac: str | None) 
         out.append(f"Sessions matching {query!r}, best first:")
     else:
         out.append("Sessions, most recently active first:")
-    sections: list[tuple[str | None, list[dict[str, Any]], bool]] = []
+    sections: list[tuple[str | None, list[SearchItem], bool]] = []
     if split:
         place = " · ".join(
             x for x in (mac, short_folder(str(params["cwd"])) if "cwd" in params else None) if x
@@ -674,7 +610,7 @@ def search_lines(body: dict[str, Any], params: dict[str, Any], mac: str | None) 
     return out
 
 
-def search_row(item: dict[str, Any]) -> list[str]:
+def search_row(item: SearchItem) -> list[str]:
     marks = "".join(f"  [{m}]" for m in (item.get("stage"),) if m and m != "active")
     lines = [
         f"  {item['id']}  {_clip(item.get('title') or '(untitled)', 70)}{marks}",
@@ -699,7 +635,7 @@ def cmd_search(args: argparse.Namespace) -> int:
     try:
         devices = relay.devices() if args.mac is not None or args.here else []
         params = search_params(args, devices)
-        body: dict[str, Any] = relay.call("GET", "/api/search", params=params)
+        body = relay.search(params)
     finally:
         relay.close()
     if args.json:
@@ -727,11 +663,10 @@ def cmd_rename(args: argparse.Namespace) -> int:
     relay = _connect(args, read_only=False)
     try:
         session = find_session(relay, args.session)
-        path = f"/api/sessions/{_quote(session['id'])}"
         if args.auto:
-            renamed: dict[str, Any] = relay.call("DELETE", f"{path}/title")
+            renamed = relay.automatic_title(session["id"])
         else:
-            renamed = relay.call("PATCH", path, json={"title": title})
+            renamed = relay.rename(session["id"], title)
     finally:
         relay.close()
     if args.json:
@@ -748,7 +683,8 @@ def cmd_rename(args: argparse.Namespace) -> int:
 
 # -- session-cost ------------------------------------------------------------------------------
 
-TOKEN_FIELDS = (
+TokenField = Literal["input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens"]
+TOKEN_FIELDS: tuple[tuple[TokenField, str], ...] = (
     ("input_tokens", "INPUT"),
     ("output_tokens", "OUTPUT"),
     ("cache_read_tokens", "CACHE READ"),
@@ -756,15 +692,13 @@ TOKEN_FIELDS = (
 )
 
 
-def usd_text(usd: Any) -> str:
+def usd_text(usd: object) -> str:
     if isinstance(usd, int | float) and not isinstance(usd, bool):
         return f"${usd:.4f}" if usd < 1 else f"${usd:.2f}"
     return "unknown"
 
 
-def cost_lines(
-    session: dict[str, Any], report: dict[str, Any], agents: dict[str, str]
-) -> list[str]:
+def cost_lines(session: SessionSnapshot, report: CostReport, agents: dict[str, str]) -> list[str]:
     """What `claude-bridge session-cost` prints: totals, then per model and per subagent."""
     source = report.get("source")
     how = (
@@ -814,20 +748,20 @@ def cmd_session_cost(args: argparse.Namespace) -> int:
     relay = _connect(args, read_only=True)
     try:
         session = find_session(relay, args.session)
-        base = f"/api/sessions/{_quote(session['id'])}"
-        report: dict[str, Any] = relay.call("GET", f"{base}/cost")
+        report = relay.cost(session["id"])
         agents: dict[str, str] = {}
         if report.get("by_agent") and not args.json:
+            listed: list[SubagentSummary]
             try:
-                listed = relay.call("GET", f"{base}/subagents")["subagents"]
+                listed = relay.subagents(session["id"])
             except ApiError:
                 listed = []  # the figures are still worth showing without the names
             for sub in listed:
-                if sub.get("agent_id"):
+                if agent_id := sub.get("agent_id"):
                     kind = " · ".join(
                         str(x) for x in (sub.get("agent_type"), sub.get("description")) if x
                     )
-                    agents[sub["agent_id"]] = f"{sub['agent_id']} {kind}".strip()
+                    agents[agent_id] = f"{agent_id} {kind}".strip()
     finally:
         relay.close()
     if args.json:
@@ -880,10 +814,10 @@ def parse_duration(text: str) -> float | str:
     return float(seconds)
 
 
-def policy_changes(args: argparse.Namespace) -> dict[str, Any] | None:
+def policy_changes(args: argparse.Namespace) -> PolicyChanges | None:
     """The command's changes as a PATCH body (the Mac merges them into the policy it holds, so
     nothing changed elsewhere meanwhile is lost), or None for no change."""
-    changes: dict[str, Any] = {}
+    changes = PolicyChanges()
     if args.reset:
         changes["reset"] = True
     if args.allow_all is not None:
@@ -892,18 +826,21 @@ def policy_changes(args: argparse.Namespace) -> dict[str, Any] | None:
         if args.allow_all is False:
             raise CommandError("--for goes with --allow-all", "e.g. --allow-all --for 2h")
         changes["allow_all_for"] = parse_duration(args.allow_all_for)
-    for field, kind, texts in (
-        ("categories", "category", args.category),
-        ("tools", "tool", args.tool),
-    ):
-        rules = [parse_rule(text, kind) for text in texts or []]
-        if rules:
-            changes[field] = {name: None if rule == "unset" else rule for name, rule in rules}
+    if categories := _rules(args.category, "category"):
+        changes["categories"] = categories
+    if tools := _rules(args.tool, "tool"):
+        changes["tools"] = tools
     return changes or None
 
 
-def policy_lines(session: dict[str, Any], body: dict[str, Any], mac: str) -> list[str]:
-    policy = body.get("policy") or {}
+def _rules(texts: list[str] | None, kind: str) -> dict[str, str | None]:
+    """``NAME=RULE`` arguments as rules to send (``unset`` → None: the rule is dropped)."""
+    rules = [parse_rule(text, kind) for text in texts or []]
+    return {name: None if rule == "unset" else rule for name, rule in rules}
+
+
+def policy_lines(session: SessionSnapshot, body: PolicyView, mac: str) -> list[str]:
+    policy = body.get("policy") or Policy()
     allow_all = bool(policy.get("allow_all"))
     fallback = "allow (allow all)" if allow_all else "ask"
     out = [f"Permission policy of session {_named(session)}"]
@@ -961,10 +898,9 @@ def cmd_policy(args: argparse.Namespace) -> int:
     relay = _connect(args, read_only=not wants_change)
     try:
         session = find_session(relay, args.session)
-        path = f"/api/sessions/{_quote(session['id'])}/policy"
         changes = policy_changes(args)
-        body: dict[str, Any] = (
-            relay.call("PATCH", path, json=changes) if changes else relay.call("GET", path)
+        body = (
+            relay.change_policy(session["id"], changes) if changes else relay.policy(session["id"])
         )
         mac = _device_name(relay, session.get("device_id"))
     finally:
@@ -987,9 +923,7 @@ def cmd_pin(args: argparse.Namespace) -> int:
     relay = _connect(args, read_only=False)
     try:
         session = find_session(relay, args.session)
-        view: dict[str, Any] = relay.call(
-            "POST", f"/api/sessions/{_quote(session['id'])}/{'pin' if pinning else 'unpin'}"
-        )
+        view = relay.pin(session["id"], pinned=pinning)
     finally:
         relay.close()
     if args.json:
@@ -1010,15 +944,15 @@ def cmd_pin(args: argparse.Namespace) -> int:
     return 0
 
 
-def _days(value: Any, never: str, rule: str) -> str:
+def _days(value: float | None, never: str, rule: str) -> str:
     """``rule`` with the days filled in (``{days}``), or ``never`` for an age of 0 (turned off)."""
     days = float(value or 0)
     return never if days <= 0 else rule.format(days=f"{days:g}")
 
 
-def retention_lines(view: dict[str, Any], macs: dict[str, str] | None = None) -> list[str]:
+def retention_lines(view: RetentionView, macs: dict[str, str] | None = None) -> list[str]:
     """What `claude-bridge retention` prints for GET /api/retention (``macs``: id → name)."""
-    settings = view.get("settings") or {}
+    settings = view.get("settings") or RetentionSettings()
     interval = float(settings.get("retention_interval") or 0)
     out = [
         "Retention: "
@@ -1058,13 +992,13 @@ def retention_lines(view: dict[str, Any], macs: dict[str, str] | None = None) ->
     return out
 
 
-def run_lines(report: dict[str, Any] | None) -> list[str]:
+def run_lines(report: RetentionReport | None) -> list[str]:
     """What `claude-bridge retention --run` prints for the run's report."""
     if not report:
         return ["Ran retention now: this account has no sessions, nothing to do."]
     out = [f"Ran retention now: {report['summary']}."]
 
-    def name(item: dict[str, Any]) -> str:
+    def name(item: RunItem) -> str:
         title = item.get("title")
         return f'{item["session_id"]} "{title}"' if title else str(item["session_id"])
 
@@ -1081,7 +1015,7 @@ def run_lines(report: dict[str, Any] | None) -> list[str]:
         out.append(f"  deleted    {name(item)} ({where})")
     for item in report.get("failed") or []:
         out.append(f"  not deleted {name(item)}: {item.get('error')}")
-    counts = report.get("counts") or {}
+    counts = report.get("counts") or RetentionCounts()
     working = report.get("kept_working") or []
     out.append(
         f"Kept {report.get('kept_pinned', 0)} pinned and {len(working)} working. Now "
@@ -1094,10 +1028,7 @@ def run_lines(report: dict[str, Any] | None) -> list[str]:
 def cmd_retention(args: argparse.Namespace) -> int:
     relay = _connect(args, read_only=not args.run)
     try:
-        if args.run:
-            body: dict[str, Any] = relay.call("POST", "/api/retention/run")
-        else:
-            body = relay.call("GET", "/api/retention")
+        body = relay.run_retention() if args.run else relay.retention()
         macs: dict[str, str] = {}
         if body.get("waiting_for_mac") and not args.json:
             macs = {str(d["id"]): str(d["name"]) for d in relay.devices()}
@@ -1117,8 +1048,8 @@ def cmd_retention(args: argparse.Namespace) -> int:
 AUDIT_PAGE = 200  # the relay's largest page of audit entries
 
 
-def answer_text(entry: dict[str, Any]) -> str:
-    answer = entry.get("answer") or {}
+def answer_text(entry: AuditEntry) -> str:
+    answer = entry.get("answer") or AuditAnswer()
     if "decision" in answer:
         return str(answer["decision"])
     keys = answer.get("keys") or []
@@ -1130,7 +1061,7 @@ def answer_text(entry: dict[str, Any]) -> str:
     return text + (" · always" if answer.get("always") else "")
 
 
-def who_text(entry: dict[str, Any], macs: dict[str, str]) -> str:
+def who_text(entry: AuditEntry, macs: dict[str, str]) -> str:
     who = entry.get("who")
     if who:
         return (
@@ -1141,13 +1072,13 @@ def who_text(entry: dict[str, Any], macs: dict[str, str]) -> str:
     return f"{entry.get('source')}: {entry.get('rule') or '?'} (on {mac})"
 
 
-def audit_lines(entries: Sequence[dict[str, Any]], macs: dict[str, str]) -> list[str]:
+def audit_lines(entries: Sequence[AuditEntry], macs: dict[str, str]) -> list[str]:
     """Two lines per decision: when, the card and the answer; who or which rule, the session."""
     if not entries:
         return ["No decisions in the audit log for this choice."]
     out = []
     for entry in entries:
-        card = entry.get("card") or {}
+        card = entry.get("card") or AuditCard()
         what = card.get("tool") or card.get("title") or card.get("kind") or "card"
         summary = _clip(_first_line(str(card.get("summary") or "")), 70)
         digest = card.get("input_digest")
@@ -1167,24 +1098,26 @@ def cmd_audit(args: argparse.Namespace) -> int:
     wanted = args.limit or 100
     relay = _connect(args, read_only=True)
     try:
-        params: dict[str, Any] = {}
+        params = AuditQuery()
         if args.session:
             ref = parse_ref(args.session, "--session")
             # An id is taken as it is: a session retention deleted keeps its audit rows.
             params["session_id"] = (
                 pick_offset(relay.sessions(), ref)["id"] if isinstance(ref, int) else ref
             )
-        for name in ("since", "until"):
-            if getattr(args, name):
-                params[name] = getattr(args, name)
-        entries: list[dict[str, Any]] = []
+        if args.since:
+            params["since"] = args.since
+        if args.until:
+            params["until"] = args.until
+        entries: list[AuditEntry] = []
         while len(entries) < wanted:
             params["limit"] = min(AUDIT_PAGE, wanted - len(entries))
-            body: dict[str, Any] = relay.call("GET", "/api/audit", params=params)
+            body = relay.audit(params)
             entries += body["entries"]
-            if body.get("next_before") is None:
+            next_before = body.get("next_before")
+            if next_before is None:
                 break
-            params["before"] = body["next_before"]
+            params["before"] = next_before
         macs = {} if args.json else {str(d["id"]): str(d["name"]) for d in relay.devices()}
     finally:
         relay.close()
@@ -1198,7 +1131,7 @@ def cmd_audit(args: argparse.Namespace) -> int:
 # -- subagents ---------------------------------------------------------------------------------
 
 
-def pick_subagent(listed: Sequence[dict[str, Any]], wanted: str, session_id: str) -> str:
+def pick_subagent(listed: Sequence[SubagentSummary], wanted: str, session_id: str) -> str:
     """The agent id ``--agent`` names: an exact id, or the start of exactly one."""
     ids = [str(s["agent_id"]) for s in listed if s.get("agent_id")]
     if wanted in ids:
@@ -1217,7 +1150,7 @@ def pick_subagent(listed: Sequence[dict[str, Any]], wanted: str, session_id: str
     )
 
 
-def subagent_lines(session: dict[str, Any], listed: Sequence[dict[str, Any]]) -> list[str]:
+def subagent_lines(session: SessionSnapshot, listed: Sequence[SubagentSummary]) -> list[str]:
     if not listed:
         return [f"No subagents in session {_named(session)}."]
     out = [f"Subagents of session {_named(session)} ({len(listed)}):"]
@@ -1244,8 +1177,7 @@ def cmd_subagents(args: argparse.Namespace) -> int:
     notes: list[str] = []
     try:
         session = find_session(relay, args.session)
-        base = f"/api/sessions/{_quote(session['id'])}/subagents"
-        listed: list[dict[str, Any]] = relay.call("GET", base)["subagents"]
+        listed = relay.subagents(session["id"])
         if args.agent is None:
             if args.json:
                 _print_json({"session_id": session["id"], "subagents": listed})
@@ -1253,7 +1185,13 @@ def cmd_subagents(args: argparse.Namespace) -> int:
                 print("\n".join(subagent_lines(session, listed)))
             return 0
         agent_id = pick_subagent(listed, args.agent, session["id"])
-        events = every_page(relay, f"{base}/{_quote(agent_id)}/events", notes.append)
+        session_id = session["id"]
+        events = every_page(
+            lambda after, epoch: relay.subagent_events(
+                session_id, agent_id, after=after, epoch=epoch
+            ),
+            notes.append,
+        )
     finally:
         relay.close()
     summary = next(s for s in listed if s.get("agent_id") == agent_id)
@@ -1267,12 +1205,17 @@ def cmd_subagents(args: argparse.Namespace) -> int:
         f"  {summary['line']}",
         *notes,
     ]
-    out += [describe({k: v for k, v in e.items() if k != "agent_id"}) for e in events] or [
-        "(no events)"
-    ]
+    out += [describe(_without_agent(e)) for e in events] or ["(no events)"]
     out.append(f"{len(events)} events. Page: {relay.page_link(session['id'], read_only=True)}")
     print("\n".join(out))
     return 0
+
+
+def _without_agent(event: Event) -> Event:
+    """A subagent's own history: its events need no ``[subagent …]`` mark."""
+    quiet = event.copy()
+    quiet.pop("agent_id", None)
+    return quiet
 
 
 # -- the parser ------------------------------------------------------------------------------

@@ -37,8 +37,8 @@ from tests.support.relay import (
     phone_client,
     transcript,
 )
-from wire.client import read_lines
 from wire.protocol import Command, CommandResult
+from wire.transcript import read_lines
 
 JSON = {"content-type": "application/json"}
 

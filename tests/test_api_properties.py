@@ -46,8 +46,8 @@ from websockets.exceptions import ConnectionClosed
 from websockets.sync.client import connect
 
 from tests.support.relay import Account, RelayServer, mac, transcript
-from wire.client import read_lines
 from wire.protocol import LineRecord
+from wire.transcript import read_lines
 
 EXAMPLES = int(os.environ.get("CB_PROPS_API_EXAMPLES", "60"))
 API_SETTINGS = settings(

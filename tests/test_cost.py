@@ -21,8 +21,8 @@ import pytest
 
 from relay.features import cost
 from tests.support.relay import TRANSCRIPTS, Account, RelayServer, mac, phone_client, transcript
-from wire.client import read_lines
 from wire.protocol import LineRecord
+from wire.transcript import read_lines
 
 ROOT = Path(__file__).resolve().parent.parent
 TOKEN_KEYS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens")

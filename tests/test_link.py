@@ -10,8 +10,9 @@ import httpx
 import pytest
 
 from tests.support.relay import Account, RelayServer, mac, phone_client, transcript
-from wire.client import MacLink, read_lines
+from wire.client import MacLink
 from wire.protocol import LineRecord, NumberedEvent, SessionInfo
+from wire.transcript import read_lines
 
 
 def lines_of(prefix: str) -> list[LineRecord]:

@@ -19,8 +19,9 @@ from websockets.asyncio.client import ClientConnection
 
 from agent.link import RelayLink
 from tests.support.relay import Account, RelayServer, mac, phone_client, transcript
-from wire.client import MacLink, MemoryArchive, link_url, read_lines
+from wire.client import MacLink, MemoryArchive, link_url
 from wire.protocol import DeviceInfo, LineRecord, NumberedEvent, SessionPosition, Welcome
+from wire.transcript import read_lines
 
 
 def user_text(text: str) -> str:

@@ -26,8 +26,8 @@ from relay import routes
 from tests.support.cli import cli
 from tests.support.relay import Account, RelayServer, phone_client, transcript
 from tests.support.web import LoopThread, ScriptedMac
-from wire.client import read_lines
 from wire.protocol import Command, CommandResult, SessionInfo
+from wire.transcript import read_lines
 
 READ_ONLY = {routes.READ_ONLY_HEADER: "1"}
 LIFE = {"create_session": "idle", "reopen": "idle", "end": "ended", "rest": "ended"}

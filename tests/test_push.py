@@ -26,8 +26,8 @@ from relay.features import push
 from relay.store import Session
 from tests.support.push import LOCAL_PUSH_HOST, BrowserKeys, PushService
 from tests.support.relay import RelayServer, mac, phone_client, transcript
-from wire.client import read_lines
 from wire.protocol import Card, CardOption, SessionInfo
+from wire.transcript import read_lines
 
 # RFC 8291, section 5 (the worked example), verbatim.
 RFC_PLAINTEXT = b"When I grow up, I want to be a watermelon"

@@ -19,8 +19,8 @@ from relay.errors import BadRequest, NotFound
 from relay.features.search import day_text, match_expression
 from relay.features.titles import prompt_gist, rename
 from tests.support.relay import Account, RelayServer, SSEReader, mac, phone_client, transcript
-from wire.client import read_lines
 from wire.protocol import LineRecord, SessionInfo
+from wire.transcript import read_lines
 
 # -- transcripts -------------------------------------------------------------------------------
 

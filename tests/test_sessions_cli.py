@@ -26,7 +26,7 @@ from relay.features.retention import DAY, Retention
 from tests.support.cli import cli
 from tests.support.relay import TRANSCRIPTS, Account, RelayServer, phone_client, transcript
 from tests.support.web import LoopThread, ScriptedMac, assistant_line, user_line
-from wire.client import read_lines
+from wire.transcript import read_lines
 
 SUB_MAIN = TRANSCRIPTS / "m_subagent__b9a49076-7ef0-4409-b3eb-ff11c5c634e6.jsonl"
 SUB_AGENT_FILE = TRANSCRIPTS / "m_subagent__subagent__agent-a0f2c7af82d1d7fd7.jsonl"

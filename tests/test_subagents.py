@@ -25,7 +25,7 @@ from relay.features import subagents
 from relay.store import Store
 from tests.support.relay import TRANSCRIPTS, Account, RelayServer, mac, phone_client
 from wire import config as configmod
-from wire.client import read_lines
+from wire.transcript import read_lines
 
 MAIN = TRANSCRIPTS / "m_subagent__b9a49076-7ef0-4409-b3eb-ff11c5c634e6.jsonl"
 SUB = TRANSCRIPTS / "m_subagent__subagent__agent-a0f2c7af82d1d7fd7.jsonl"

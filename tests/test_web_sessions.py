@@ -36,8 +36,8 @@ from tests.support.web import (
     user_line,
     wait_for,
 )
-from wire.client import read_lines
 from wire.protocol import LineRecord
+from wire.transcript import read_lines
 
 MAIN = TRANSCRIPTS / "m_subagent__b9a49076-7ef0-4409-b3eb-ff11c5c634e6.jsonl"
 SUB = TRANSCRIPTS / "m_subagent__subagent__agent-a0f2c7af82d1d7fd7.jsonl"

@@ -3,7 +3,7 @@
 The agent's link (agent/link.py) is built on ``MacLink``; ``claude-bridge replay`` uses it to push
 transcripts (demo data, load tests) and the test suite uses it as a scripted Mac. It keeps the
 numbered events the relay sends back (its archive), answers history requests from that archive,
-and hands commands to a handler. ``read_lines`` is the one reader of a transcript's complete lines.
+and hands commands to a handler. Transcript lines are read by ``wire.transcript``.
 """
 
 from __future__ import annotations
@@ -122,23 +122,6 @@ def link_url(relay_url: str) -> str:
     elif base.startswith("http://"):
         base = "ws://" + base[len("http://") :]
     return base + "/api/agent/link"
-
-
-def read_lines(data: bytes, start: int = 0) -> Iterator[LineRecord]:
-    """Complete lines of a transcript (ending in a newline) with their byte offsets."""
-    offset = start
-    while True:
-        end = data.find(b"\n", offset)
-        if end < 0:
-            return  # a partial last line is not sent until it is complete
-        raw = data[offset:end]
-        text = raw.decode("utf-8", errors="replace")
-        uuid = None
-        if b'"uuid"' in raw:
-            with contextlib.suppress(ValueError, AttributeError):
-                uuid = json.loads(text).get("uuid")
-        yield LineRecord(offset=offset, text=text, uuid=uuid if isinstance(uuid, str) else None)
-        offset = end + 1
 
 
 def session_update_json(info: SessionInfo) -> str:

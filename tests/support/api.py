@@ -11,8 +11,9 @@ import httpx
 from fastapi.routing import APIRoute, APIWebSocketRoute
 
 from tests.support.relay import transcript
-from wire.client import MacLink, read_lines
+from wire.client import MacLink
 from wire.protocol import LineRecord
+from wire.transcript import read_lines
 
 BIG = "d_bash_permission"  # 23 display events
 SMALL = "b_idle"  # 2 display events

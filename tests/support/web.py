@@ -21,7 +21,7 @@ from typing import Any, TypeVar
 from playwright.sync_api import Browser, BrowserContext, Page
 
 from tests.support.relay import Account, RelayServer, phone_client, transcript
-from wire.client import MacLink, MemoryArchive, read_lines
+from wire.client import MacLink, MemoryArchive
 from wire.policy import Policy, PolicyError
 from wire.protocol import (
     Card,
@@ -32,6 +32,7 @@ from wire.protocol import (
     HeldMessage,
     SessionInfo,
 )
+from wire.transcript import read_lines
 
 T = TypeVar("T")
 
