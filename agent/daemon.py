@@ -5,6 +5,11 @@ a hook says something happened), reads the screen (every 1,500 ms, every 700 ms 
 the in-progress text, and at once after a hook or a key), computes the state from hooks, screen
 and Claude Code's status file, turns dialogs into cards and answers them with keys, and types held
 messages at safe points. Everything it must not forget is in the registry (sessions.json).
+
+Each session's own loop (screen → state → card → keys, auto-pass, held messages, what the relay
+is told) is its ``SessionDriver`` (agent/driver.py). The ``Agent`` keeps what spans sessions: its
+life, the registry, launching and reviving, the hooks (each handed to its session's driver), the
+link, the transcripts and the commands (each handing its session's part to the driver).
 """
 
 from __future__ import annotations
@@ -20,29 +25,24 @@ import socket
 import time
 from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Generic, TypeVar
 
 from pydantic import ValidationError
 
-from agent import autopass
 from agent import held as heldrules
 from agent.archive import DiskArchive
-from agent.cards import (
-    NO_REQUEST,
-    NOT_MATCHING,
-    DetectedCard,
-    HookAsk,
-    ScreenFacts,
-    early_card,
-    from_hook,
-    hook_matches,
-    keys_for,
-    read_screen,
-)
 from agent.decisions import DecisionLog
-from agent.errors import BatchRefused, CommandFailed, DialogOpen, MuxError, NotLinked, PaneGone
+from agent.driver import (
+    BURST_SECONDS,
+    FIRST_FRAME_QUIET,
+    SessionDriver,
+    SessionHost,
+    policy_of,
+    queue_marker,
+    set_policy,
+)
+from agent.errors import BatchRefused, CommandFailed, MuxError, NotLinked
 from agent.hookserver import HookServer, OnHook, SecretFor, permission_decision
 from agent.hooksettings import build_settings, hook_command_path, hook_env, write_settings
 from agent.launch import (
@@ -54,7 +54,6 @@ from agent.launch import (
 from agent.link import RelayLink
 from agent.mux import Mux, Pane, session_name
 from agent.registry import Registry, SessionRecord, is_session_id, revive_candidates
-from agent.screen import render
 from agent.seams import (
     AgentLink,
     HookEndpoint,
@@ -65,23 +64,15 @@ from agent.seams import (
     OnUnlinked,
 )
 from agent.state import (
-    Computed,
     HookFacts,
-    SessionInputs,
-    apply_hook,
-    close_open_turn,
-    compute,
-    current_mode,
-    screen_idle_since,
 )
-from agent.status import ClaudeStatus, find_for_session, read_status
 from agent.transcript import TranscriptFollower, transcript_path
 from wire import __version__
 from wire import policy as policyrules
 from wire.client import Archive
 from wire.client import CommandHandler as WireCommandHandler
 from wire.config import Config
-from wire.markers import BRIDGE_CONVERSATION, bridge_line
+from wire.markers import BRIDGE_CONVERSATION
 from wire.protocol import (
     AnswerCardArgs,
     ArgsModel,
@@ -94,14 +85,12 @@ from wire.protocol import (
     DeleteHistoryArgs,
     DeviceInfo,
     EndArgs,
-    HeldMessage,
     InterruptArgs,
     LineRecord,
     MarkerKind,
     ReopenArgs,
     RestArgs,
     SendArgs,
-    SessionInfo,
     SetPolicyArgs,
     Welcome,
     args_problem,
@@ -111,75 +100,12 @@ _log = logging.getLogger("agent")
 
 SCREEN_WIDTH = 120
 SCREEN_HEIGHT = 40
-FIRST_FRAME_QUIET = 1.0  # keys in the first ~0.5 s after the first frame are dropped
-CARD_CONFIRM_TIMEOUT = 4.0  # how long an answered card may stay on screen before keys are retried
-CARD_RETRY_AFTER = 0.8
-DIALOG_SETTLE = 0.4  # a key sent within ~10 ms of a dialog appearing is dropped: wait a little
-TYPE_CONFIRM = 1.5  # how long a paste or an Enter may take to show on screen
-ESCAPE_CONFIRM = 1.5  # how long Esc may take to stop a turn or close a dialog on screen
 TRANSCRIPT_RETRY_MAX = 10.0  # the longest wait before a refused batch is sent again
-KEY_GAP = 0.06  # between key groups, so each is drawn before the next (multi-step answers)
 REGISTRY_SAVE_EVERY = 5.0
 DEVICE_ID_FILE = "device-id"  # this Mac's id at its relay, written when the link opens
 TICK = 0.05
 PANES_TTL = 0.5  # how long one list of panes (alive, size, cursor) is reused
-BURST_SECONDS = 1.0  # after a hook, read the screen every BURST_INTERVAL for this long
-BURST_INTERVAL = 0.1
-EARLY_CARD_FOR = 10.0  # a request's card waits this long for its dialog to be drawn
-DIALOG_WATCH_INTERVAL = 0.02  # screen reads meanwhile
 REVIVED_TEXT = "🔁 The Mac restarted, so the session was reopened in the same conversation"
-
-
-def _policy(record: SessionRecord) -> policyrules.Policy:
-    return policyrules.from_record(record.policy, record.allow_all)
-
-
-def _set_policy(
-    record: SessionRecord, policy: policyrules.Policy, ended: str = "it was turned off"
-) -> None:
-    """Keep the session's new policy; "allow all" starting or ending is told in the
-    conversation (``ended`` says why it ended)."""
-    before = _policy(record)
-    record.policy = policy.to_json()
-    record.allow_all = policy.allow_all
-    if policy.allow_all and (
-        not before.allow_all or before.allow_all_until != policy.allow_all_until
-    ):
-        _queue_marker(record, MarkerKind.ALLOW_ALL, _allow_all_started(policy))
-    elif before.allow_all and not policy.allow_all:
-        _queue_marker(
-            record, MarkerKind.ALLOW_ALL, f"🔒 Allow all ended ({ended}): tools ask again"
-        )
-
-
-def _allow_all_started(policy: policyrules.Policy) -> str:
-    until = policy.allow_all_until
-    if until is None:
-        span = "until the session ends"
-    else:
-        left = max(0, round((until - time.time()) / 60))
-        hours, minutes = divmod(left, 60)
-        length = " ".join(
-            p for p in (f"{hours} h" if hours else "", f"{minutes} min" if minutes else "") if p
-        )
-        at = datetime.fromtimestamp(until, UTC).strftime("%Y-%m-%d %H:%M UTC")
-        span = f"for {length or 'less than a minute'}, until {at}"
-    return f"🔓 Allow all is on {span}: tools no rule names run without asking"
-
-
-def _queue_marker(record: SessionRecord, marker: MarkerKind, text: str) -> None:
-    """A line of the bridge's own in the session's conversation, sent with the next lines."""
-    record.marker_seq += 1
-    line = bridge_line(marker, text, _now_iso(), f"bridge-{record.id}-{record.marker_seq}")
-    record.pending_markers.append({"offset": record.marker_seq, "text": line})
-
-
-def _is_no(card: DetectedCard, answer: str | list[str] | None) -> bool:
-    """The answer picks a "No…" option: it grants nothing, "always" or not."""
-    if not isinstance(answer, str):
-        return False
-    label = next((o.label for o in card.options if o.key == answer), "")
-    return label.strip().lower().startswith("no")
 
 
 A = TypeVar("A", bound=ArgsModel)
@@ -224,59 +150,6 @@ def check_session_id(session_id: str) -> None:
 
 
 @dataclass
-class Runtime:
-    """What the agent knows of one session while it runs (the record is what it remembers)."""
-
-    record: SessionRecord
-    follower: TranscriptFollower
-    hooks: HookFacts = field(default_factory=HookFacts)
-    screen: ScreenFacts | None = None
-    screen_at: float | None = None
-    idle_since: float | None = None
-    first_frame_at: float | None = None
-    status: str | None = None
-    status_at: float | None = None
-    pane_alive: bool = False
-    computed: Computed | None = None
-    card: DetectedCard | None = None
-    card_id: str | None = None
-    card_count: int = 0
-    card_seen_at: float = 0.0
-    status_pid: int | None = None  # the claude process whose status file this session reads
-    screen_key: tuple[str, int, int] | None = None  # the capture the current facts came from
-    sent: dict[str, Any] = field(default_factory=dict)  # last values sent to the relay
-    keys: asyncio.Lock = field(default_factory=asyncio.Lock)  # one typist at a time
-    wake_screen: asyncio.Event = field(default_factory=asyncio.Event)
-    next_screen: float = 0.0
-    burst_until: float = 0.0  # read the screen often until then (a hook said something changed)
-    trust_passed: bool = False  # start-up dialogs other than those passed by rule go to the phone
-    passing: asyncio.Task[None] | None = None  # a dialog being passed by rule (agent/autopass.py)
-    pass_failed: set[str] = field(default_factory=set)  # dialogs that would not pass: cards
-    model_changed_at: float | None = None  # the phone changed the model (its confirmation passes)
-    held_not_before: float = 0.0  # after a revive, held messages wait a little
-    launching: bool = False  # its terminal is being (re)made: screen reads wait
-    error: str | None = None  # why its last launch failed (shown on the phone), None once up
-    # The latest mode line read on its screen, and when: a screen without one (a dialog, a
-    # notice in the footer) says nothing of the mode, so an older hook's does not win then.
-    screen_mode: str | None = None
-    screen_mode_at: float | None = None
-    transcript_retry_at: float = 0.0  # the relay refused its last batch: not before then
-    transcript_backoff: float = 0.0
-    transcript_refusal: str | None = None  # why, as last logged
-    tool_uses: dict[str, tuple[str, dict[str, Any]]] = field(default_factory=dict)  # PreToolUse
-    ask: HookAsk | None = None  # the permission Claude Code asked for, its dialog due or open
-    ask_seen: bool = False  # that dialog was seen on screen
-
-    @property
-    def name(self) -> str:
-        return session_name(self.record.id)
-
-    @property
-    def state(self) -> str:
-        return self.computed.state if self.computed else "starting"
-
-
-@dataclass
 class AgentOptions:
     data_dir: Path
     relay_url: str
@@ -291,10 +164,6 @@ class AgentOptions:
     watch: bool = True  # wake on file changes
     polling_only: bool = False  # the seed's plain polling: no file events, hook wakes or bursts
     claude_args: tuple[str, ...] = ()  # the person's extra claude arguments (agent --claude-arg)
-
-
-def _now_iso() -> str:
-    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
 class Agent:
@@ -317,7 +186,7 @@ class Agent:
         self.registry = Registry(self.data / "sessions.json").load()
         self.archive = DiskArchive(self.data / "events")
         self.mux: Multiplexer = mux or Mux(options.mux_program, options.mux_socket)
-        self.runtimes: dict[str, Runtime] = {}
+        self.runtimes: dict[str, SessionDriver] = {}  # each session's, made when needed
         self.settings_path = self.data / "hooks.json"
         make_hooks = hooks or self._hook_server
         self.hook_server: HookEndpoint = make_hooks(self._secret_for, self._on_hook)
@@ -334,6 +203,14 @@ class Agent:
         self._dirty = False
         self._background: set[asyncio.Task[None]] = set()
         self.commands = self._command_table()
+        self._host = SessionHost(
+            update=lambda info: self.link.update(info),  # the link's as it is then
+            save=self._save,
+            changed=self._changed,
+            add_marker=self._add_marker,
+            end_allow_all=lambda now, record: self._end_allow_all(now, session_over=record),
+            spawn=self._spawn,
+        )
 
     # -- life of the agent ---------------------------------------------------------------
 
@@ -443,6 +320,9 @@ class Agent:
         self.registry.save()
         self._dirty = False
 
+    def _changed(self) -> None:
+        self._dirty = True
+
     async def _save_loop(self) -> None:
         while True:
             await asyncio.sleep(REGISTRY_SAVE_EVERY)
@@ -460,23 +340,30 @@ class Agent:
         that ended, and say so in its conversation. (A request past the time is asked anyway:
         the verdict checks the clock; this makes the policy and the phone say it too.)"""
         for record in [session_over] if session_over else list(self.registry.sessions.values()):
-            policy = _policy(record)
+            policy = policy_of(record)
             if session_over is None and (not policy.allow_all or policy.allowing_all(now)):
                 continue
             if session_over is not None and not policy.allow_all:
                 continue
             why = "the session ended" if session_over else "its time is up"
-            _set_policy(record, policy.without_allow_all(), ended=why)
+            set_policy(record, policy.without_allow_all(), ended=why)
             self._dirty = True
             self._wake_transcripts.set()
             _log.info("session %s: allow all ended (%s)", record.id, why)
 
     # -- sessions: attach, launch, revive --------------------------------------------------
 
-    def _runtime(self, record: SessionRecord) -> Runtime:
+    def _runtime(self, record: SessionRecord) -> SessionDriver:
         rt = self.runtimes.get(record.id)
         if rt is None:
-            rt = Runtime(record=record, follower=TranscriptFollower(record.acked))
+            rt = SessionDriver(
+                record=record,
+                follower=TranscriptFollower(record.acked),
+                mux=self.mux,
+                config=self.config,
+                claude_home=self.options.claude_home,
+                host=self._host,
+            )
             if record.conversation_id:
                 rt.follower.follow(record.conversation_id, self._transcript_file(record))
             self.runtimes[record.id] = rt
@@ -521,12 +408,12 @@ class Agent:
                 # One session that cannot come back (its folder is gone, the terminal server
                 # is going down) is that session's error on the phone; the others come back.
                 _log.warning("session %s could not be revived: %s", record.id, _reason(exc))
-                await self._send_update(self._runtime(record), force=True)
+                await self._runtime(record).send_update(force=True)
                 continue
             rt.held_not_before = time.time() + self.config.float("held_after_revive")
             self._add_marker(record, MarkerKind.REVIVED, REVIVED_TEXT)
 
-    async def _launch(self, record: SessionRecord, *, resume: bool) -> Runtime:
+    async def _launch(self, record: SessionRecord, *, resume: bool) -> SessionDriver:
         if not record.secret:
             record.secret = secrets.token_urlsafe(32)
         rt = self._runtime(record)
@@ -541,7 +428,9 @@ class Agent:
         rt.error = None
         return launched
 
-    async def _launch_in(self, rt: Runtime, record: SessionRecord, *, resume: bool) -> Runtime:
+    async def _launch_in(
+        self, rt: SessionDriver, record: SessionRecord, *, resume: bool
+    ) -> SessionDriver:
         if not Path(record.cwd).is_dir():
             # tmux would start claude in another folder without a word.
             raise CommandFailed(
@@ -600,7 +489,7 @@ class Agent:
         if rt is None:
             return None
         now = time.time()
-        rt.hooks = apply_hook(rt.hooks, event, payload, now)
+        rt.note_hook(event, payload, now)
         record = rt.record
         if event == "SessionStart":
             conversation = payload.get("session_id")
@@ -613,14 +502,13 @@ class Agent:
                 record.transcript_path = path if isinstance(path, str) else None
                 rt.follower.follow(conversation, self._transcript_file(record))
                 self._dirty = True
-        self._note_request(rt, event, payload)
         if event == "PermissionRequest":
             # The session's policy (wire/policy.py): allow before the dialog is drawn, deny
             # with a reason, or None = ask (the dialog becomes a card). Questions and plans
             # always ask.
             tool = payload.get("tool_name")
             tool = tool if isinstance(tool, str) else None
-            policy = _policy(record)
+            policy = policy_of(record)
             verdict = policy.verdict(tool, now)  # an allow-all past its time is off
             self.decisions.note(  # the audit log
                 record.id, verdict, payload, rt.hooks.tools, allow_all_until=policy.allow_all_until
@@ -631,19 +519,11 @@ class Agent:
                 _log.info("session %s: policy denied %s", record.id, tool)
                 return permission_decision("deny", verdict.deny_message(tool or "this tool"))
             if tool is not None:
-                # The card goes to the phone now, before the dialog is drawn (not answerable
-                # until it is): what will run is known from the request itself.
-                rt.ask, rt.ask_seen = self._ask_from(rt, tool, payload, now), False
-                rt.wake_screen.set()
-                rt.burst_until = now + BURST_SECONDS
-                self._track_card(rt)
-                # sent once the hook's answer is on its way: Claude Code draws the dialog only
-                # after it, so nothing here may delay it
-                asyncio.get_running_loop().call_soon(self._spawn, self._send_update(rt))
+                rt.ask_card(tool, payload, now)  # its card, before the dialog is drawn
             return None
         if self.options.polling_only:
             if event in ("PostToolUse", "PostToolUseFailure", "Stop"):
-                self._spawn(self._deliver_held(rt, reason=event))
+                self._spawn(rt.deliver_held(reason=event))
             return None
         self._wake_transcripts.set()
         rt.wake_screen.set()
@@ -651,45 +531,8 @@ class Agent:
         # drawn): read again shortly after, so a card reaches the phone without waiting a period.
         rt.burst_until = now + BURST_SECONDS
         if event in ("PostToolUse", "PostToolUseFailure", "Stop"):
-            self._spawn(self._deliver_held(rt, reason=event))
+            self._spawn(rt.deliver_held(reason=event))
         return None
-
-    def _note_request(self, rt: Runtime, event: str, payload: dict[str, Any]) -> None:
-        """Keep the tool uses that may still ask (PreToolUse carries the tool use id that
-        PermissionRequest lacks), and forget a request once its tool ran or the turn ended."""
-        tool_use_id = payload.get("tool_use_id")
-        tool_use_id = tool_use_id if isinstance(tool_use_id, str) and tool_use_id else None
-        tool = payload.get("tool_name")
-        tool_input = payload.get("tool_input")
-        if event == "PreToolUse" and tool_use_id and isinstance(tool, str):
-            rt.tool_uses[tool_use_id] = (tool, tool_input if isinstance(tool_input, dict) else {})
-            while len(rt.tool_uses) > 64:  # parallel subagents' uses; never ending ones drop
-                del rt.tool_uses[next(iter(rt.tool_uses))]
-        elif event in ("PostToolUse", "PostToolUseFailure") and tool_use_id:
-            rt.tool_uses.pop(tool_use_id, None)
-            if rt.ask is not None and rt.ask.tool_use_id == tool_use_id:
-                rt.ask = None
-        elif event in ("Stop", "SessionEnd") or (
-            event == "SessionStart" and payload.get("source") != "compact"
-        ):
-            rt.tool_uses.clear()
-            rt.ask = None
-
-    def _ask_from(self, rt: Runtime, tool: str, payload: dict[str, Any], now: float) -> HookAsk:
-        tool_input = payload.get("tool_input")
-        tool_input = tool_input if isinstance(tool_input, dict) else {}
-        tool_use_id = payload.get("tool_use_id")
-        if not isinstance(tool_use_id, str) or not tool_use_id:
-            # the latest tool use of that tool with the very same input
-            tool_use_id = next(
-                (
-                    tid
-                    for tid, (name, given) in reversed(rt.tool_uses.items())
-                    if name == tool and given == tool_input
-                ),
-                None,
-            )
-        return HookAsk(tool=tool, tool_input=tool_input, tool_use_id=tool_use_id, at=now)
 
     # -- the relay ------------------------------------------------------------------------
 
@@ -704,7 +547,7 @@ class Agent:
             rt.wake_screen.set()
         for record in list(self.registry.sessions.values()):  # delete_history may run meanwhile
             if record.id not in self.runtimes:
-                await self._send_update(self._runtime(record), force=True)
+                await self._runtime(record).send_update(force=True)
 
     def _on_unlinked(self) -> None:
         self.follower_rewind()
@@ -766,7 +609,7 @@ class Agent:
                         _log.info("the relay took the lines of session %s again", rt.record.id)
                     rt.transcript_backoff, rt.transcript_refusal = 0.0, None
 
-    async def _send_transcript(self, rt: Runtime) -> None:
+    async def _send_transcript(self, rt: SessionDriver) -> None:
         record = rt.record
         await self._send_markers(rt)
         for conversation_id, lines in rt.follower.poll():
@@ -777,11 +620,11 @@ class Agent:
                     self._dirty = True
 
     def _add_marker(self, record: SessionRecord, marker: MarkerKind, text: str) -> None:
-        _queue_marker(record, marker, text)
+        queue_marker(record, marker, text)
         self._dirty = True
         self._wake_transcripts.set()
 
-    async def _send_markers(self, rt: Runtime) -> None:
+    async def _send_markers(self, rt: SessionDriver) -> None:
         record = rt.record
         if not record.pending_markers:
             return
@@ -794,46 +637,6 @@ class Agent:
             m for m in record.pending_markers if m["offset"] > ack.through_offset
         ]
         self._dirty = True
-
-    async def _send_update(self, rt: Runtime, force: bool = False) -> None:
-        """Tell the relay what changed in the session's live side (only what changed)."""
-        record = rt.record
-        state = rt.state if rt.pane_alive else "ended"
-        card = rt.card.to_card(rt.card_id) if rt.card and rt.card_id else None
-        preview = None
-        if rt.screen and state == "busy" and not rt.screen.tool_running:
-            preview = rt.screen.preview
-        current: dict[str, Any] = {
-            "state": state,
-            "activity": rt.computed.activity if rt.computed and rt.pane_alive else None,
-            "card": card.model_dump() if card else None,
-            "held": [h.model_dump() for h in record.held],
-            "preview": preview,
-            "cwd": record.cwd,
-            "conversation_id": record.conversation_id,
-            "permission_mode": record.permission_mode,
-            "error": rt.error,
-        }
-        changed = {k: v for k, v in current.items() if force or rt.sent.get(k, object()) != v}
-        if not changed:
-            return
-        fields: dict[str, Any] = {"session_id": record.id}
-        for key, value in changed.items():
-            if key == "card":
-                if value is None:
-                    fields["clear_card"] = True
-                else:
-                    fields["card"] = card
-            elif key == "held":
-                fields["held"] = list(record.held)
-            else:
-                fields[key] = value
-        info = SessionInfo(**fields)
-        try:
-            await self.link.update(info)
-        except NotLinked:
-            return
-        rt.sent.update(changed)
 
     # -- screens and state --------------------------------------------------------------------
 
@@ -864,328 +667,13 @@ class Agent:
                     continue  # a list asked for before this launch says nothing of its pane
                 await self._read_session(rt, pane is not None and not pane.dead, now, pane)
 
-    async def _read_session(
-        self, rt: Runtime, alive: bool, now: float, pane: Pane | None = None
-    ) -> None:
-        record = rt.record
-        was_alive = rt.pane_alive
-        rt.pane_alive = alive
-        if alive:
-            try:
-                capture = await self.mux.capture(rt.name, pane)
-            except PaneGone:
-                rt.pane_alive = False
-            else:
-                key = (capture.text, capture.width, capture.height)
-                if rt.screen is not None and key == rt.screen_key:
-                    facts = rt.screen  # an unchanged screen reads the same (the reader is pure)
-                else:
-                    facts = read_screen(render(capture.text, capture.width, capture.height))
-                    rt.screen_key = key
-                if rt.first_frame_at is None and capture.text.strip():
-                    rt.first_frame_at = now
-                rt.idle_since = screen_idle_since(rt.idle_since, facts, now)
-                rt.screen = facts
-                rt.screen_at = now
-                if facts.mode is not None:
-                    rt.screen_mode, rt.screen_mode_at = facts.mode, now
-        if was_alive and not rt.pane_alive:
-            _log.info("session %s ended (its terminal is gone)", record.id)
-            self._end_allow_all(now, session_over=record)
-            await self.mux.kill(rt.name)
-            record.alive = False if record.ended_by_person or record.resting else record.alive
-            self._dirty = True
-        mode = current_mode(rt.hooks, rt.screen_mode, rt.screen_mode_at)
-        if mode is not None and mode != record.permission_mode:
-            # Remembered for reopen and revive: a plan approved leaves plan mode, Shift+Tab in
-            # the terminal changes it, and the session must come back as it was.
-            _log.info("session %s: permission mode %s", record.id, mode)
-            record.permission_mode = mode
-            self._dirty = True
-        status = self._claude_status(rt)
-        if status is not None:
-            rt.status, rt.status_at = status.status, status.status_at
-        computed = compute(
-            SessionInputs(
-                hooks=rt.hooks,
-                screen=rt.screen,
-                screen_at=rt.screen_at,
-                status=rt.status,
-                status_at=rt.status_at,
-                process_alive=rt.pane_alive,
-                launched_at=record.launched_at,
-                now=now,
-                missed_hook_close=self.config.float("missed_hook_close"),
-                screen_idle_since=rt.idle_since,
-                first_frame_at=rt.first_frame_at,
-            )
-        )
-        if computed.close_turn:
-            rt.hooks = close_open_turn(rt.hooks)
-        startup_card = rt.screen.card if rt.screen and computed.state == "starting" else None
-        if startup_card is not None and not autopass.is_trust(startup_card) and rt.trust_passed:
-            # A start-up dialog we do not pass by ourselves (an API key, a login…): ask the person.
-            computed = dataclasses.replace(
-                computed, state="waiting", reasons=(*computed.reasons, "startup-dialog")
-            )
-        previous = rt.state
-        rt.computed = computed
-        if self._auto_pass(rt, now):
-            rt.next_screen = now + BURST_INTERVAL  # the dialog goes; read again soon
-            return
-        self._track_card(rt)
-        busy = computed.state == "busy"
-        interval = self.config.float("preview_read_interval" if busy else "screen_read_interval")
-        if now < rt.burst_until:
-            interval = BURST_INTERVAL
-        if rt.card is not None and not rt.card.answerable:
-            interval = DIALOG_WATCH_INTERVAL  # its card waits for the dialog: catch it drawn
-        rt.next_screen = now + float(interval)
-        await self._send_update(rt)
-        if previous != computed.state and computed.state == "idle":
-            await self._deliver_held(rt, reason="idle")
-
-    def _claude_status(self, rt: Runtime) -> ClaudeStatus | None:
-        """Claude Code's status file: found once by conversation id, then read by its pid."""
-        home = self.options.claude_home
-        conversation = rt.record.conversation_id or rt.record.id
-        if rt.status_pid is not None:
-            status = read_status(home, rt.status_pid)
-            if status is not None and status.session_id == conversation:
-                return status
-        status = find_for_session(home, conversation)
-        rt.status_pid = status.pid if status is not None else None
-        return status
-
-    def _track_card(self, rt: Runtime) -> None:
-        """The card of what the screen shows. A card id is bound to one dialog: its text's
-        digest and, for a permission, the tool use it asks for; either changing makes a new
-        card, so an answer given for one dialog can never be taken for another."""
-        card = self._card_for(rt, rt.screen.card if rt.screen and rt.state == "waiting" else None)
-        if card is None:
-            rt.card, rt.card_id = None, None
-            return
-        if (
-            rt.card is None
-            or card.fingerprint != rt.card.fingerprint
-            or card.tool_use_id != rt.card.tool_use_id
-            or card.answerable != rt.card.answerable
-        ):
-            rt.card_count += 1
-            rt.card_id = f"{card.fingerprint[:10]}-{rt.card_count}"
-            rt.card_seen_at = time.monotonic()
-        rt.card = card
-
-    def _card_for(self, rt: Runtime, shown: DetectedCard | None) -> DetectedCard | None:
-        """A permission dialog's card is built from the request that matches it (the whole
-        command, the file, the edit); the screen says only that it is drawn and its keys."""
-        ask = rt.ask
-        if shown is not None and shown.kind == "permission":
-            if ask is not None and hook_matches(shown, ask):
-                rt.ask_seen = True
-                return from_hook(shown, ask)
-            return dataclasses.replace(shown, warning=NOT_MATCHING if ask else NO_REQUEST)
-        if ask is not None:
-            drawn = rt.screen.card if rt.screen else None
-            if rt.ask_seen and (drawn is None or drawn.kind != "permission"):
-                rt.ask = None  # its dialog was answered
-            elif (
-                not rt.ask_seen
-                and (shown is None or shown.kind == "stuck")
-                and time.time() - ask.at < EARLY_CARD_FOR
-            ):
-                return early_card(ask)
-        return shown
-
-    def _auto_pass(self, rt: Runtime, now: float) -> bool:
-        """True while the dialog on screen is one the agent passes by itself (SPEC §4, rules in
-        agent/autopass.py): its keys are pressed in the background and it never becomes a card."""
-        card = rt.screen.card if rt.screen is not None else None
-        if card is None:
-            return False
-        if rt.passing is not None and not rt.passing.done():
-            return True
-        if card.fingerprint in rt.pass_failed:
-            return False
-        prompted = rt.hooks.last_prompt_at is not None and (
-            rt.hooks.last_prompt_at >= rt.record.launched_at
-        )
-        since = now - rt.model_changed_at if rt.model_changed_at is not None else None
-        decision = autopass.decide(
-            card,
-            starting=not prompted,
-            since_model_change=since,
-            model_switch_window=self.config.float("model_switch_window"),
-        )
-        if decision is None:
-            if not prompted:
-                rt.trust_passed = True  # a start-up dialog of another kind: the person's
-            return False
-        if rt.first_frame_at is None or now - rt.first_frame_at < FIRST_FRAME_QUIET:
-            return True  # keys now would be dropped: pass it on a later read
-        rt.passing = asyncio.create_task(self._pass_dialog(rt, card, decision))
-        return True
-
-    async def _pass_dialog(
-        self, rt: Runtime, card: DetectedCard, decision: autopass.AutoPass
-    ) -> None:
-        groups = keys_for(card, decision.key) if decision.key is not None else [["Enter"]]
-        try:
-            async with rt.keys:
-                await asyncio.sleep(DIALOG_SETTLE)  # keys right after a dialog appears are lost
-                await self._press(rt, groups)
-                closed = await self._confirm_closed(rt, card, groups)
-        except (PaneGone, MuxError):
-            return
-        if not closed:
-            _log.warning(
-                "session %s: the %s dialog did not take %s; it is shown as a card instead",
-                rt.record.id, decision.kind, groups,
-            )  # fmt: skip
-            rt.pass_failed.add(card.fingerprint)
-            rt.wake_screen.set()
-            return
-        _log.info("session %s: passed the %s dialog", rt.record.id, decision.kind)
-        if decision.kind == "trust":
-            rt.trust_passed = True
-        if decision.kind == "model":
-            rt.model_changed_at = None  # one change, one confirmation
-        self._add_marker(rt.record, MarkerKind.AUTO_PASSED, decision.line)
-        rt.wake_screen.set()
-
     # -- held messages ------------------------------------------------------------------------
 
-    async def _deliver_held(self, rt: Runtime, reason: str) -> None:
-        record = rt.record
-        waiting = heldrules.pending(record.held)
-        if not waiting or not rt.pane_alive:
-            return
-        if time.time() < rt.held_not_before:
-            await asyncio.sleep(rt.held_not_before - time.time())
-        card_kind = rt.card.kind if rt.card else None
-        decision = heldrules.decide(heldrules.Situation(rt.state, card_kind), now_requested=False)
-        safe_point = reason in ("PostToolUse", "PostToolUseFailure", "Stop", "card", "idle")
-        if decision is heldrules.Delivery.HOLD and not (safe_point and rt.state == "busy"):
-            return
-        if decision in (heldrules.Delivery.REOPEN_THEN_TYPE,):
-            return
-        await self._type_messages(
-            rt, waiting, dismiss=decision is heldrules.Delivery.DISMISS_THEN_TYPE
-        )
-
-    async def _type_messages(
-        self,
-        rt: Runtime,
-        messages: list[HeldMessage],
-        *,
-        dismiss: bool = False,
-        interrupt: bool = False,
+    async def _read_session(
+        self, rt: SessionDriver, alive: bool, now: float, pane: Pane | None = None
     ) -> None:
-        record = rt.record
-        ids = {m.id for m in messages}
-        async with rt.keys:
-            # Recheck under the lock: another delivery may have typed them meanwhile.
-            messages = [m for m in record.held if m.id in ids and m.state == "held"]
-            if not messages:
-                return
-            record.held = heldrules.mark(record.held, ids, "typing")
-            self._save()  # before typing: a crash now never leads to typing it twice
-            outcome = "failed"
-            try:
-                await self._quiet_after_first_frame(rt)
-                if dismiss or interrupt:
-                    await self._escape(rt)
-                block = heldrules.block_text(messages)
-                if autopass.changes_model(block):
-                    rt.model_changed_at = time.time()  # its "Switch model?" passes (SPEC §4)
-                outcome = "typed" if await self._paste_and_submit(rt, block) else "failed"
-            except PaneGone:
-                pass
-            except DialogOpen as exc:
-                # Not a key went into the dialog; the messages wait for it to close (a card
-                # answered delivers them), unless their text already sits in the prompt box.
-                _log.info("session %s: a %s dialog is open; the message waits", record.id, exc.kind)
-                outcome = "failed" if exc.pasted else "held"
-                rt.wake_screen.set()
-            record.held = heldrules.mark(record.held, ids, outcome)
-            record.held = heldrules.prune(record.held)
-            self._save()
-        rt.wake_screen.set()
-        await self._send_update(rt)
-
-    async def _escape(self, rt: Runtime) -> None:
-        """Esc, until the screen shows the turn stopped or the dialog closed; once more if not.
-
-        On a busy Mac the terminal may read Esc together with the paste that follows it as one
-        escape sequence and drop both: the text would then wait behind the turn instead of
-        interrupting it. So the paste goes only once the Esc is seen to have worked (or after a
-        second try: Claude Code then holds the text until the turn ends, as it would anyway)."""
-        for _ in range(2):
-            await self._no_dialog(rt, escaping=True)
-            await self.mux.send_keys(rt.name, [["Escape"]])
-            deadline = time.monotonic() + ESCAPE_CONFIRM
-            while time.monotonic() < deadline:
-                await asyncio.sleep(0.1)
-                facts = await self._screen_now(rt)
-                if not (facts.busy or (facts.card is not None and facts.card.kind != "stuck")):
-                    await asyncio.sleep(0.1)  # let the prompt settle before the paste
-                    return
-        _log.warning("session %s: Esc did not stop the turn; typing anyway", rt.record.id)
-
-    async def _quiet_after_first_frame(self, rt: Runtime) -> None:
-        """Claude Code drops keys sent in the first ~0.5 s after its first frame."""
-        if rt.first_frame_at is None:
-            return
-        wait = rt.first_frame_at + FIRST_FRAME_QUIET - time.time()
-        if wait > 0:
-            await asyncio.sleep(wait)
-
-    async def _screen_now(self, rt: Runtime) -> ScreenFacts:
-        """A fresh read of the session's screen, outside the screen loop's schedule."""
-        capture = await self.mux.capture(rt.name)
-        return read_screen(render(capture.text, capture.width, capture.height))
-
-    async def _draft(self, rt: Runtime) -> str:
-        return (await self._screen_now(rt)).draft
-
-    async def _wait_draft(self, rt: Runtime, present: bool, timeout: float) -> bool:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if bool(await self._draft(rt)) == present:
-                return True
-            await asyncio.sleep(0.1)
-        return False
-
-    async def _paste_and_submit(self, rt: Runtime, text: str) -> bool:
-        """Paste the text, check it landed in the prompt box, press Enter, check it left.
-
-        A paste into a screen that is not ready is dropped by Claude Code without a trace, and
-        "typed" must mean typed: so every step is confirmed on the screen, and retried once.
-        """
-        for _ in range(2):
-            await self._no_dialog(rt)
-            await self.mux.paste(rt.name, text, enter=False)
-            if await self._wait_draft(rt, present=True, timeout=TYPE_CONFIRM):
-                break
-        else:
-            return False
-        for _ in range(2):
-            await self._no_dialog(rt, pasted=True)  # an Enter in a dialog picks its option
-            await self.mux.send_keys(rt.name, [["Enter"]])
-            if await self._wait_draft(rt, present=False, timeout=TYPE_CONFIRM):
-                return True
-        return False
-
-    async def _no_dialog(
-        self, rt: Runtime, *, escaping: bool = False, pasted: bool = False
-    ) -> None:
-        """Raise DialogOpen unless a fresh read of the screen shows no dialog the next key would
-        go to (for Esc: none that Esc would answer). The last known state is not enough: a
-        dialog may have been drawn since."""
-        facts = await self._screen_now(rt)
-        kind = facts.card.kind if facts.card is not None else None
-        if not (heldrules.may_escape(kind) if escaping else heldrules.may_type(kind)):
-            raise DialogOpen(kind, pasted=pasted)
+        """One read of one session's screen, when the loop's schedule says it is due."""
+        await rt.read(alive, now, pane)
 
     # -- commands from the phone -------------------------------------------------------------
 
@@ -1252,7 +740,7 @@ class Agent:
             raise CommandFailed("bad_args", f"policy: {exc}") from exc
         if args.allow_all:
             policy = dataclasses.replace(policy, allow_all=True)
-        _set_policy(record, policy)
+        set_policy(record, policy)
         if args.prompt is not None and args.prompt.strip():
             record.held.append(heldrules.new_message(args.prompt))  # typed once the prompt is up
         self.registry.add(record)
@@ -1262,8 +750,8 @@ class Agent:
         except BaseException:
             await self._forget(record.id)  # the relay keeps no trace of it either
             raise
-        await self._send_update(rt, force=True)
-        return {"cwd": record.cwd, "policy": _policy(record).to_json()}
+        await rt.send_update(force=True)
+        return {"cwd": record.cwd, "policy": policy_of(record).to_json()}
 
     async def _forget(self, session_id: str) -> None:
         """Undo a session that never started: no record, no archive, no terminal left."""
@@ -1293,18 +781,9 @@ class Agent:
         if not rt.pane_alive:
             await self._reopen(record)
             rt = self._runtime(record)
-            await self._send_update(rt)
+            await rt.send_update()
             return {"message_id": message.id, "state": "held", "reopened": True}
-        card_kind = rt.card.kind if rt.card else None
-        decision = heldrules.decide(heldrules.Situation(rt.state, card_kind), args.now)
-        if decision in (heldrules.Delivery.TYPE_NOW, heldrules.Delivery.DISMISS_THEN_TYPE):
-            await self._type_messages(
-                rt, [message], dismiss=decision is heldrules.Delivery.DISMISS_THEN_TYPE
-            )
-        elif decision is heldrules.Delivery.INTERRUPT_THEN_TYPE:
-            await self._type_messages(rt, heldrules.pending(record.held), interrupt=True)
-        else:
-            await self._send_update(rt)
+        await rt.send_now(message, args.now)
         state = next((m.state for m in record.held if m.id == message.id), "held")
         return {"message_id": message.id, "state": state}
 
@@ -1314,124 +793,17 @@ class Agent:
         if not done:
             raise CommandFailed("message_gone", "that message was already typed or cancelled")
         self._save()
-        await self._send_update(self._runtime(record))
+        await self._runtime(record).send_update()
         return {}
 
     async def _cmd_answer_card(self, session_id: str, args: AnswerCardArgs) -> dict[str, Any]:
-        record = self._record(session_id)
-        rt = self._runtime(record)
-        if rt.card is None or rt.card_id != args.card_id:
-            raise CommandFailed("card_closed", "this card is already closed")
-        card = rt.card
-        if not card.answerable:
-            raise CommandFailed(
-                "card_not_ready",
-                "the dialog is not on the Mac's screen yet; answer once the card says it is",
-            )
-        answer: str | list[str] | None = args.keys or args.key
-        text = args.text
-        try:
-            groups = keys_for(card, answer, text)
-        except ValueError as exc:
-            raise CommandFailed("bad_answer", str(exc)) from exc
-        if card.kind == "stuck":
-            if not text:
-                raise CommandFailed("bad_answer", "answer a stuck card with a message")
-            await self._cmd_send(session_id, SendArgs(text=text))
-            return {"closed": True}
-        changed: dict[str, Any] = {}
-        if args.always and card.kind == "permission" and not _is_no(card, answer):
-            # "Always allow this category for this session": the card's tool's category (a tool
-            # with none is allowed by name). Saved before the keys, so it holds for the next
-            # request even if this answer is retried.
-            tool = card.tool or rt.hooks.permission_tool
-            policy = _policy(record).always_allow(tool)
-            if policy != _policy(record):
-                _set_policy(record, policy)
-                self._save()
-            changed["policy"] = policy.to_json()
-        if card.title.strip() == autopass.MODEL_PICKER_TITLE:
-            rt.model_changed_at = time.time()  # its "Switch model?" passes (SPEC §4)
-        async with rt.keys:
-            settle = rt.card_seen_at + DIALOG_SETTLE - time.monotonic()
-            if settle > 0:
-                await asyncio.sleep(settle)
-            # The answer is for the dialog the card was made from: read the screen once more
-            # right before the keys, and refuse if another dialog (or none) is there now.
-            fresh = await self._screen_now(rt)
-            drawn = fresh.card
-            if drawn is None or not self._same_dialog(rt, card, drawn):
-                await self._show_changed(rt, fresh)
-                raise CommandFailed(
-                    "card_changed",
-                    "the dialog on the Mac changed before this answer arrived; nothing was "
-                    "pressed: look at the new card",
-                )
-            try:
-                groups = keys_for(drawn, answer, text)  # from where its cursor is now
-            except ValueError as exc:
-                raise CommandFailed("bad_answer", str(exc)) from exc
-            await self._press(rt, groups)
-            closed = await self._confirm_closed(rt, drawn, groups)  # the screen's own view
-        if not closed:
-            raise CommandFailed(
-                "card_still_open", "the terminal did not take the answer; try again"
-            )
-        await self._deliver_held(rt, reason="card")
-        return {"closed": True, **changed}
-
-    def _same_dialog(self, rt: Runtime, card: DetectedCard, drawn: DetectedCard) -> bool:
-        """Is ``drawn`` (just read) the dialog ``card`` was made for: the same text digest and,
-        for a permission built from a request, still that request's tool use."""
-        if drawn.fingerprint != card.fingerprint:
-            return False
-        if card.tool_use_id is None:
-            return True
-        return rt.ask is not None and rt.ask.tool_use_id == card.tool_use_id
-
-    async def _show_changed(self, rt: Runtime, facts: ScreenFacts) -> None:
-        """The screen moved on under a card: show the phone what is there now."""
-        rt.screen, rt.screen_at = facts, time.time()
-        rt.screen_key = None
-        self._track_card(rt)
-        await self._send_update(rt)
-        rt.wake_screen.set()
-
-    async def _press(self, rt: Runtime, groups: list[list[str]]) -> None:
-        for index, group in enumerate(groups):
-            if index:
-                await asyncio.sleep(KEY_GAP)
-            await self.mux.send_keys(rt.name, [group])
-
-    async def _confirm_closed(
-        self, rt: Runtime, card: DetectedCard, groups: list[list[str]]
-    ) -> bool:
-        """Read the screen until the dialog is gone; resend once if the keys were dropped."""
-        deadline = time.monotonic() + CARD_CONFIRM_TIMEOUT
-        retried = False
-        started = time.monotonic()
-        while time.monotonic() < deadline:
-            await asyncio.sleep(0.15)
-            facts = await self._screen_now(rt)
-            now = time.time()
-            rt.screen, rt.screen_at = facts, now
-            rt.idle_since = screen_idle_since(rt.idle_since, facts, now)
-            if facts.card is None or facts.card.fingerprint != card.fingerprint:
-                rt.wake_screen.set()
-                return True
-            same_view = facts.card == card  # nothing moved: the keys never landed
-            if same_view and not retried and time.monotonic() - started > CARD_RETRY_AFTER:
-                await self._press(rt, groups)
-                retried = True
-        return False
+        rt = self._runtime(self._record(session_id))
+        return await rt.answer_card(
+            args, lambda text: self._cmd_send(session_id, SendArgs(text=text))
+        )
 
     async def _cmd_interrupt(self, session_id: str, args: InterruptArgs) -> dict[str, Any]:
-        rt = self._runtime(self._record(session_id))
-        if not rt.pane_alive:
-            raise CommandFailed("session_ended", "the session is not running")
-        async with rt.keys:
-            await self.mux.send_keys(rt.name, [["Escape"]])
-        rt.wake_screen.set()
+        await self._runtime(self._record(session_id)).interrupt()
         return {}
 
     async def _cmd_end(self, session_id: str, args: EndArgs) -> dict[str, Any]:
@@ -1451,7 +823,7 @@ class Agent:
         rt.pane_alive = False
         self._save()
         rt.wake_screen.set()
-        await self._send_update(rt)
+        await rt.send_update()
         return {}
 
     async def _cmd_reopen(self, session_id: str, args: ReopenArgs) -> dict[str, Any]:
@@ -1467,7 +839,7 @@ class Agent:
             policy = policyrules.Policy.from_json(args.policy)
         except policyrules.PolicyError as exc:
             raise CommandFailed("bad_args", f"policy: {exc}") from exc
-        _set_policy(record, policy)
+        set_policy(record, policy)
         self._save()
         return {"policy": policy.to_json()}
 
@@ -1477,10 +849,10 @@ class Agent:
         read-then-replace from the phone)."""
         record = self._record(session_id)
         try:
-            policy = _policy(record).changed(args.changes)
+            policy = policy_of(record).changed(args.changes)
         except policyrules.PolicyError as exc:
             raise CommandFailed("bad_args", f"policy: {exc}") from exc
-        _set_policy(record, policy)
+        set_policy(record, policy)
         self._save()
         return {"policy": policy.to_json()}
 

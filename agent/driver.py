@@ -1,0 +1,752 @@
+"""One session's loop: its screen read into facts and a state, its card and the request that
+built it, the keys that answer it, the dialogs passed by rule, its held messages typed at safe
+points, and what the relay is told of it.
+
+A ``SessionDriver`` is the session's ``Runtime`` (what the agent knows of it while it runs) with
+the work done on it. What it reaches outside itself is given to it: the multiplexer
+(agent/seams.py), the configuration, and a ``SessionHost`` (the relay's update, the registry's
+save, the session's markers), so it runs on the in-memory fakes as on tmux. The agent
+(agent/daemon.py) keeps the sessions' life: launching, reviving, the hooks' dispatch, the link
+and the commands, which hand each session's part to its driver.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import logging
+import time
+from collections.abc import Awaitable, Callable, Coroutine
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from agent import autopass
+from agent import held as heldrules
+from agent.cards import (
+    NO_REQUEST,
+    NOT_MATCHING,
+    DetectedCard,
+    HookAsk,
+    ScreenFacts,
+    early_card,
+    from_hook,
+    hook_matches,
+    keys_for,
+    read_screen,
+)
+from agent.errors import CommandFailed, DialogOpen, MuxError, NotLinked, PaneGone
+from agent.mux import Pane, session_name
+from agent.registry import SessionRecord
+from agent.screen import render
+from agent.seams import Multiplexer
+from agent.state import (
+    Computed,
+    HookFacts,
+    SessionInputs,
+    apply_hook,
+    close_open_turn,
+    compute,
+    current_mode,
+    screen_idle_since,
+)
+from agent.status import ClaudeStatus, find_for_session, read_status
+from agent.transcript import TranscriptFollower
+from wire import policy as policyrules
+from wire.config import Config
+from wire.markers import bridge_line
+from wire.protocol import AnswerCardArgs, HeldMessage, MarkerKind, SessionInfo
+
+_log = logging.getLogger("agent")
+
+FIRST_FRAME_QUIET = 1.0  # keys in the first ~0.5 s after the first frame are dropped
+CARD_CONFIRM_TIMEOUT = 4.0  # how long an answered card may stay on screen before keys are retried
+CARD_RETRY_AFTER = 0.8
+DIALOG_SETTLE = 0.4  # a key sent within ~10 ms of a dialog appearing is dropped: wait a little
+TYPE_CONFIRM = 1.5  # how long a paste or an Enter may take to show on screen
+ESCAPE_CONFIRM = 1.5  # how long Esc may take to stop a turn or close a dialog on screen
+KEY_GAP = 0.06  # between key groups, so each is drawn before the next (multi-step answers)
+BURST_SECONDS = 1.0  # after a hook, read the screen every BURST_INTERVAL for this long
+BURST_INTERVAL = 0.1
+EARLY_CARD_FOR = 10.0  # a request's card waits this long for its dialog to be drawn
+DIALOG_WATCH_INTERVAL = 0.02  # screen reads meanwhile
+
+
+def policy_of(record: SessionRecord) -> policyrules.Policy:
+    return policyrules.from_record(record.policy, record.allow_all)
+
+
+def set_policy(
+    record: SessionRecord, policy: policyrules.Policy, ended: str = "it was turned off"
+) -> None:
+    """Keep the session's new policy; "allow all" starting or ending is told in the
+    conversation (``ended`` says why it ended)."""
+    before = policy_of(record)
+    record.policy = policy.to_json()
+    record.allow_all = policy.allow_all
+    if policy.allow_all and (
+        not before.allow_all or before.allow_all_until != policy.allow_all_until
+    ):
+        queue_marker(record, MarkerKind.ALLOW_ALL, _allow_all_started(policy))
+    elif before.allow_all and not policy.allow_all:
+        queue_marker(record, MarkerKind.ALLOW_ALL, f"🔒 Allow all ended ({ended}): tools ask again")
+
+
+def _allow_all_started(policy: policyrules.Policy) -> str:
+    until = policy.allow_all_until
+    if until is None:
+        span = "until the session ends"
+    else:
+        left = max(0, round((until - time.time()) / 60))
+        hours, minutes = divmod(left, 60)
+        length = " ".join(
+            p for p in (f"{hours} h" if hours else "", f"{minutes} min" if minutes else "") if p
+        )
+        at = datetime.fromtimestamp(until, UTC).strftime("%Y-%m-%d %H:%M UTC")
+        span = f"for {length or 'less than a minute'}, until {at}"
+    return f"🔓 Allow all is on {span}: tools no rule names run without asking"
+
+
+def queue_marker(record: SessionRecord, marker: MarkerKind, text: str) -> None:
+    """A line of the bridge's own in the session's conversation, sent with the next lines."""
+    record.marker_seq += 1
+    line = bridge_line(marker, text, _now_iso(), f"bridge-{record.id}-{record.marker_seq}")
+    record.pending_markers.append({"offset": record.marker_seq, "text": line})
+
+
+def _is_no(card: DetectedCard, answer: str | list[str] | None) -> bool:
+    """The answer picks a "No…" option: it grants nothing, "always" or not."""
+    if not isinstance(answer, str):
+        return False
+    label = next((o.label for o in card.options if o.key == answer), "")
+    return label.strip().lower().startswith("no")
+
+
+def _now_iso() -> str:
+    return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+@dataclass
+class Runtime:
+    """What the agent knows of one session while it runs (the record is what it remembers)."""
+
+    record: SessionRecord
+    follower: TranscriptFollower
+    hooks: HookFacts = field(default_factory=HookFacts)
+    screen: ScreenFacts | None = None
+    screen_at: float | None = None
+    idle_since: float | None = None
+    first_frame_at: float | None = None
+    status: str | None = None
+    status_at: float | None = None
+    pane_alive: bool = False
+    computed: Computed | None = None
+    card: DetectedCard | None = None
+    card_id: str | None = None
+    card_count: int = 0
+    card_seen_at: float = 0.0
+    status_pid: int | None = None  # the claude process whose status file this session reads
+    screen_key: tuple[str, int, int] | None = None  # the capture the current facts came from
+    sent: dict[str, Any] = field(default_factory=dict)  # last values sent to the relay
+    keys: asyncio.Lock = field(default_factory=asyncio.Lock)  # one typist at a time
+    wake_screen: asyncio.Event = field(default_factory=asyncio.Event)
+    next_screen: float = 0.0
+    burst_until: float = 0.0  # read the screen often until then (a hook said something changed)
+    trust_passed: bool = False  # start-up dialogs other than those passed by rule go to the phone
+    passing: asyncio.Task[None] | None = None  # a dialog being passed by rule (agent/autopass.py)
+    pass_failed: set[str] = field(default_factory=set)  # dialogs that would not pass: cards
+    model_changed_at: float | None = None  # the phone changed the model (its confirmation passes)
+    held_not_before: float = 0.0  # after a revive, held messages wait a little
+    launching: bool = False  # its terminal is being (re)made: screen reads wait
+    error: str | None = None  # why its last launch failed (shown on the phone), None once up
+    # The latest mode line read on its screen, and when: a screen without one (a dialog, a
+    # notice in the footer) says nothing of the mode, so an older hook's does not win then.
+    screen_mode: str | None = None
+    screen_mode_at: float | None = None
+    transcript_retry_at: float = 0.0  # the relay refused its last batch: not before then
+    transcript_backoff: float = 0.0
+    transcript_refusal: str | None = None  # why, as last logged
+    tool_uses: dict[str, tuple[str, dict[str, Any]]] = field(default_factory=dict)  # PreToolUse
+    ask: HookAsk | None = None  # the permission Claude Code asked for, its dialog due or open
+    ask_seen: bool = False  # that dialog was seen on screen
+
+    @property
+    def name(self) -> str:
+        return session_name(self.record.id)
+
+    @property
+    def state(self) -> str:
+        return self.computed.state if self.computed else "starting"
+
+
+@dataclass(frozen=True)
+class SessionHost:
+    """What a session's driver reaches outside the session (the agent gives its own; tests give
+    fakes)."""
+
+    update: Callable[[SessionInfo], Awaitable[None]]  # the relay link's; NotLinked when down
+    save: Callable[[], None]  # write the registry now
+    changed: Callable[[], None]  # the registry changed: written soon
+    add_marker: Callable[[SessionRecord, MarkerKind, str], None]  # a line in its conversation
+    end_allow_all: Callable[[float, SessionRecord], None]  # the session is over (at that time)
+    spawn: Callable[[Coroutine[Any, Any, None]], None]  # run in the background, kept till done
+
+
+@dataclass
+class SessionDriver(Runtime):
+    """One session's loop (see the module's docstring): its runtime and the work done on it."""
+
+    mux: Multiplexer = field(kw_only=True)
+    config: Config = field(kw_only=True)
+    claude_home: Path = field(kw_only=True)  # where Claude Code keeps its status files
+    host: SessionHost = field(kw_only=True)
+
+    # -- hooks -----------------------------------------------------------------------------
+
+    def note_hook(self, event: str, payload: dict[str, Any], now: float) -> None:
+        """A hook of this session: its facts for the state, and the requests that may ask."""
+        self.hooks = apply_hook(self.hooks, event, payload, now)
+        self._note_request(event, payload)
+
+    def ask_card(self, tool: str, payload: dict[str, Any], now: float) -> None:
+        """A permission request the policy leaves to the person."""
+        # The card goes to the phone now, before the dialog is drawn (not answerable
+        # until it is): what will run is known from the request itself.
+        self.ask, self.ask_seen = self._ask_from(tool, payload, now), False
+        self.wake_screen.set()
+        self.burst_until = now + BURST_SECONDS
+        self.track_card()
+        # sent once the hook's answer is on its way: Claude Code draws the dialog only
+        # after it, so nothing here may delay it
+        asyncio.get_running_loop().call_soon(self.host.spawn, self.send_update())
+
+    def _note_request(self, event: str, payload: dict[str, Any]) -> None:
+        """Keep the tool uses that may still ask (PreToolUse carries the tool use id that
+        PermissionRequest lacks), and forget a request once its tool ran or the turn ended."""
+        tool_use_id = payload.get("tool_use_id")
+        tool_use_id = tool_use_id if isinstance(tool_use_id, str) and tool_use_id else None
+        tool = payload.get("tool_name")
+        tool_input = payload.get("tool_input")
+        if event == "PreToolUse" and tool_use_id and isinstance(tool, str):
+            self.tool_uses[tool_use_id] = (tool, tool_input if isinstance(tool_input, dict) else {})
+            while len(self.tool_uses) > 64:  # parallel subagents' uses; never ending ones drop
+                del self.tool_uses[next(iter(self.tool_uses))]
+        elif event in ("PostToolUse", "PostToolUseFailure") and tool_use_id:
+            self.tool_uses.pop(tool_use_id, None)
+            if self.ask is not None and self.ask.tool_use_id == tool_use_id:
+                self.ask = None
+        elif event in ("Stop", "SessionEnd") or (
+            event == "SessionStart" and payload.get("source") != "compact"
+        ):
+            self.tool_uses.clear()
+            self.ask = None
+
+    def _ask_from(self, tool: str, payload: dict[str, Any], now: float) -> HookAsk:
+        tool_input = payload.get("tool_input")
+        tool_input = tool_input if isinstance(tool_input, dict) else {}
+        tool_use_id = payload.get("tool_use_id")
+        if not isinstance(tool_use_id, str) or not tool_use_id:
+            # the latest tool use of that tool with the very same input
+            tool_use_id = next(
+                (
+                    tid
+                    for tid, (name, given) in reversed(self.tool_uses.items())
+                    if name == tool and given == tool_input
+                ),
+                None,
+            )
+        return HookAsk(tool=tool, tool_input=tool_input, tool_use_id=tool_use_id, at=now)
+
+    # -- the relay -----------------------------------------------------------------------------
+
+    async def send_update(self, force: bool = False) -> None:
+        """Tell the relay what changed in the session's live side (only what changed)."""
+        record = self.record
+        state = self.state if self.pane_alive else "ended"
+        card = self.card.to_card(self.card_id) if self.card and self.card_id else None
+        preview = None
+        if self.screen and state == "busy" and not self.screen.tool_running:
+            preview = self.screen.preview
+        current: dict[str, Any] = {
+            "state": state,
+            "activity": self.computed.activity if self.computed and self.pane_alive else None,
+            "card": card.model_dump() if card else None,
+            "held": [h.model_dump() for h in record.held],
+            "preview": preview,
+            "cwd": record.cwd,
+            "conversation_id": record.conversation_id,
+            "permission_mode": record.permission_mode,
+            "error": self.error,
+        }
+        changed = {k: v for k, v in current.items() if force or self.sent.get(k, object()) != v}
+        if not changed:
+            return
+        fields: dict[str, Any] = {"session_id": record.id}
+        for key, value in changed.items():
+            if key == "card":
+                if value is None:
+                    fields["clear_card"] = True
+                else:
+                    fields["card"] = card
+            elif key == "held":
+                fields["held"] = list(record.held)
+            else:
+                fields[key] = value
+        info = SessionInfo(**fields)
+        try:
+            await self.host.update(info)
+        except NotLinked:
+            return
+        self.sent.update(changed)
+
+    # -- screens and state ---------------------------------------------------------------------
+
+    async def read(self, alive: bool, now: float, pane: Pane | None = None) -> None:
+        record = self.record
+        was_alive = self.pane_alive
+        self.pane_alive = alive
+        if alive:
+            try:
+                capture = await self.mux.capture(self.name, pane)
+            except PaneGone:
+                self.pane_alive = False
+            else:
+                key = (capture.text, capture.width, capture.height)
+                if self.screen is not None and key == self.screen_key:
+                    facts = self.screen  # an unchanged screen reads the same (the reader is pure)
+                else:
+                    facts = read_screen(render(capture.text, capture.width, capture.height))
+                    self.screen_key = key
+                if self.first_frame_at is None and capture.text.strip():
+                    self.first_frame_at = now
+                self.idle_since = screen_idle_since(self.idle_since, facts, now)
+                self.screen = facts
+                self.screen_at = now
+                if facts.mode is not None:
+                    self.screen_mode, self.screen_mode_at = facts.mode, now
+        if was_alive and not self.pane_alive:
+            _log.info("session %s ended (its terminal is gone)", record.id)
+            self.host.end_allow_all(now, record)
+            await self.mux.kill(self.name)
+            record.alive = False if record.ended_by_person or record.resting else record.alive
+            self.host.changed()
+        mode = current_mode(self.hooks, self.screen_mode, self.screen_mode_at)
+        if mode is not None and mode != record.permission_mode:
+            # Remembered for reopen and revive: a plan approved leaves plan mode, Shift+Tab in
+            # the terminal changes it, and the session must come back as it was.
+            _log.info("session %s: permission mode %s", record.id, mode)
+            record.permission_mode = mode
+            self.host.changed()
+        status = self._claude_status()
+        if status is not None:
+            self.status, self.status_at = status.status, status.status_at
+        computed = compute(
+            SessionInputs(
+                hooks=self.hooks,
+                screen=self.screen,
+                screen_at=self.screen_at,
+                status=self.status,
+                status_at=self.status_at,
+                process_alive=self.pane_alive,
+                launched_at=record.launched_at,
+                now=now,
+                missed_hook_close=self.config.float("missed_hook_close"),
+                screen_idle_since=self.idle_since,
+                first_frame_at=self.first_frame_at,
+            )
+        )
+        if computed.close_turn:
+            self.hooks = close_open_turn(self.hooks)
+        startup_card = self.screen.card if self.screen and computed.state == "starting" else None
+        if startup_card is not None and not autopass.is_trust(startup_card) and self.trust_passed:
+            # A start-up dialog we do not pass by ourselves (an API key, a login…): ask the person.
+            computed = dataclasses.replace(
+                computed, state="waiting", reasons=(*computed.reasons, "startup-dialog")
+            )
+        previous = self.state
+        self.computed = computed
+        if self._auto_pass(now):
+            self.next_screen = now + BURST_INTERVAL  # the dialog goes; read again soon
+            return
+        self.track_card()
+        busy = computed.state == "busy"
+        interval = self.config.float("preview_read_interval" if busy else "screen_read_interval")
+        if now < self.burst_until:
+            interval = BURST_INTERVAL
+        if self.card is not None and not self.card.answerable:
+            interval = DIALOG_WATCH_INTERVAL  # its card waits for the dialog: catch it drawn
+        self.next_screen = now + float(interval)
+        await self.send_update()
+        if previous != computed.state and computed.state == "idle":
+            await self.deliver_held(reason="idle")
+
+    def _claude_status(self) -> ClaudeStatus | None:
+        """Claude Code's status file: found once by conversation id, then read by its pid."""
+        home = self.claude_home
+        conversation = self.record.conversation_id or self.record.id
+        if self.status_pid is not None:
+            status = read_status(home, self.status_pid)
+            if status is not None and status.session_id == conversation:
+                return status
+        status = find_for_session(home, conversation)
+        self.status_pid = status.pid if status is not None else None
+        return status
+
+    def track_card(self) -> None:
+        """The card of what the screen shows. A card id is bound to one dialog: its text's
+        digest and, for a permission, the tool use it asks for; either changing makes a new
+        card, so an answer given for one dialog can never be taken for another."""
+        card = self._card_for(self.screen.card if self.screen and self.state == "waiting" else None)
+        if card is None:
+            self.card, self.card_id = None, None
+            return
+        if (
+            self.card is None
+            or card.fingerprint != self.card.fingerprint
+            or card.tool_use_id != self.card.tool_use_id
+            or card.answerable != self.card.answerable
+        ):
+            self.card_count += 1
+            self.card_id = f"{card.fingerprint[:10]}-{self.card_count}"
+            self.card_seen_at = time.monotonic()
+        self.card = card
+
+    def _card_for(self, shown: DetectedCard | None) -> DetectedCard | None:
+        """A permission dialog's card is built from the request that matches it (the whole
+        command, the file, the edit); the screen says only that it is drawn and its keys."""
+        ask = self.ask
+        if shown is not None and shown.kind == "permission":
+            if ask is not None and hook_matches(shown, ask):
+                self.ask_seen = True
+                return from_hook(shown, ask)
+            return dataclasses.replace(shown, warning=NOT_MATCHING if ask else NO_REQUEST)
+        if ask is not None:
+            drawn = self.screen.card if self.screen else None
+            if self.ask_seen and (drawn is None or drawn.kind != "permission"):
+                self.ask = None  # its dialog was answered
+            elif (
+                not self.ask_seen
+                and (shown is None or shown.kind == "stuck")
+                and time.time() - ask.at < EARLY_CARD_FOR
+            ):
+                return early_card(ask)
+        return shown
+
+    def _auto_pass(self, now: float) -> bool:
+        """True while the dialog on screen is one the agent passes by itself (SPEC §4, rules in
+        agent/autopass.py): its keys are pressed in the background and it never becomes a card."""
+        card = self.screen.card if self.screen is not None else None
+        if card is None:
+            return False
+        if self.passing is not None and not self.passing.done():
+            return True
+        if card.fingerprint in self.pass_failed:
+            return False
+        prompted = self.hooks.last_prompt_at is not None and (
+            self.hooks.last_prompt_at >= self.record.launched_at
+        )
+        since = now - self.model_changed_at if self.model_changed_at is not None else None
+        decision = autopass.decide(
+            card,
+            starting=not prompted,
+            since_model_change=since,
+            model_switch_window=self.config.float("model_switch_window"),
+        )
+        if decision is None:
+            if not prompted:
+                self.trust_passed = True  # a start-up dialog of another kind: the person's
+            return False
+        if self.first_frame_at is None or now - self.first_frame_at < FIRST_FRAME_QUIET:
+            return True  # keys now would be dropped: pass it on a later read
+        self.passing = asyncio.create_task(self._pass_dialog(card, decision))
+        return True
+
+    async def _pass_dialog(self, card: DetectedCard, decision: autopass.AutoPass) -> None:
+        groups = keys_for(card, decision.key) if decision.key is not None else [["Enter"]]
+        try:
+            async with self.keys:
+                await asyncio.sleep(DIALOG_SETTLE)  # keys right after a dialog appears are lost
+                await self._press(groups)
+                closed = await self._confirm_closed(card, groups)
+        except (PaneGone, MuxError):
+            return
+        if not closed:
+            _log.warning(
+                "session %s: the %s dialog did not take %s; it is shown as a card instead",
+                self.record.id, decision.kind, groups,
+            )  # fmt: skip
+            self.pass_failed.add(card.fingerprint)
+            self.wake_screen.set()
+            return
+        _log.info("session %s: passed the %s dialog", self.record.id, decision.kind)
+        if decision.kind == "trust":
+            self.trust_passed = True
+        if decision.kind == "model":
+            self.model_changed_at = None  # one change, one confirmation
+        self.host.add_marker(self.record, MarkerKind.AUTO_PASSED, decision.line)
+        self.wake_screen.set()
+
+    # -- held messages -------------------------------------------------------------------------
+
+    async def deliver_held(self, reason: str) -> None:
+        record = self.record
+        waiting = heldrules.pending(record.held)
+        if not waiting or not self.pane_alive:
+            return
+        if time.time() < self.held_not_before:
+            await asyncio.sleep(self.held_not_before - time.time())
+        card_kind = self.card.kind if self.card else None
+        decision = heldrules.decide(heldrules.Situation(self.state, card_kind), now_requested=False)
+        safe_point = reason in ("PostToolUse", "PostToolUseFailure", "Stop", "card", "idle")
+        if decision is heldrules.Delivery.HOLD and not (safe_point and self.state == "busy"):
+            return
+        if decision in (heldrules.Delivery.REOPEN_THEN_TYPE,):
+            return
+        await self.type_messages(waiting, dismiss=decision is heldrules.Delivery.DISMISS_THEN_TYPE)
+
+    async def type_messages(
+        self,
+        messages: list[HeldMessage],
+        *,
+        dismiss: bool = False,
+        interrupt: bool = False,
+    ) -> None:
+        record = self.record
+        ids = {m.id for m in messages}
+        async with self.keys:
+            # Recheck under the lock: another delivery may have typed them meanwhile.
+            messages = [m for m in record.held if m.id in ids and m.state == "held"]
+            if not messages:
+                return
+            record.held = heldrules.mark(record.held, ids, "typing")
+            self.host.save()  # before typing: a crash now never leads to typing it twice
+            outcome = "failed"
+            try:
+                await self._quiet_after_first_frame()
+                if dismiss or interrupt:
+                    await self._escape()
+                block = heldrules.block_text(messages)
+                if autopass.changes_model(block):
+                    self.model_changed_at = time.time()  # its "Switch model?" passes (SPEC §4)
+                outcome = "typed" if await self._paste_and_submit(block) else "failed"
+            except PaneGone:
+                pass
+            except DialogOpen as exc:
+                # Not a key went into the dialog; the messages wait for it to close (a card
+                # answered delivers them), unless their text already sits in the prompt box.
+                _log.info("session %s: a %s dialog is open; the message waits", record.id, exc.kind)
+                outcome = "failed" if exc.pasted else "held"
+                self.wake_screen.set()
+            record.held = heldrules.mark(record.held, ids, outcome)
+            record.held = heldrules.prune(record.held)
+            self.host.save()
+        self.wake_screen.set()
+        await self.send_update()
+
+    async def _escape(self) -> None:
+        """Esc, until the screen shows the turn stopped or the dialog closed; once more if not.
+
+        On a busy Mac the terminal may read Esc together with the paste that follows it as one
+        escape sequence and drop both: the text would then wait behind the turn instead of
+        interrupting it. So the paste goes only once the Esc is seen to have worked (or after a
+        second try: Claude Code then holds the text until the turn ends, as it would anyway)."""
+        for _ in range(2):
+            await self._no_dialog(escaping=True)
+            await self.mux.send_keys(self.name, [["Escape"]])
+            deadline = time.monotonic() + ESCAPE_CONFIRM
+            while time.monotonic() < deadline:
+                await asyncio.sleep(0.1)
+                facts = await self._screen_now()
+                if not (facts.busy or (facts.card is not None and facts.card.kind != "stuck")):
+                    await asyncio.sleep(0.1)  # let the prompt settle before the paste
+                    return
+        _log.warning("session %s: Esc did not stop the turn; typing anyway", self.record.id)
+
+    async def _quiet_after_first_frame(self) -> None:
+        """Claude Code drops keys sent in the first ~0.5 s after its first frame."""
+        if self.first_frame_at is None:
+            return
+        wait = self.first_frame_at + FIRST_FRAME_QUIET - time.time()
+        if wait > 0:
+            await asyncio.sleep(wait)
+
+    async def _screen_now(self) -> ScreenFacts:
+        """A fresh read of the session's screen, outside the screen loop's schedule."""
+        capture = await self.mux.capture(self.name)
+        return read_screen(render(capture.text, capture.width, capture.height))
+
+    async def _draft(self) -> str:
+        return (await self._screen_now()).draft
+
+    async def _wait_draft(self, present: bool, timeout: float) -> bool:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if bool(await self._draft()) == present:
+                return True
+            await asyncio.sleep(0.1)
+        return False
+
+    async def _paste_and_submit(self, text: str) -> bool:
+        """Paste the text, check it landed in the prompt box, press Enter, check it left.
+
+        A paste into a screen that is not ready is dropped by Claude Code without a trace, and
+        "typed" must mean typed: so every step is confirmed on the screen, and retried once.
+        """
+        for _ in range(2):
+            await self._no_dialog()
+            await self.mux.paste(self.name, text, enter=False)
+            if await self._wait_draft(present=True, timeout=TYPE_CONFIRM):
+                break
+        else:
+            return False
+        for _ in range(2):
+            await self._no_dialog(pasted=True)  # an Enter in a dialog picks its option
+            await self.mux.send_keys(self.name, [["Enter"]])
+            if await self._wait_draft(present=False, timeout=TYPE_CONFIRM):
+                return True
+        return False
+
+    async def _no_dialog(self, *, escaping: bool = False, pasted: bool = False) -> None:
+        """Raise DialogOpen unless a fresh read of the screen shows no dialog the next key would
+        go to (for Esc: none that Esc would answer). The last known state is not enough: a
+        dialog may have been drawn since."""
+        facts = await self._screen_now()
+        kind = facts.card.kind if facts.card is not None else None
+        if not (heldrules.may_escape(kind) if escaping else heldrules.may_type(kind)):
+            raise DialogOpen(kind, pasted=pasted)
+
+    # -- answering a card ----------------------------------------------------------------------
+
+    def _same_dialog(self, card: DetectedCard, drawn: DetectedCard) -> bool:
+        """Is ``drawn`` (just read) the dialog ``card`` was made for: the same text digest and,
+        for a permission built from a request, still that request's tool use."""
+        if drawn.fingerprint != card.fingerprint:
+            return False
+        if card.tool_use_id is None:
+            return True
+        return self.ask is not None and self.ask.tool_use_id == card.tool_use_id
+
+    async def _show_changed(self, facts: ScreenFacts) -> None:
+        """The screen moved on under a card: show the phone what is there now."""
+        self.screen, self.screen_at = facts, time.time()
+        self.screen_key = None
+        self.track_card()
+        await self.send_update()
+        self.wake_screen.set()
+
+    async def _press(self, groups: list[list[str]]) -> None:
+        for index, group in enumerate(groups):
+            if index:
+                await asyncio.sleep(KEY_GAP)
+            await self.mux.send_keys(self.name, [group])
+
+    async def _confirm_closed(self, card: DetectedCard, groups: list[list[str]]) -> bool:
+        """Read the screen until the dialog is gone; resend once if the keys were dropped."""
+        deadline = time.monotonic() + CARD_CONFIRM_TIMEOUT
+        retried = False
+        started = time.monotonic()
+        while time.monotonic() < deadline:
+            await asyncio.sleep(0.15)
+            facts = await self._screen_now()
+            now = time.time()
+            self.screen, self.screen_at = facts, now
+            self.idle_since = screen_idle_since(self.idle_since, facts, now)
+            if facts.card is None or facts.card.fingerprint != card.fingerprint:
+                self.wake_screen.set()
+                return True
+            same_view = facts.card == card  # nothing moved: the keys never landed
+            if same_view and not retried and time.monotonic() - started > CARD_RETRY_AFTER:
+                await self._press(groups)
+                retried = True
+        return False
+
+    # -- commands from the phone -------------------------------------------------------------
+
+    async def send_now(self, message: HeldMessage, now_requested: bool) -> None:
+        """A message just held for a running session: typed now if its state allows (SPEC's
+        held messages), else it waits and the phone is shown it held."""
+        record = self.record
+        card_kind = self.card.kind if self.card else None
+        decision = heldrules.decide(heldrules.Situation(self.state, card_kind), now_requested)
+        if decision in (heldrules.Delivery.TYPE_NOW, heldrules.Delivery.DISMISS_THEN_TYPE):
+            await self.type_messages(
+                [message], dismiss=decision is heldrules.Delivery.DISMISS_THEN_TYPE
+            )
+        elif decision is heldrules.Delivery.INTERRUPT_THEN_TYPE:
+            await self.type_messages(heldrules.pending(record.held), interrupt=True)
+        else:
+            await self.send_update()
+
+    async def answer_card(
+        self, args: AnswerCardArgs, send: Callable[[str], Awaitable[object]]
+    ) -> dict[str, Any]:
+        """Answer the session's card with its dialog's keys (``send`` sends a stuck card's
+        message as the phone's send does)."""
+        record = self.record
+        if self.card is None or self.card_id != args.card_id:
+            raise CommandFailed("card_closed", "this card is already closed")
+        card = self.card
+        if not card.answerable:
+            raise CommandFailed(
+                "card_not_ready",
+                "the dialog is not on the Mac's screen yet; answer once the card says it is",
+            )
+        answer: str | list[str] | None = args.keys or args.key
+        text = args.text
+        try:
+            groups = keys_for(card, answer, text)
+        except ValueError as exc:
+            raise CommandFailed("bad_answer", str(exc)) from exc
+        if card.kind == "stuck":
+            if not text:
+                raise CommandFailed("bad_answer", "answer a stuck card with a message")
+            await send(text)
+            return {"closed": True}
+        changed: dict[str, Any] = {}
+        if args.always and card.kind == "permission" and not _is_no(card, answer):
+            # "Always allow this category for this session": the card's tool's category (a tool
+            # with none is allowed by name). Saved before the keys, so it holds for the next
+            # request even if this answer is retried.
+            tool = card.tool or self.hooks.permission_tool
+            policy = policy_of(record).always_allow(tool)
+            if policy != policy_of(record):
+                set_policy(record, policy)
+                self.host.save()
+            changed["policy"] = policy.to_json()
+        if card.title.strip() == autopass.MODEL_PICKER_TITLE:
+            self.model_changed_at = time.time()  # its "Switch model?" passes (SPEC §4)
+        async with self.keys:
+            settle = self.card_seen_at + DIALOG_SETTLE - time.monotonic()
+            if settle > 0:
+                await asyncio.sleep(settle)
+            # The answer is for the dialog the card was made from: read the screen once more
+            # right before the keys, and refuse if another dialog (or none) is there now.
+            fresh = await self._screen_now()
+            drawn = fresh.card
+            if drawn is None or not self._same_dialog(card, drawn):
+                await self._show_changed(fresh)
+                raise CommandFailed(
+                    "card_changed",
+                    "the dialog on the Mac changed before this answer arrived; nothing was "
+                    "pressed: look at the new card",
+                )
+            try:
+                groups = keys_for(drawn, answer, text)  # from where its cursor is now
+            except ValueError as exc:
+                raise CommandFailed("bad_answer", str(exc)) from exc
+            await self._press(groups)
+            closed = await self._confirm_closed(drawn, groups)  # the screen's own view
+        if not closed:
+            raise CommandFailed(
+                "card_still_open", "the terminal did not take the answer; try again"
+            )
+        await self.deliver_held(reason="card")
+        return {"closed": True, **changed}
+
+    async def interrupt(self) -> None:
+        if not self.pane_alive:
+            raise CommandFailed("session_ended", "the session is not running")
+        async with self.keys:
+            await self.mux.send_keys(self.name, [["Escape"]])
+        self.wake_screen.set()
