@@ -834,22 +834,22 @@ class Agent:
     async def _cmd_set_policy(self, session_id: str, args: SetPolicyArgs) -> dict[str, Any]:
         """Replace the session's permission policy (wire/policy.py); it applies to the next
         PermissionRequest and is kept in the registry, so it survives reopen and revive."""
-        record = self._record(session_id)
-        try:
-            policy = policyrules.Policy.from_json(args.policy)
-        except policyrules.PolicyError as exc:
-            raise CommandFailed("bad_args", f"policy: {exc}") from exc
-        set_policy(record, policy)
-        self._save()
-        return {"policy": policy.to_json()}
+        return self._apply_policy(session_id, lambda _: policyrules.Policy.from_json(args.policy))
 
     async def _cmd_change_policy(self, session_id: str, args: ChangePolicyArgs) -> dict[str, Any]:
         """Change some rules of the session's policy, keeping the others as this Mac holds them
         (a card's "always allow" that came in meanwhile is not lost, as it would be by a
         read-then-replace from the phone)."""
+        return self._apply_policy(session_id, lambda held: held.changed(args.changes))
+
+    def _apply_policy(
+        self, session_id: str, make: Callable[[policyrules.Policy], policyrules.Policy]
+    ) -> dict[str, Any]:
+        """The session's policy becomes ``make(the one held now)``; kept with the session and
+        answered as now held. A policy that does not read is ``bad_args``, and nothing changes."""
         record = self._record(session_id)
         try:
-            policy = policy_of(record).changed(args.changes)
+            policy = make(policy_of(record))
         except policyrules.PolicyError as exc:
             raise CommandFailed("bad_args", f"policy: {exc}") from exc
         set_policy(record, policy)

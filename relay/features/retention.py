@@ -56,7 +56,7 @@ from relay.feature import Feature
 from relay.features import audit
 from relay.live import DeviceLink
 from relay.state import RelayState, iso
-from relay.store import Session
+from relay.store import Principal, Session
 from wire.config import Config
 from wire.protocol import DeleteHistoryArgs, SessionInfo
 
@@ -773,12 +773,7 @@ async def session_retention(
 @router.post("/sessions/{session_id}/pin")
 async def pin(session_id: str, request: Request, principal: Phone, state: State) -> dict[str, Any]:
     """Keep the session: never archived or deleted; an archived one becomes active again."""
-    session = await session_or_404(state, principal, session_id)
-    retention = _retention(request)
-    await retention.set_pinned(session.id, True)
-    view = await retention.session_view(session)
-    _publish_stage(state, session, view["stage"], pinned=True)
-    return {"ok": True, **view}
+    return await _set_pinned(request, state, principal, session_id, True)
 
 
 @router.post("/sessions/{session_id}/unpin")
@@ -786,11 +781,17 @@ async def unpin(
     session_id: str, request: Request, principal: Phone, state: State
 ) -> dict[str, Any]:
     """Let the session age again; its idle clock restarts now."""
+    return await _set_pinned(request, state, principal, session_id, False)
+
+
+async def _set_pinned(
+    request: Request, state: RelayState, principal: Principal, session_id: str, pinned: bool
+) -> dict[str, Any]:
     session = await session_or_404(state, principal, session_id)
     retention = _retention(request)
-    await retention.set_pinned(session.id, False)
+    await retention.set_pinned(session.id, pinned)
     view = await retention.session_view(session)
-    _publish_stage(state, session, view["stage"], pinned=False)
+    _publish_stage(state, session, view["stage"], pinned=pinned)
     return {"ok": True, **view}
 
 
