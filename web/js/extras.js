@@ -85,7 +85,7 @@ export async function showPolicy(id, readOnly) {
     ...[!data.known && "pol_unknown", !data.device_online && "pol_offline", readOnly && "pol_read_only"].filter(Boolean).map((k) => h("p.note", null, t(k))),
     h("label.check", null, all, h("span", null, t("pol_all"))),
     h("div.row", null, t("pol_all_for"), span),
-    until && h("p.note.pol-all-until", null, until),
+    ...(until ? [h("p.note.pol-all-until", null, until)] : []),
     h("fieldset.pol", null, h("legend", null, t("pol_cats")), cats.map((c, i) => h("div.pol-row", null,
       h("span", null, h("span.pol-name", null, t("cat_" + c)), h("span.pol-tools", null, data.categories[c].join(", "))), picks[i]))),
     h("fieldset.pol", null, h("legend", null, t("pol_tools")), list, h("div.row.pol-add", null, name, newRule, add),
