@@ -580,30 +580,17 @@ def test_the_macs_decisions_are_kept_on_disk_until_the_relay_acknowledges_them(
     """A decision made while the relay is away waits in the data folder (private), is still
     there after the agent restarts, and leaves only once the relay has it in the audit log."""
     from agent.decisions import DecisionLog
-    from agent.link import RelayLink
-    from wire.client import MemoryArchive
-    from wire.protocol import DeviceInfo, Welcome
+    from tests.support.relay import agent_link
 
     sid = new_id()
     path = tmp_path / "agent" / "decisions.json"
     payload = {"tool_name": "Bash", "tool_input": BASH_INPUT, "tool_use_id": "toolu_kept"}
 
-    async def on_command(_: Command) -> CommandResult:
-        raise AssertionError("no command expected")
-
-    async def on_linked(_: Welcome) -> None:
-        return None
-
-    def agent_link(url: str) -> RelayLink:
-        return RelayLink(
-            url, account.device_token, DeviceInfo(name="agent"), MemoryArchive(),
-            on_command, on_linked,
-        )  # fmt: skip
-
     async def while_the_relay_is_away() -> None:
         async with mac(relay, account.device_token) as link:
             await push(link, sid, SMALL)  # the session runs on this Mac
-        log = DecisionLog(agent_link("http://127.0.0.1:9"), path)  # nothing listens there
+        nowhere = agent_link("http://127.0.0.1:9", account.device_token)  # nothing listens there
+        log = DecisionLog(nowhere, path)
         log.note(sid, Policy.from_json({"tools": {"Bash": "allow"}}).verdict("Bash"), payload)
         await log.close()
 
@@ -613,7 +600,7 @@ def test_the_macs_decisions_are_kept_on_disk_until_the_relay_acknowledges_them(
     assert path.stat().st_mode & 0o777 == 0o600
 
     async def after_a_restart() -> None:
-        link = agent_link(relay.url)
+        link = agent_link(relay.url, account.device_token)
         log = DecisionLog(link, path)
         assert list(log.pending) == [kept[0]["id"]]
         link.start()

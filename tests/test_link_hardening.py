@@ -17,10 +17,17 @@ import pytest
 import websockets
 from websockets.asyncio.client import ClientConnection
 
-from agent.link import RelayLink
-from tests.support.relay import Account, RelayServer, mac, phone_client, transcript
+from tests.support.relay import (
+    Account,
+    RelayServer,
+    agent_link,
+    fail_first_ingest,
+    mac,
+    phone_client,
+    transcript,
+)
 from wire.client import MacLink, MemoryArchive, link_url
-from wire.protocol import DeviceInfo, LineRecord, NumberedEvent, SessionPosition, Welcome
+from wire.protocol import LineRecord, NumberedEvent, SessionPosition, Welcome
 from wire.transcript import read_lines
 
 
@@ -175,18 +182,7 @@ def test_an_exception_while_handling_a_message_answers_internal_and_keeps_the_li
 ) -> None:
     server: RelayServer = make_relay()
     acct = server.account()
-    store = server.state.store
-    real_ingest = store.ingest
-    calls = 0
-
-    async def flaky(*args: Any, **kwargs: Any) -> Any:
-        nonlocal calls
-        calls += 1
-        if calls == 1:
-            raise ZeroDivisionError("a bug in one message's handling")
-        return await real_ingest(*args, **kwargs)
-
-    store.ingest = flaky  # type: ignore[method-assign]
+    fail_first_ingest(server)
     session_id = str(uuid.uuid4())
 
     async def run() -> tuple[dict[str, Any], dict[str, Any]]:
@@ -502,16 +498,7 @@ def test_the_agent_logs_the_lines_the_relay_dropped(
     session_id = str(uuid.uuid4())
 
     async def run() -> None:
-        async def on_command(_: Any) -> Any:
-            raise AssertionError("no command expected")
-
-        async def on_linked(_: Welcome) -> None:
-            return None
-
-        link = RelayLink(
-            relay.url, account.device_token, DeviceInfo(name="agent"), MemoryArchive(),
-            on_command, on_linked,
-        )  # fmt: skip
+        link = agent_link(relay.url, account.device_token)
         link.start()
         try:
             await asyncio.wait_for(link.linked.wait(), 10)
@@ -532,31 +519,11 @@ def test_a_batch_the_relay_fails_on_is_kept_by_the_agent_for_later(make_relay: A
 
     server: RelayServer = make_relay()
     acct = server.account()
-    store = server.state.store
-    real_ingest = store.ingest
-    calls = 0
-
-    async def flaky(*args: Any, **kwargs: Any) -> Any:
-        nonlocal calls
-        calls += 1
-        if calls == 1:
-            raise ZeroDivisionError("a bug in one message's handling")
-        return await real_ingest(*args, **kwargs)
-
-    store.ingest = flaky  # type: ignore[method-assign]
+    fail_first_ingest(server)
     session_id = str(uuid.uuid4())
 
     async def run() -> tuple[str, int]:
-        async def on_command(_: Any) -> Any:
-            raise AssertionError("no command expected")
-
-        async def on_linked(_: Welcome) -> None:
-            return None
-
-        link = RelayLink(
-            server.url, acct.device_token, DeviceInfo(name="agent"), MemoryArchive(),
-            on_command, on_linked,
-        )  # fmt: skip
+        link = agent_link(server.url, acct.device_token)
         link.start()
         try:
             await asyncio.wait_for(link.linked.wait(), 10)

@@ -95,6 +95,39 @@ class RelayServer:
         return Account(name, account_id, phone_token, phone_id, device_token, device_id)
 
 
+def agent_link(url: str, token: str) -> Any:
+    """The agent's own relay link (agent/link.py: reconnects, keeps what is unacknowledged),
+    with no command expected and nothing to do on linking; ``start()`` it, ``stop()`` it."""
+    from agent.link import RelayLink
+    from wire.client import MemoryArchive
+    from wire.protocol import Command, CommandResult, Welcome
+
+    async def on_command(_: Command) -> CommandResult:
+        raise AssertionError("no command expected")
+
+    async def on_linked(_: Welcome) -> None:
+        return None
+
+    return RelayLink(url, token, DeviceInfo(name="agent"), MemoryArchive(), on_command, on_linked)
+
+
+def fail_first_ingest(server: RelayServer) -> None:
+    """The relay's first ingest raises a bug of its own (as a line nobody foresaw would); the
+    ones after it work."""
+    store = server.state.store
+    real_ingest = store.ingest
+    calls = 0
+
+    async def flaky(*args: Any, **kwargs: Any) -> Any:
+        nonlocal calls
+        calls += 1
+        if calls == 1:
+            raise ZeroDivisionError("a bug in one message's handling")
+        return await real_ingest(*args, **kwargs)
+
+    store.ingest = flaky  # type: ignore[method-assign]
+
+
 def phone_client(server: RelayServer, token: str | None) -> httpx.Client:
     headers = {"Authorization": f"Bearer {token}"} if token else {}
     return httpx.Client(base_url=server.url, headers=headers, timeout=15)
