@@ -619,13 +619,21 @@ class SessionDriver(Runtime):
     # -- answering a card ----------------------------------------------------------------------
 
     def _same_dialog(self, card: DetectedCard, drawn: DetectedCard) -> bool:
-        """Is ``drawn`` (just read) the dialog ``card`` was made for: the same text digest and,
-        for a permission built from a request, still that request's tool use."""
-        if drawn.fingerprint != card.fingerprint:
-            return False
+        """Is ``drawn`` (just read) the dialog ``card`` was made for?
+
+        A card read from the screen alone is bound to the digest of the dialog's text. A
+        permission built from a request is bound to that request's tool use and to the dialog's
+        question and keys: what the person approves is the request's input (shown from the
+        hook), and the screen's rendering of it may still change as Claude Code finishes drawing
+        a diff, which must not make the same dialog look like another one."""
         if card.tool_use_id is None:
-            return True
-        return self.ask is not None and self.ask.tool_use_id == card.tool_use_id
+            return drawn.fingerprint == card.fingerprint
+        same_question = (drawn.kind, drawn.title, drawn.options) == (
+            card.kind,
+            card.title,
+            card.options,
+        )
+        return same_question and self.ask is not None and self.ask.tool_use_id == card.tool_use_id
 
     async def _show_changed(self, facts: ScreenFacts) -> None:
         """The screen moved on under a card: show the phone what is there now."""
