@@ -11,10 +11,9 @@ from typing import get_args
 
 from agent.errors import BadClaudeArgs as BadClaudeArgs
 from agent.errors import ClaudeMissing as ClaudeMissing
+from wire.claude_versions import version_warning as version_warning
 from wire.protocol import PermissionMode
 
-# The Claude Code versions whose screens, dialogs and transcripts were captured and tested.
-KNOWN_VERSIONS = frozenset({"2.1.328"})
 PERMISSION_MODES = frozenset(get_args(PermissionMode))
 _VERSION = re.compile(r"(\d+\.\d+\.\d+)")
 # Variables that belong to the agent's own terminal, not to the session's.
@@ -78,16 +77,6 @@ async def claude_version(claude: str) -> str:
     if proc.returncode != 0 or match is None:
         raise ClaudeMissing(f"{claude} --version did not print a version: {out[:200]!r}")
     return match.group(1)
-
-
-def version_warning(version: str) -> str | None:
-    if version in KNOWN_VERSIONS:
-        return None
-    known = ", ".join(sorted(KNOWN_VERSIONS))
-    return (
-        f"Claude Code {version} is not a version claude-bridge was tested with ({known}); "
-        "cards and states may be read wrong if its screens changed"
-    )
 
 
 def claude_argv(

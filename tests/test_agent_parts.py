@@ -350,5 +350,7 @@ def test_session_env_keeps_the_agents_environment_and_drops_tmux() -> None:
 
 
 def test_untested_versions_are_warned_about() -> None:
-    assert version_warning("2.1.328") is None
-    assert "not a version" in (version_warning("2.2.0") or "")
+    assert version_warning("2.1.328 (Claude Code)") is None
+    assert "newer than this bridge was tested with" in (version_warning("2.2.0") or "")
+    assert "not a version" in (version_warning("2.0.1") or "")
+    assert "could not be read" in (version_warning("") or "")
