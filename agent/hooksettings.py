@@ -1,8 +1,8 @@
-"""The settings file the agent passes to ``claude --settings <data>/hooks.json`` (SPEC §3).
+"""The settings file the agent passes to ``claude --settings <data>/hooks.json``.
 
-It registers ``hooks/cb-hook <Event>`` for every hook event the bridge listens to, in the form
-Claude Code 2.1.328 was seen to run (``tests/fixtures/screens/a_startup_trust/hooks-settings.json``):
-tool events carry ``"matcher": "*"``, the others no matcher. The person's own
+It registers ``/bin/sh <path>/hooks/cb-hook <Event>`` for every hook event the bridge listens to,
+in the form Claude Code 2.1.328 was seen to run
+(``tests/fixtures/screens/a_startup_trust/hooks-settings.json``): tool events carry ``"matcher": "*"``, the others no matcher. The person's own
 ``~/.claude/settings.json`` is never touched; ``--settings`` adds these hooks beside theirs.
 
 The hook only reports when ``CB_HOOK`` is set (``hook_env``), which the agent does only in the
@@ -19,7 +19,8 @@ Timeouts, from the inside out (all seconds):
 
 from __future__ import annotations
 
-import os
+import contextlib
+import importlib.util
 import re
 import secrets
 import shlex
@@ -38,21 +39,38 @@ PERMISSION_TIMEOUT_S = 10
 PERMISSION_WAIT_S = 5.0
 """Default ``CB_HOOK_WAIT``: how long cb-hook waits for a PermissionRequest decision."""
 
+HOOK_COMMAND = "cb-hook"
+"""The hook command's file name inside the ``hooks`` package."""
+HOOK_SHELL = "/bin/sh"
+"""What runs it: the POSIX shell its first line names, on macOS and Linux alike."""
+
 _TOKEN = re.compile(r"[A-Za-z0-9_-]+")
 
 
 def hook_command_path() -> Path:
-    """The absolute path of ``hooks/cb-hook`` beside the ``agent`` package, made executable."""
-    path = Path(__file__).resolve().parent.parent / "hooks" / "cb-hook"
+    """The absolute path of the installed ``hooks/cb-hook`` (package data of ``hooks``).
+
+    The package is located, not imported. The settings run it through ``/bin/sh``, so it needs no
+    execute bit (an install may drop it, or be read-only); it is still made executable where it
+    can be, for a person or a benchmark running it by hand.
+    """
+    spec = importlib.util.find_spec("hooks")
+    if spec is None or not spec.submodule_search_locations:
+        raise FileNotFoundError(
+            "the hook command is not installed (no package 'hooks' beside the agent); "
+            "reinstall claude-bridge (`pipx reinstall claude-bridge`, or `scripts/setup` in a clone)"
+        )
+    path = Path(next(iter(spec.submodule_search_locations))).resolve() / HOOK_COMMAND
     if not path.is_file():
         raise FileNotFoundError(
-            f"the hook command {path} is missing; run claude-bridge from a full checkout "
-            "of the repository (hooks/ sits beside agent/)"
+            f"the hook command {path} is missing; reinstall claude-bridge "
+            "(`pipx reinstall claude-bridge`, or `scripts/setup` in a clone)"
         )
     mode = path.stat().st_mode
     wanted = mode | ((mode & 0o444) >> 2)  # execute wherever it is readable
-    if not os.access(path, os.X_OK) or wanted != mode:
-        path.chmod(stat.S_IMODE(wanted))
+    if wanted != mode:
+        with contextlib.suppress(OSError):  # not ours to change: /bin/sh runs it all the same
+            path.chmod(stat.S_IMODE(wanted))
     return path
 
 
@@ -62,12 +80,13 @@ def build_settings(
     *,
     event_timeout_s: int = EVENT_TIMEOUT_S,
 ) -> dict[str, Any]:
-    """The ``--settings`` document: one ``cb-hook <Event>`` command per hook event."""
+    """The ``--settings`` document: one ``/bin/sh <hook_path> <Event>`` command per hook event."""
     if not hook_path.is_absolute():
         raise ValueError(f"the hook command path must be absolute, not {str(hook_path)!r}")
     if permission_timeout_s < 1 or event_timeout_s < 1:
         raise ValueError("hook timeouts are whole seconds, at least 1")
-    command = shlex.quote(str(hook_path))
+    # Through the shell by path: no execute bit needed, and still no Python process per call.
+    command = f"{HOOK_SHELL} {shlex.quote(str(hook_path))}"
     hooks: dict[str, list[dict[str, Any]]] = {}
     for event in HOOK_EVENTS:
         timeout = permission_timeout_s if event == "PermissionRequest" else event_timeout_s

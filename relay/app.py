@@ -35,6 +35,7 @@ from relay.hub import Hub
 from relay.jsontext import JSONText
 from relay.state import RelayState
 from relay.store import Store
+from relay.webfiles import web_root
 from wire import __version__
 from wire.config import Config, Network, trusted_networks
 
@@ -309,9 +310,8 @@ def create_app(config: Config) -> FastAPI:
         if feature.router is not None:
             app.include_router(feature.router)
     app.include_router(link.router)
-    web_dir = Path(config.str("web_dir")).expanduser() if config.str("web_dir") else WEB_DIR
-    if web_dir.is_dir():
-        app.mount("/", StaticFiles(directory=web_dir, html=True), name="web")
+    # The page's folder (relay/webfiles.py); missing files stop the relay here, not 404 later.
+    app.mount("/", StaticFiles(directory=web_root(config.str("web_dir")), html=True), name="web")
 
     # Added last = outermost: even a 413 from the body limit carries the security headers.
     app.add_middleware(BodyLimit, limit=config.int("max_body_bytes"))

@@ -267,11 +267,11 @@ def test_sessions_are_kept_apart() -> None:
 
 def test_the_settings_command_runs_the_hook_through_sh_c(tmp_path: Path) -> None:
     """The command string written in hooks.json, run as Claude Code would (`sh -c`), even from a
-    folder whose name holds a space."""
+    folder whose name holds a space and with no execute bit (as an install may leave it)."""
     spaced = tmp_path / "Application Support" / "cb-hook"
     spaced.parent.mkdir()
     shutil.copy(HOOK, spaced)
-    spaced.chmod(0o755)
+    spaced.chmod(0o444)
     settings = build_settings(spaced, 10)
     pre = settings["hooks"]["PreToolUse"][0]["hooks"][0]["command"]
     perm = settings["hooks"]["PermissionRequest"][0]["hooks"][0]["command"]
@@ -726,8 +726,8 @@ def test_build_settings_covers_every_hook_like_the_captured_file() -> None:
         (hook,) = entry["hooks"]
         assert hook["type"] == "command"
         argv = shlex.split(hook["command"])
-        assert argv == [str(path), event]
-        assert Path(argv[0]).is_absolute()
+        assert argv == ["/bin/sh", str(path), event]
+        assert Path(argv[1]).is_absolute()
         assert hook["timeout"] == (12 if event == "PermissionRequest" else 5)
 
 

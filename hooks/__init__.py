@@ -1,0 +1,1 @@
+"""The hook command Claude Code runs, ``cb-hook`` (found by ``agent.hooksettings``)."""
