@@ -301,8 +301,20 @@ def cmd_screen(args: argparse.Namespace) -> int:
 
 
 def add_commands(sub: Any) -> None:
-    agent = sub.add_parser("agent", help="run the Mac agent (runs Claude Code for your phone)")
-    agent.add_argument("action", nargs="?", choices=["run", "install", "uninstall"], default="run")
+    agent = sub.add_parser(
+        "agent",
+        help="run the Mac agent (runs Claude Code for your phone)",
+        description="Run this Mac's agent: it links to the relay and runs claude in tmux for "
+        "your phone. Pair once with --relay URL --pair CODE (both are remembered); `agent "
+        "install` starts it at every login (launchd / systemd user unit), `uninstall` stops that.",
+    )
+    agent.add_argument(
+        "action",
+        nargs="?",
+        choices=["run", "install", "uninstall"],
+        default="run",
+        help="run it here (default), or install / uninstall it as a login service",
+    )
     agent.add_argument("--relay", metavar="URL", help="the relay's address (remembered)")
     agent.add_argument("--token", help="this Mac's device token (remembered)")
     agent.add_argument("--token-file", help="read the device token from this file")
@@ -323,14 +335,34 @@ def add_commands(sub: Any) -> None:
     agent.add_argument(
         "--no-claude-args", action="store_true", help="forget the remembered extra arguments"
     )
-    agent.add_argument("--mux", choices=["auto", "tmux", "zeropty"], default="auto")
+    agent.add_argument(
+        "--mux",
+        choices=["auto", "tmux", "zeropty"],
+        default="auto",
+        help="the terminal multiplexer sessions run in "
+        "(default auto: zeropty when installed, else tmux)",
+    )
     agent.add_argument("--socket", default="claude-bridge", help="the multiplexer socket name")
     agent.add_argument("--no-revive", action="store_true", help="do not reopen sessions at start")
-    agent.add_argument("--log-level", default="info", choices=["error", "warning", "info", "debug"])
+    agent.add_argument(
+        "--log-level",
+        default="info",
+        choices=["error", "warning", "info", "debug"],
+        help="how much the agent logs (default info)",
+    )
     agent.set_defaults(func=cmd_agent)
 
-    screen = sub.add_parser("screen", help="classify one captured Claude Code screen (JSON)")
-    screen.add_argument("file", metavar="FILE")
-    screen.add_argument("--width", type=int, default=0)
-    screen.add_argument("--height", type=int, default=0)
+    screen = sub.add_parser(
+        "screen",
+        help="classify one captured Claude Code screen (JSON)",
+        description="Classify one captured Claude Code screen (plain text or ANSI) as the agent "
+        "does: the card and its keys, busy, the in-progress text, as JSON.",
+    )
+    screen.add_argument("file", metavar="FILE", help="the captured screen")
+    screen.add_argument(
+        "--width", type=int, default=0, help="the terminal's columns (default: its widest line)"
+    )
+    screen.add_argument(
+        "--height", type=int, default=0, help="the terminal's rows (default: its line count)"
+    )
     screen.set_defaults(func=cmd_screen)

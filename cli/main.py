@@ -28,6 +28,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any, NoReturn
 
+from relay.webfiles import WebFilesMissing
 from wire import config as configmod
 
 DEFAULT_DATA = "~/.claude-bridge/relay"
@@ -432,20 +433,62 @@ def _listen_args(parser: argparse.ArgumentParser) -> None:
     _data_arg(parser)
     parser.add_argument("--host", help="address to listen on (default 127.0.0.1)")
     parser.add_argument("--port", type=int, help="port to listen on (default 8765)")
-    parser.add_argument("--public-url", help="address phones use, for pairing links")
     parser.add_argument(
-        "--log-level", default="info", choices=["critical", "error", "warning", "info", "debug"]
+        "--public-url",
+        metavar="URL",
+        help="the https address phones reach this relay at, e.g. behind the TLS proxy in deploy/ "
+        "(pairing links and Secure cookies use it; default http://HOST:PORT)",
     )
+    parser.add_argument(
+        "--log-level",
+        default="info",
+        choices=["critical", "error", "warning", "info", "debug"],
+        help="how much the server logs (default info)",
+    )
+
+
+class _Version(argparse.Action):
+    """``--version``: the product's version and the Claude Code versions it was tested with."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, **kwargs: Any) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, **kwargs)
+
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: argparse.Namespace,
+        values: Any,
+        option_string: str | None = None,
+    ) -> None:
+        from wire import __version__
+        from wire.claude_versions import TESTED_VERSIONS
+
+        print(f"claude-bridge {__version__}")
+        print(f"tested with Claude Code {', '.join(TESTED_VERSIONS)}")
+        parser.exit()
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="claude-bridge",
-        description="Run Claude Code on your own Macs and drive it from your phone.",
+        description="Run Claude Code on your own Macs and drive it from your phone. "
+        "Start with `claude-bridge up`; `claude-bridge COMMAND --help` says what each one does.",
+    )
+    parser.add_argument(
+        "--version",
+        action=_Version,
+        help="print the version and the Claude Code versions it was tested with, then exit",
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
 
-    up = sub.add_parser("up", help="run the relay and this machine's agent, and pair your phone")
+    up = sub.add_parser(
+        "up",
+        help="run the relay and this machine's agent, and pair your phone",
+        description="Run the relay here (127.0.0.1:8765, its data in ~/.claude-bridge/relay) and "
+        "this machine's agent, which runs your claude in tmux, and print a one-time link and QR "
+        "code to pair your phone. Ctrl-C stops both; sessions keep running in tmux and are "
+        "picked up next time.",
+    )
     _listen_args(up)
     up.add_argument(
         "--agent-data", metavar="DIR", help="the local agent's folder (~/.claude-bridge)"
@@ -460,63 +503,126 @@ def build_parser() -> argparse.ArgumentParser:
     up.add_argument(
         "--no-claude-args", action="store_true", help="forget the remembered extra arguments"
     )
-    up.add_argument("--socket", default="claude-bridge", help="the agent's multiplexer socket name")
+    up.add_argument(
+        "--socket",
+        default="claude-bridge",
+        help="the agent's tmux socket name (-L), never your own tmux server (default claude-bridge)",
+    )
     up.set_defaults(func=cmd_up)
 
-    relay = sub.add_parser("relay", help="run the relay (FastAPI under uvicorn)")
+    relay = sub.add_parser(
+        "relay",
+        help="run the relay (FastAPI under uvicorn)",
+        description="Run only the relay, with no agent: for a server that Macs link to "
+        "(`claude-bridge agent --relay URL --pair CODE` on each Mac).",
+    )
     _listen_args(relay)
     relay.set_defaults(func=cmd_relay)
 
-    pair = sub.add_parser("pair", help="make a one-time pairing code for a phone or a Mac")
+    pair = sub.add_parser(
+        "pair",
+        help="make a one-time pairing code for a phone or a Mac",
+        description="Make a one-time pairing code: for a phone, a link (and QR code) to open on "
+        "it; for a Mac (--kind device), a code for `claude-bridge agent --pair CODE`. The code "
+        "is printed last and works once, within pair_code_ttl.",
+    )
     _data_arg(pair)
-    pair.add_argument("--kind", choices=["phone", "device"], default="phone")
+    pair.add_argument(
+        "--kind",
+        choices=["phone", "device"],
+        default="phone",
+        help="what pairs with it: a phone (default) or a Mac's agent (device)",
+    )
     pair.add_argument("--name", default="phone", help="a name to tell it by")
-    pair.add_argument("--account", default="default")
+    pair.add_argument(
+        "--account", default="default", help="the account it joins (default: default)"
+    )
     pair.add_argument("--public-url", help="address phones use (for the link)")
     pair.set_defaults(func=cmd_pair)
 
-    token = sub.add_parser("token", help="create, list or revoke tokens")
+    token = sub.add_parser(
+        "token",
+        help="create, list or revoke tokens",
+        description="Create, list or revoke the tokens phones and Macs log in with, straight in "
+        "the relay's database.",
+    )
     token_sub = token.add_subparsers(dest="token_command", metavar="ACTION", required=True)
-    create = token_sub.add_parser("create", help="create a device or phone token (printed last)")
+    create = token_sub.add_parser(
+        "create",
+        help="create a device or phone token (printed last)",
+        description="Create a token without pairing; it is printed as the last line (keep it "
+        "secret), its id above it for `token revoke`.",
+    )
     _data_arg(create)
-    create.add_argument("--kind", choices=["device", "phone"], required=True)
-    create.add_argument("--name", required=True)
-    create.add_argument("--account", default="default")
+    create.add_argument(
+        "--kind",
+        choices=["device", "phone"],
+        required=True,
+        help="a Mac's agent (device) or a phone",
+    )
+    create.add_argument("--name", required=True, help="a name to tell it by")
+    create.add_argument(
+        "--account", default="default", help="the account it belongs to (default: default)"
+    )
     create.add_argument(
         "--ttl-days", type=float, default=None, help="days until it expires (0 = never)"
     )
     create.set_defaults(func=cmd_token_create)
-    listing = token_sub.add_parser("list", help="list tokens (never their secrets)")
+    listing = token_sub.add_parser(
+        "list",
+        help="list tokens (never their secrets)",
+        description="List every token: id, kind, active / revoked / expired, account, name.",
+    )
     _data_arg(listing)
     listing.set_defaults(func=cmd_token_list)
-    revoke = token_sub.add_parser("revoke", help="revoke a token by its id")
+    revoke = token_sub.add_parser(
+        "revoke",
+        help="revoke a token by its id",
+        description="Revoke a token by its id (see `token list`); streams open with it close "
+        "within auth_recheck_interval.",
+    )
     _data_arg(revoke)
-    revoke.add_argument("token_id")
+    revoke.add_argument("token_id", metavar="ID", help="the token's id, as `token list` shows it")
     revoke.set_defaults(func=cmd_token_revoke)
 
     events = sub.add_parser(
-        "events", help="print the display events of transcript files, one JSON per line"
+        "events",
+        help="print the display events of transcript files, one JSON per line",
+        description="Print how Claude Code transcript lines become the events a phone shows, one "
+        "JSON object per line; no relay needed.",
     )
-    events.add_argument("files", nargs="+", metavar="FILE.jsonl")
+    events.add_argument(
+        "files", nargs="+", metavar="FILE.jsonl", help="Claude Code transcript files"
+    )
     events.set_defaults(func=cmd_events)
 
     cost = sub.add_parser(
         "cost",
         help="print the tokens and USD of transcript files (together one session) as JSON",
+        description="Print the tokens and USD of transcript files taken as one session (a "
+        "transcript, its /clear successors, its subagents' agent-ID.jsonl), as JSON: from "
+        "Claude Code's own cost lines, or estimated from the bundled prices (model_prices).",
     )
-    cost.add_argument("files", nargs="+", metavar="FILE.jsonl")
+    cost.add_argument(
+        "files", nargs="+", metavar="FILE.jsonl", help="the session's transcript files, in order"
+    )
     cost.set_defaults(func=cmd_cost)
 
     replay = sub.add_parser(
-        "replay", help="push transcripts to a relay over the link, as a Mac would"
+        "replay",
+        help="push transcripts to a relay over the link, as a Mac would",
+        description="Push transcript files to a relay over the agent link, as a Mac would (one "
+        "session per file unless --session), and print a JSON summary per file.",
     )
     replay.add_argument("--relay", required=True, metavar="URL", help="e.g. http://127.0.0.1:8765")
     replay.add_argument("--token", required=True, help="a device token")
     replay.add_argument("--session", help="session id to use (default: one per file)")
     replay.add_argument("--name", default="replay", help="the Mac's name on the relay")
     replay.add_argument("--batch", type=int, default=200, help="lines per batch")
-    replay.add_argument("--quiet", action="store_true")
-    replay.add_argument("files", nargs="+", metavar="FILE.jsonl")
+    replay.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    replay.add_argument(
+        "files", nargs="+", metavar="FILE.jsonl", help="Claude Code transcript files"
+    )
     replay.set_defaults(func=cmd_replay)
 
     from cli.sessions import add_commands as add_session_commands  # open, sessions
@@ -534,6 +640,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     try:
         return int(args.func(args))
+    except WebFilesMissing as exc:  # a broken install says so at start, not 404 on the phone
+        _fail(str(exc), exc.hint)
     except KeyboardInterrupt:
         return 130
     except BrokenPipeError:

@@ -1259,6 +1259,9 @@ def add_commands(sub: Any) -> None:
         "open",
         help="resume a session by id or -N (creation order), start one with a chosen id, "
         "or read one (--read-only)",
+        description="Open a session from this terminal: resume it on its Mac by id or by "
+        "creation order (-1 newest), or start one with exactly that id (a UUID) when none "
+        "exists; show its last events. --read-only prints the conversation and sends nothing.",
     )
     opener.add_argument(
         "--session",
@@ -1277,7 +1280,12 @@ def add_commands(sub: Any) -> None:
     _relay_args(opener)
     opener.set_defaults(func=_guarded(cmd_open))
 
-    listing = sub.add_parser("sessions", help="list sessions, newest created first")
+    listing = sub.add_parser(
+        "sessions",
+        help="list sessions, newest created first",
+        description="List the relay's sessions, newest created first: id, title, Mac, folder, "
+        "state, created, cost.",
+    )
     _relay_args(listing)
     listing.set_defaults(func=_guarded(cmd_sessions))
 
@@ -1285,6 +1293,9 @@ def add_commands(sub: Any) -> None:
         "search",
         help="search sessions by title, summary, files, tools, Mac, folder and date "
         "(no QUERY: browse)",
+        description="Search sessions by title, summary, files, tools, Mac, folder and date; "
+        "with no QUERY, browse. With --mac, --cwd or --here the results come in two sections: "
+        '"This Mac / this folder" and "Other places".',
     )
     finder.add_argument("query", nargs="*", metavar="QUERY", help="words (all must match)")
     finder.add_argument(
@@ -1327,7 +1338,10 @@ def add_commands(sub: Any) -> None:
     finder.set_defaults(func=_guarded(cmd_search))
 
     rename = sub.add_parser(
-        "rename", help="rename a session (the id never changes), or --auto for its own title"
+        "rename",
+        help="rename a session (the id never changes), or --auto for its own title",
+        description="Give a session a title (its id never changes), or with --auto give back "
+        "the title it got by itself.",
     )
     _session_arg(rename)
     rename.add_argument("title", nargs="*", metavar="TITLE", help="the new title")
@@ -1340,13 +1354,19 @@ def add_commands(sub: Any) -> None:
     costing = sub.add_parser(
         "session-cost",
         help="tokens and USD of a session on the relay, per model and per subagent",
+        description="Print a session's tokens and USD as the relay counted them, per model and "
+        "per subagent.",
     )
     _session_arg(costing)
     _relay_args(costing)
     costing.set_defaults(func=_guarded(cmd_session_cost))
 
     policy = sub.add_parser(
-        "policy", help="show or change a session's permission policy (allow / ask / deny)"
+        "policy",
+        help="show or change a session's permission policy (allow / ask / deny)",
+        description="Show a session's permission policy, or change it on its Mac: rules per "
+        'category or tool (allow, ask, deny, unset), and "allow all" for a while (--for). '
+        "Changes merge into the policy the Mac holds; --reset starts from the default.",
     )
     _session_arg(policy)
     policy.add_argument(
@@ -1384,20 +1404,27 @@ def add_commands(sub: Any) -> None:
         ("pin", "keep a session: never archived or deleted (an archived one is active again)"),
         ("unpin", "let a pinned session age again"),
     ):
-        pinning = sub.add_parser(name, help=text)
+        pinning = sub.add_parser(name, help=text, description=text[0].upper() + text[1:] + ".")
         _session_arg(pinning)
         _relay_args(pinning)
         pinning.set_defaults(func=_guarded(cmd_pin))
 
     keeping = sub.add_parser(
-        "retention", help="what retention archived, pinned and deleted; --run runs it now"
+        "retention",
+        help="what retention archived, pinned and deleted; --run runs it now",
+        description="Show retention's ages (archive_after_days, delete_after_days), its last "
+        "run, archived and pinned sessions; --run runs it now and prints what it archived, "
+        "made active again and deleted.",
     )
     keeping.add_argument("--run", action="store_true", help="run it now and print what it did")
     _relay_args(keeping)
     keeping.set_defaults(func=_guarded(cmd_retention))
 
     auditing = sub.add_parser(
-        "audit", help="every decision on a card: who or which rule, which card, which answer"
+        "audit",
+        help="every decision on a card: who or which rule, which card, which answer",
+        description="Print the audit log, newest first: every decision on a card, the phone "
+        "(name, token id, address) or the rule that made it, the card and the answer.",
     )
     auditing.add_argument(
         "--session", metavar="SESSION", help="only this session (an id, or -1, -2 …)"
@@ -1413,7 +1440,10 @@ def add_commands(sub: Any) -> None:
     auditing.set_defaults(func=_guarded(cmd_audit))
 
     helpers = sub.add_parser(
-        "subagents", help="a session's subagents, one line each, or one's whole history (--agent)"
+        "subagents",
+        help="a session's subagents, one line each, or one's whole history (--agent)",
+        description="List a session's subagents, one line each (type, task, outcome, cost), or "
+        "print one subagent's whole history with --agent.",
     )
     _session_arg(helpers)
     helpers.add_argument("--agent", metavar="ID", help="an agent id, or the start of one")
