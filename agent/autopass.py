@@ -1,4 +1,4 @@
-"""Dialogs the agent passes by itself, without a card (SPEC §4) — pure rules, no I/O.
+"""Dialogs the agent passes by itself, without a card — pure rules, no I/O.
 
 Each pass presses the option a person starting the session that way would pick, and leaves one
 line in the conversation saying so:

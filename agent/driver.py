@@ -434,7 +434,7 @@ class SessionDriver(Runtime):
         return shown
 
     def _auto_pass(self, now: float) -> bool:
-        """True while the dialog on screen is one the agent passes by itself (SPEC §4, rules in
+        """True while the dialog on screen is one the agent passes by itself (rules in
         agent/autopass.py): its keys are pressed in the background and it never becomes a card."""
         card = self.screen.card if self.screen is not None else None
         if card is None:
@@ -528,7 +528,7 @@ class SessionDriver(Runtime):
                     await self._escape()
                 block = heldrules.block_text(messages)
                 if autopass.changes_model(block):
-                    self.model_changed_at = time.time()  # its "Switch model?" passes (SPEC §4)
+                    self.model_changed_at = time.time()  # its "Switch model?" passes
                 outcome = "typed" if await self._paste_and_submit(block) else "failed"
             except PaneGone:
                 pass
@@ -672,8 +672,8 @@ class SessionDriver(Runtime):
     # -- commands from the phone -------------------------------------------------------------
 
     async def send_now(self, message: HeldMessage, now_requested: bool) -> None:
-        """A message just held for a running session: typed now if its state allows (SPEC's
-        held messages), else it waits and the phone is shown it held."""
+        """A message just held for a running session: typed now if its state allows (the rules
+        in agent/held.py), else it waits and the phone is shown it held."""
         record = self.record
         card_kind = self.card.kind if self.card else None
         decision = heldrules.decide(heldrules.Situation(self.state, card_kind), now_requested)
@@ -723,7 +723,7 @@ class SessionDriver(Runtime):
                 self.host.save()
             changed["policy"] = policy.to_json()
         if card.title.strip() == autopass.MODEL_PICKER_TITLE:
-            self.model_changed_at = time.time()  # its "Switch model?" passes (SPEC §4)
+            self.model_changed_at = time.time()  # its "Switch model?" passes
         async with self.keys:
             settle = self.card_seen_at + DIALOG_SETTLE - time.monotonic()
             if settle > 0:

@@ -1,6 +1,6 @@
 """Held messages: text sent from the phone while a turn runs, typed at the next safe point.
 
-Pure rules (SPEC §5): a message is typed at once when the session is idle; while a turn runs it
+Pure rules: a message is typed at once when the session is idle; while a turn runs it
 is held, and all held messages are typed as one block after a tool finishes, after the turn ends
 or after a card is answered. "Send now" interrupts the turn and types at once. With a card open:
 question, plan and dialog cards are closed and the text is sent as a message; permission and

@@ -1,4 +1,4 @@
-"""The hook endpoint: where ``hooks/cb-hook`` reports each Claude Code hook event (SPEC §3, §10).
+"""The hook endpoint: where ``hooks/cb-hook`` reports each Claude Code hook event.
 
 A tiny HTTP/1.1 server on 127.0.0.1 only (asyncio streams, one request per connection, no
 keep-alive). It accepts ``POST /hook/<Event>`` for the twelve known events with a JSON object body
@@ -72,7 +72,7 @@ OnHook = Callable[[str, str, dict[str, Any]], Awaitable[str | None]]
 
 
 def permission_decision(behavior: Literal["allow", "deny"], message: str | None = None) -> str:
-    """The PermissionRequest hook output Claude Code 2.1.328 honours (FINDINGS §5), compact.
+    """The PermissionRequest hook output Claude Code 2.1.328 honours, compact.
 
     >>> permission_decision("allow")
     '{"hookSpecificOutput":{"hookEventName":"PermissionRequest","decision":{"behavior":"allow"}}}'

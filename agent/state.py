@@ -1,4 +1,4 @@
-"""A session's state, computed from hooks, the screen and Claude Code's status file (SPEC §3).
+"""A session's state, computed from hooks, the screen and Claude Code's status file.
 
 Everything here is pure: plain values in, plain values out, the clock passed in. The agent keeps
 a :class:`HookFacts` per session, folds every hook report into it with :func:`apply_hook`, keeps
@@ -63,7 +63,7 @@ after the latest hook of the main turn shows:
   the turn's last hook (an Esc on a question or a plan, a prompt withdrawn while thinking, both
   with no interruption notice). Right after Enter the status file still says ``idle``, but that
   value is older than the ``UserPromptSubmit``, so it cannot close the new turn;
-* an idle screen for ``missed_hook_close`` seconds (15 s, SPEC §11), counted from the later of
+* an idle screen for ``missed_hook_close`` seconds (15 s), counted from the later of
   ``screen_idle_since`` and the turn's last hook (any hook proves the turn alive). Not while the
   status file says ``waiting``: an unrecognised dialog is open.
 
@@ -76,15 +76,15 @@ Decisions on the ambiguous cases
   the status change (see 3).
 * Status ``busy`` with a newer idle screen and no turn open by hooks (a background agent runs, or
   its result is being delivered): *idle* with activity ``subagents``. The prompt is usable and the
-  person can type; calling it *busy* would hold the person's messages (SPEC §5) until the
+  person can type; calling it *busy* would hold the person's messages until the
   background agent finishes, possibly minutes later.
 * No hook ever came: the hooks contribute nothing, so the screen decides (the status file still
   bridges a screen read's lag). ``Computed.reasons`` then carries ``no-hooks``.
 
 Activity (``Computed.activity``)
 --------------------------------
-While *busy*: ``compacting``; ``coding`` while Edit / Write / MultiEdit / NotebookEdit runs (SPEC:
-"Coding"); ``tool`` while another tool runs (no in-progress text then, SPEC §6); ``subagents``
+While *busy*: ``compacting``; ``coding`` while Edit / Write / MultiEdit / NotebookEdit runs (shown
+as "Coding"); ``tool`` while another tool runs (no in-progress text then); ``subagents``
 while background agents run; else None. While *idle*: ``subagents`` when background agents run
 or the status file says ``busy``. Otherwise None.
 """
@@ -339,7 +339,7 @@ def apply_hook(facts: HookFacts, event: str, payload: dict[str, Any], now: float
     return replace(facts, **changes)
 
 
-# Claude Code 2.1.328 calls the "manual" mode "default" in hook payloads (FINDINGS §0.1); its
+# Claude Code 2.1.328 calls the "manual" mode "default" in hook payloads; its
 # command line and its screen say "manual".
 _MODE_ALIASES = {"default": "manual"}
 

@@ -1,6 +1,7 @@
-"""Claude Code's own status file, ``~/.claude/sessions/<pid>.json`` (SPEC §3, third signal).
+"""Claude Code's own status file, ``~/.claude/sessions/<pid>.json`` (the third signal, beside
+hooks and the screen).
 
-Recent Claude Code (2.1.328 verified, FINDINGS §0.2) keeps one JSON object per running process:
+Recent Claude Code (2.1.328 verified) keeps one JSON object per running process:
 
 .. code-block:: json
 

@@ -128,7 +128,7 @@ def test_the_mode_line_names_the_mode_as_claude_takes_it() -> None:
     assert _screen_mode("e_write_edit_permission/04_after_edit_2_80x24") == "acceptEdits"
     assert _screen_mode("l_model/08_after_switch_confirm_1_80x24") == "auto"
     assert launch_mode("plan") == "plan" and launch_mode("auto") == "auto"
-    assert launch_mode("default") == "manual"  # hooks call manual "default" (FINDINGS §0.1)
+    assert launch_mode("default") == "manual"  # hooks call manual "default"
     assert launch_mode("nonsense") is None and launch_mode(None) is None
 
 
@@ -139,7 +139,7 @@ def test_the_mode_from_the_captured_plan_approval_hooks() -> None:
     for entry in log[:6]:  # up to the plan's PermissionRequest
         facts = apply_hook(facts, entry["event"], entry["payload"], entry["ts"])
     assert current_mode(facts, None, None) == "plan"
-    # Approved (FINDINGS 15.1): the PostToolUse of ExitPlanMode already says "default".
+    # Approved: the PostToolUse of ExitPlanMode already says "default".
     asked = log[5]
     approved = {**asked["payload"], "hook_event_name": "PostToolUse", "permission_mode": "default"}
     facts = apply_hook(facts, "PostToolUse", approved, asked["ts"] + 1)

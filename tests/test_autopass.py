@@ -1,4 +1,4 @@
-"""agent.autopass: which dialogs the agent passes by itself (SPEC §4), on captured screens of
+"""agent.autopass: which dialogs the agent passes by itself, on captured screens of
 Claude Code 2.1.328 and on screens drawn with the same dialog frame and 2.1.328's own texts for
 the dialogs it only draws for a claude.ai login (development channels, Claude in Chrome)."""
 

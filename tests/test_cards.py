@@ -216,7 +216,7 @@ FETCH = """\
 
 
 def test_fetch_permission_card_synthetic() -> None:
-    # built from FINDINGS §15.5 (no capture of it is shared)
+    # composed from the real program's text (no capture of it is shared)
     c = classify_text(FETCH, 80, 24).card
     assert c is not None
     assert (c.kind, c.title, c.tool) == ("permission", "Fetch", "WebFetch")
@@ -336,7 +336,7 @@ Enter to select · Tab/Arrow keys to navigate · Esc to cancel
 
 
 def test_review_step_synthetic() -> None:
-    # built from FINDINGS §15.2 (the review screen is not among the shared captures)
+    # composed from the real program's text (the review screen is not among the captures)
     c = classify_text(REVIEW, 80, 24).card
     assert c is not None
     assert c.kind == "question"

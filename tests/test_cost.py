@@ -1,4 +1,4 @@
-"""Usage and cost (SPEC §9): features/cost.py on the captured transcripts, the CLI, and the API.
+"""Usage and cost: features/cost.py on the captured transcripts, the CLI, and the API.
 
 Expected figures are computed here, independently, from the raw JSON of the transcripts: tokens
 from each API response counted once by message id, USD from their ``cost-state`` lines.

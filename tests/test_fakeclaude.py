@@ -160,7 +160,7 @@ class Fake:
         self.tmux("send-keys", "-t", "0", *keys)
 
     def press(self, *keys: str) -> None:
-        """Answer a dialog that just appeared: keys within ~10 ms of it are dropped (FINDINGS §4)."""
+        """Answer a dialog that just appeared: keys within ~10 ms of it are dropped."""
         time.sleep(0.05)
         self.keys(*keys)
 
@@ -560,7 +560,7 @@ def test_keys_right_after_start_are_dropped_and_untrusted_enter_exits(
 ) -> None:
     f = fake("--permission-mode", "manual", trust=False, env={"FAKECLAUDE_STARTUP_DEAF": "0.8"})
     f.wait("Yes, I trust this folder")
-    f.keys("Down")  # inside the deaf period: dropped (FINDINGS §0.3)
+    f.keys("Down")  # inside the deaf period: dropped
     time.sleep(0.3)
     assert "❯ No, exit" in f.screen()
     time.sleep(0.6)
@@ -582,7 +582,7 @@ def test_run_bash_yes(fake: Callable[..., Fake]) -> None:
     f.ready()
     f.submit("RUN_BASH one")
     dialog = f.wait("Do you want to proceed?")
-    f.keys("1")  # right as the dialog appears: dropped, as the real one drops it (FINDINGS §4)
+    f.keys("1")  # right as the dialog appears: dropped, as the real one drops it
     time.sleep(0.5)
     assert "Do you want to proceed?" in f.screen()
     assert f.status() == "waiting"
@@ -712,7 +712,7 @@ def test_permission_request_hook_allow(fake: Callable[..., Fake]) -> None:
     )
     assert decision["decision"] == "allow" and decision["hookEvent"] == "PermissionRequest"
     assert decision["toolUseID"] == f.hooks()[2]["tool_use_id"]
-    # "allow" does not answer AskUserQuestion: the question card is still drawn (FINDINGS §5)
+    # "allow" does not answer AskUserQuestion: the question card is still drawn
     f.submit("ASK_ME via hook")
     card = f.wait("Enter to select · ↑/↓ to navigate · Esc to cancel")
     assert (
@@ -771,7 +771,7 @@ def test_questions_and_plan_approval(fake: Callable[..., Fake]) -> None:
     f.press("1")
     shown = f.wait("● Done. Tool result was: User has approved exiting plan mode. You can now")
     shown = f.wait(lambda s: len(DONE.findall(s)) == 2)
-    assert "⏸ manual mode on" in shown  # approving leaves plan mode (FINDINGS 15.1)
+    assert "⏸ manual mode on" in shown  # approving leaves plan mode
     post, stop = f.hooks()[-2:]
     assert post["tool_name"] == "ExitPlanMode" and post["permission_mode"] == "default"
     assert stop["hook_event_name"] == "Stop"
@@ -814,7 +814,7 @@ def test_busy_queue_interrupt_paste_status_and_exit(fake: Callable[..., Fake]) -
     f.submit("hello queued")  # typed while busy: queued (c_busy/05)
     queued = f.wait("⎿  Queued · ctrl+x ctrl+s to send now")
     assert "❯ hello queued\n" in queued and "❯ Press up to edit queued messages" in queued
-    f.keys("Escape")  # interrupts, then the queued message goes at once (FINDINGS 15.5)
+    f.keys("Escape")  # interrupts, then the queued message goes at once
     f.wait("⎿  Interrupted · What should Claude do instead?\n\n❯ hello queued")
     f.wait(DONE)
     f.wait_until(lambda: f.status() == "idle")

@@ -1,4 +1,4 @@
-"""Per-session permission policies (SPEC §9): the pure rules, the API with a scripted Mac, and the
+"""Per-session permission policies: the pure rules, the API with a scripted Mac, and the
 real agent with the fake Claude Code answering PermissionRequest hooks by the policy."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Retention (SPEC §9): active → archived → deleted with configurable ages, pins, read-only
+"""Retention: active → archived → deleted with configurable ages, pins, read-only
 archived sessions, deletion on the relay and over the link on the Mac (also when it comes back
 later), the schedule and its report. The relay's clock is injected (``Retention.clock``)."""
 

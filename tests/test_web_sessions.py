@@ -1,5 +1,5 @@
-"""The control page's session features (SPEC §9, issue 6) in a real browser: Debian's Chromium under
-Playwright, against a real relay fed by a scripted Mac over the real link, with the captured
+"""The control page's session features (search, groups, costs, retention) in a real browser:
+Debian's Chromium under Playwright, against a real relay fed by a scripted Mac over the real link, with the captured
 transcripts of the real Claude Code (``tests/fixtures/transcripts``).
 
 Search and browse (here / elsewhere, filters), summaries and cost in the lists, the cost in detail,

@@ -1,4 +1,4 @@
-"""Per-session permission rules (SPEC §9): allow, ask or deny, by tool and by category.
+"""Per-session permission rules: allow, ask or deny, by tool and by category.
 
 Pure: no I/O. The agent applies a session's policy to each ``PermissionRequest`` hook
 (``allow`` answers before the dialog is drawn, ``deny`` answers with a reason the model reads,
@@ -8,7 +8,7 @@ same rules to check a policy sent from the phone.
 How a tool is decided, first match wins:
 
 1. ``AskUserQuestion`` and ``ExitPlanMode`` are always **ask**: a hook's "allow" does not answer
-   them (FINDINGS §5) and the person's answer is the point, so no rule auto-answers them.
+   them and the person's answer is the point, so no rule auto-answers them.
 2. A rule for the tool itself (``tools``: ``{"Bash": "deny"}``).
 3. A rule for the tool's category (``categories``: ``{"execute": "allow"}``), see
    ``TOOL_CATEGORIES``; ``mcp__…`` tools are ``mcp``; any other tool has no category.

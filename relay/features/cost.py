@@ -1,4 +1,4 @@
-"""Usage and cost of a session (SPEC §9) from its transcript lines: pure values in, values out.
+"""Usage and cost of a session from its transcript lines: pure values in, values out.
 
 The rules, in the order they apply:
 

@@ -1,4 +1,4 @@
-"""Retention (SPEC §9): sessions move from active to archived to deleted, by themselves.
+"""Retention: sessions move from active to archived to deleted, by themselves.
 
 Stages:
 

@@ -1,4 +1,4 @@
-"""Usage and cost on the relay (SPEC §9): kept per session as lines arrive, listed in one query.
+"""Usage and cost on the relay: kept per session as lines arrive, listed in one query.
 
 ``UsageTracker`` is a line observer (relay/store.py): inside the ingest transaction, for the lines
 stored for the first time, it updates the session's ledger (features/cost.py) — the message ids it

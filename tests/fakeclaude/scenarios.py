@@ -218,7 +218,7 @@ def finish(app: App, started: float, done: bool = True) -> Turn:
 
 
 def interrupted(app: App, block: int) -> bool:
-    """Esc / Ctrl-C: before anything was drawn the prompt goes back into the box (FINDINGS 15.5)."""
+    """Esc / Ctrl-C: before anything was drawn the prompt goes back into the box."""
     app.live, app.spin = [], None
     if not app.turn_output:
         del app.screen.blocks[block]
@@ -372,7 +372,7 @@ def run_bash(app: App) -> Turn:
         tool_use_id=tool_id,
         duration_ms=ms,
     )
-    if feedback:  # composed: the amended text shows as a user line (FINDINGS 15.5)
+    if feedback:  # composed: the amended text shows as a user line
         app.screen.add(S.user_prompt(feedback))
     yield from tool_done(app)
     return True
@@ -458,7 +458,7 @@ def ask(app: App, questions: list[S.Question]) -> Turn:
     tool_id = app.conv.last_tool_use[0]
     tool_input: dict[str, Any] = {"questions": tool_questions(questions)}
     app.hook("PreToolUse", "AskUserQuestion", tool_input=tool_input, tool_use_id=tool_id)
-    # An "allow" from a PermissionRequest hook does not answer the questions (FINDINGS §5).
+    # An "allow" from a PermissionRequest hook does not answer the questions.
     verdict = permission_decision(
         app.hook("PermissionRequest", "AskUserQuestion", tool_input=tool_input)
     )
@@ -535,7 +535,7 @@ def make_plan(app: App) -> Turn:
         return False
     if isinstance(answer, tuple) and answer[:2] == ("hook", "deny"):
         return (yield from deny_by_hook(app, block, [], answer[2]))
-    # Approved (FINDINGS 15.1): the session leaves plan mode for manual.
+    # Approved: the session leaves plan mode for manual.
     app.mode = app.conv.mode = "default"
     words = re.sub(r"[^a-z0-9]+", "-", app.turn_prompt.lower()).strip("-")
     plan_file = str(app.home / ".claude" / "plans" / f"{words}-synthetic-mitten.md")

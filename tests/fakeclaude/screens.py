@@ -515,7 +515,7 @@ def ask_dialog(
 
 
 def ask_review_rows(questions: list[Question], answers: list[str | None], cursor: int) -> list[str]:
-    """Composed: the ``Review your answers`` step was not captured at 80x24 (FINDINGS 15.2 gives its text)."""
+    """Composed: the ``Review your answers`` step was not captured at 80x24; its text as the real program words it."""
     rows = ["", f"{BOLD}{WHITE}Review your answers{RESET}", ""]
     for q, a in zip(questions, answers, strict=True):
         rows += [f" {GREY}●{FG} {q.question}", f"   {GREY}→ {FG}{a or ''}"]

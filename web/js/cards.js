@@ -11,7 +11,7 @@ import { lineDiff } from "./conversation.js";
 const FREE_TEXT = /^type something\.?$/i;
 
 /**
- * @param card the session's open card (SPEC §4)
+ * @param card the session's open card
  * @param {{readOnly: boolean, answer: (body: object) => Promise<any>}} options
  */
 export function renderCard(card, { readOnly, answer }) {

@@ -1,13 +1,13 @@
-// English and Korean. The Korean labels follow the seed document (SPEC §3–§5 names). The language
+// English and Korean. The Korean labels keep the names of states, cards and held messages. The language
 // comes from the browser unless the person chose one; the choice is remembered on this phone.
 
 const en = {
   app: "claude-bridge",
-  // states (SPEC §3) and session marks
+  // states and session marks
   st_starting: "Starting", st_idle: "Idle", st_busy: "Working", st_coding: "Coding",
   st_waiting: "Needs you", st_ended: "Stopped",
   mk_ended: "Ended", mk_resting: "Resting", mk_moving: "Moving", mk_offline: "Mac offline",
-  // cards (SPEC §4)
+  // cards
   ck_permission: "Permission", ck_question: "Question", ck_plan: "Plan",
   ck_dialog: "Terminal", ck_keyed: "Terminal", ck_stuck: "Waiting for instructions",
   // connection
@@ -79,7 +79,7 @@ const en = {
   not_paired: "This browser is not paired. Run `claude-bridge pair` on the relay's machine and open the link it prints.",
   enter_code: "Enter a code",
   err_unreachable: "The relay cannot be reached. Check the connection and try again.",
-  // SPEC §9
+  // search, groups, cost, retention
   search: "Search sessions", search_ph: "Title, summary, file, tool…", filters: "Filters", f_state: "State",
   f_group: "Group", f_stage: "Stage", f_mac: "This Mac", f_folder: "This folder", any: "Any", stage_active: "Active",
   archived: "Archived", pinned: "Pinned", deleted: "Deleted", here: "This Mac / this folder", elsewhere: "Other places",
