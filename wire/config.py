@@ -1,6 +1,6 @@
 """Every setting of claude-bridge, declared once with its default and help text.
 
-The table below is the single source of defaults (SPEC §11 timings and the relay's own limits).
+The table below is the single source of defaults (timings and the relay's own limits).
 A setting is read, in order of precedence, from an explicit override (a command-line flag),
 the environment variable ``CB_<NAME>`` (upper case), then the default. A test fails when a
 setting is missing from the README, so adding one here means documenting it there too.
@@ -38,7 +38,7 @@ KIB = 1024
 MIB = 1024 * KIB
 
 SETTINGS: tuple[Setting, ...] = (
-    # SPEC §11: timings and limits
+    # Timings and limits
     Setting("transcript_read_interval", 0.7, "Seconds between transcript reads (agent).", "agent"),
     Setting("screen_read_interval", 1.5, "Seconds between screen reads (agent).", "agent"),
     Setting(
@@ -102,7 +102,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting(
         "web_dir",
         "",
-        "Folder of the control page's static files; empty = the web/ folder beside the code.",
+        "Folder of the control page's static files; empty = the page installed with the code.",
         "relay",
     ),
     # Relay: limits on input
