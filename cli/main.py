@@ -26,9 +26,12 @@ import time
 import uuid
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from wire import config as configmod
+
+if TYPE_CHECKING:
+    from cli.publish import Link
 
 DEFAULT_DATA = "~/.claude-bridge/relay"
 
@@ -145,7 +148,8 @@ def cmd_up(args: argparse.Namespace) -> int:
 
     agent_dir = _local_agent_dir(args)
     extra = resolve_claude_args(args, agent_dir)  # a refused argument stops here, before anything
-    cfg = _config(args)
+    link = _link(args)  # so does Tailscale not ready, or a choice that cannot be used
+    cfg = link.config
     store = _store(cfg)
     account = store.ensure_account()
     code = store.create_pair_code(account, "phone", "phone")
@@ -159,19 +163,38 @@ def cmd_up(args: argparse.Namespace) -> int:
     store.close()
     _check_port_free(cfg)
     _warn_old_proxy_setting(cfg)
-    link = _pair_link(cfg, code)
+    pair_link = _pair_link(cfg, code)
     print("claude-bridge is starting on this machine.")
     print(f"  relay data:   {cfg.data_path}")
     print(f"  agent data:   {agent_dir}")
     print(f"  control page: {cfg.base_url}/")
-    print(f"  pair a phone: open {link}")
+    print(f"  pair a phone: open {pair_link}")
     print(
         f"                (or type the code {code} on the page; it works once, for "
         f"{int(cfg.float('pair_code_ttl') // 60)} minutes)"
     )
-    _print_qr(link)
+    if link.note:
+        print(f"                {link.note}")
+    _print_qr(pair_link)
     token = token_file.read_text().strip()
-    return asyncio.run(_serve_with_agent(cfg, args, agent_dir, token, extra))
+    from cli.publish import PublishError
+
+    try:
+        with link.serving():  # Tailscale serves the relay until it stops
+            return asyncio.run(_serve_with_agent(cfg, args, agent_dir, token, extra))
+    except PublishError as exc:
+        _fail(exc.message, exc.hint)
+
+
+def _link(args: argparse.Namespace) -> Link:
+    """How a phone reaches this relay (cli/publish.py): chosen now, or remembered."""
+    from cli import publish
+
+    cfg = _config(args)
+    try:
+        return publish.prepare(publish.choose(args, cfg.data_path), cfg)
+    except publish.PublishError as exc:
+        _fail(exc.message, exc.hint)
 
 
 def _local_agent_dir(args: argparse.Namespace) -> Path:
@@ -432,7 +455,12 @@ def _listen_args(parser: argparse.ArgumentParser) -> None:
     _data_arg(parser)
     parser.add_argument("--host", help="address to listen on (default 127.0.0.1)")
     parser.add_argument("--port", type=int, help="port to listen on (default 8765)")
-    parser.add_argument("--public-url", help="address phones use, for pairing links")
+    parser.add_argument(
+        "--public-url",
+        metavar="URL",
+        help="the https address phones use, for pairing links, when a TLS proxy such as "
+        "deploy/Caddyfile serves the relay (`up` remembers it)",
+    )
     parser.add_argument(
         "--log-level", default="info", choices=["critical", "error", "warning", "info", "debug"]
     )
@@ -461,6 +489,26 @@ def build_parser() -> argparse.ArgumentParser:
         "--no-claude-args", action="store_true", help="forget the remembered extra arguments"
     )
     up.add_argument("--socket", default="claude-bridge", help="the agent's multiplexer socket name")
+    reach = up.add_argument_group(
+        "how your phone reaches it (remembered for the next `up`; the default is this computer "
+        "only)"
+    )
+    reach.add_argument(
+        "--tailscale",
+        action="store_true",
+        help="serve it over HTTPS inside your tailnet with `tailscale serve`, at this machine's "
+        "*.ts.net name (undone when up stops)",
+    )
+    reach.add_argument(
+        "--funnel",
+        action="store_true",
+        help="like --tailscale, but public on the internet through Tailscale Funnel",
+    )
+    reach.add_argument(
+        "--local",
+        action="store_true",
+        help="forget a remembered --tailscale, --funnel or --public-url: loopback only",
+    )
     up.set_defaults(func=cmd_up)
 
     relay = sub.add_parser("relay", help="run the relay (FastAPI under uvicorn)")
