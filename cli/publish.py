@@ -104,6 +104,10 @@ def choose(args: argparse.Namespace, folder: Path) -> Choice:
     if args.local:
         (folder / CHOICE_FILE).unlink(missing_ok=True)
         return Choice("local")
+    try:  # a Tailscale serve an earlier `up` left (killed before it could undo it) stays ours
+        served = (load_choice(folder) or Choice("local")).served
+    except PublishError:
+        served = ""
     if url:
         parts = urlsplit(url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
@@ -111,9 +115,9 @@ def choose(args: argparse.Namespace, folder: Path) -> Choice:
                 f"--public-url {url!r} is not an http(s) address",
                 "e.g. --public-url https://relay.example",
             )
-        choice = Choice("url", url.rstrip("/"))
+        choice = Choice("url", url.rstrip("/"), served)
     elif args.tailscale or args.funnel:
-        choice = Choice("funnel" if args.funnel else "tailscale")
+        choice = Choice("funnel" if args.funnel else "tailscale", served=served)
     else:
         return load_choice(folder) or Choice("local")
     save_choice(folder, choice)

@@ -13,9 +13,12 @@ import asyncio
 import contextlib
 import json
 import os
+import re
 import shutil
+import signal
 import ssl
 import subprocess
+import sys
 import time
 import uuid
 from collections.abc import AsyncIterator, Iterator
@@ -26,6 +29,7 @@ from typing import Any
 import httpx
 import pytest
 
+from tests.support.bridge import FAKE as FAKE_CLAUDE
 from tests.support.relay import Account, RelayServer, SSEReader, free_port
 from wire.client import MacLink
 from wire.protocol import DeviceInfo, LineRecord
@@ -46,7 +50,6 @@ class Proxied:
     relay: RelayServer
     https_port: int
     root: Path  # Caddy's local CA certificate
-    log: Path
 
     @property
     def url(self) -> str:
@@ -75,24 +78,20 @@ class Proxied:
         return r.status_code
 
 
-@pytest.fixture(scope="module")
-def proxied(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Proxied]:
-    root = tmp_path_factory.mktemp("caddy")
-    https_port, http_port = free_port(), free_port()
-    relay = RelayServer(
-        root / "relay",
-        public_url=f"https://localhost:{https_port}",
-        trusted_proxies="127.0.0.1",  # Caddy dials the relay from there; 127.0.0.2 is not it
-        pair_attempts_per_minute=PAIR_LIMIT,
-    ).start()
+@contextlib.contextmanager
+def caddy(root: Path, https_port: int, relay_port: int) -> Iterator[Path]:
+    """deploy/Caddyfile run by the real Caddy on free ports, in front of ``relay_port``; yields
+    its local CA's root certificate once it answers over HTTPS."""
+    root.mkdir(parents=True, exist_ok=True)
     config = root / "Caddyfile"
     config.write_text(
         "{\n"
         "\tadmin off\n"
-        f"\thttp_port {http_port}\n"
+        f"\thttp_port {free_port()}\n"
         f"\thttps_port {https_port}\n"
         "\tauto_https disable_redirects\n"
         "\tskip_install_trust\n"
+        "\tgrace_period 1s\n"  # a test's streams may still be open when it stops
         "}\n"
         f"import {CADDYFILE}\n"
     )
@@ -102,40 +101,56 @@ def proxied(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Proxied]:
         "XDG_DATA_HOME": str(root / "data"),
         "XDG_CONFIG_HOME": str(root / "config"),
         "CB_DOMAIN": "localhost",
-        "CB_RELAY": f"127.0.0.1:{relay.port}",
+        "CB_RELAY": f"127.0.0.1:{relay_port}",
         "CB_TLS": "internal",
     }
     log = root / "caddy.log"
     with log.open("w") as out:
-        caddy = subprocess.Popen(
+        process = subprocess.Popen(
             ["caddy", "run", "--config", str(config), "--adapter", "caddyfile"],
             stdout=out,
             stderr=subprocess.STDOUT,
             env=env,
         )
     ca = root / "data" / "caddy" / "pki" / "authorities" / "local" / "root.crt"
-    proxied = Proxied(relay, https_port, ca, log)
     try:
         deadline = time.monotonic() + 60
         while True:
-            assert caddy.poll() is None, log.read_text()
+            assert process.poll() is None, log.read_text()
             assert time.monotonic() < deadline, log.read_text()
             if ca.exists():
                 try:
-                    with proxied.client() as c:
-                        if c.get(f"{proxied.url}/api/health").status_code == 200:
-                            break
+                    context = ssl.create_default_context(cafile=str(ca))
+                    url = f"https://localhost:{https_port}/api/health"
+                    if httpx.get(url, verify=context, timeout=5).status_code == 200:
+                        break
                 except (httpx.HTTPError, ssl.SSLError):
                     pass
             time.sleep(0.2)
-        yield proxied
+        yield ca
     finally:
-        caddy.terminate()
+        process.terminate()
         try:
-            caddy.wait(10)
+            process.wait(10)
         except subprocess.TimeoutExpired:
-            caddy.kill()
-            caddy.wait()
+            process.kill()
+            process.wait()
+
+
+@pytest.fixture(scope="module")
+def proxied(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Proxied]:
+    root = tmp_path_factory.mktemp("caddy")
+    https_port = free_port()
+    relay = RelayServer(
+        root / "relay",
+        public_url=f"https://localhost:{https_port}",
+        trusted_proxies="127.0.0.1",  # Caddy dials the relay from there; 127.0.0.2 is not it
+        pair_attempts_per_minute=PAIR_LIMIT,
+    ).start()
+    try:
+        with caddy(root / "caddy", https_port, relay.port) as ca:
+            yield Proxied(relay, https_port, ca)
+    finally:
         relay.stop()
 
 
@@ -277,3 +292,46 @@ def test_forwarded_addresses_are_believed_from_caddy_only(proxied: Proxied) -> N
     ]
     assert through[-1] == 429 and 429 not in through[:-1], through
     assert proxied.pair_via_caddy(code(), "127.0.0.4") == 200  # another client: its own bucket
+
+
+def test_up_with_public_url_behind_caddy_pairs_a_phone_over_https(tmp_path: Path) -> None:
+    """`claude-bridge up --public-url https://…` as a person runs it behind deploy/Caddyfile:
+    the link is the https one, and forwarded headers from Caddy on loopback are believed."""
+    port, https_port, socket = free_port(), free_port(), f"cbcaddy-{uuid.uuid4().hex[:8]}"
+    public = f"https://localhost:{https_port}"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CB_")}
+    env["HOME"] = str(tmp_path / "home")
+    up = subprocess.Popen(
+        [sys.executable, "-m", "cli", "up", "--data", str(tmp_path / "relay"),
+         "--agent-data", str(tmp_path / "agent"), "--port", str(port), "--claude", FAKE_CLAUDE,
+         "--socket", socket, "--public-url", public],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
+    )  # fmt: skip
+    try:
+        out: list[str] = []
+        deadline = time.monotonic() + 60
+        assert up.stdout is not None
+        while not any("Press Ctrl-C" in line for line in out):
+            assert time.monotonic() < deadline and up.poll() is None, "".join(out)
+            out.append(up.stdout.readline())
+        text = "".join(out)
+        code = re.search(rf"open {re.escape(public)}/pair\.html#(\S+)", text)
+        assert code is not None, text
+        assert "this computer only" not in text and "plain http" not in text
+        with caddy(tmp_path / "caddy", https_port, port) as ca:
+            context = ssl.create_default_context(cafile=str(ca))
+            with httpx.Client(base_url=public, verify=context, timeout=15) as phone:
+                paired = phone.post("/api/pair", json={"code": code.group(1)})
+                assert paired.status_code == 200, paired.text
+                assert "; secure" in paired.headers["set-cookie"].lower()
+                own = phone.post("/api/logout", headers={"Origin": public})
+                assert own.status_code == 200, own.text
+        up.send_signal(signal.SIGINT)
+        assert up.wait(30) == 0
+    finally:
+        if up.poll() is None:
+            up.kill()
+            up.wait()
+        if up.stdout is not None:
+            up.stdout.close()
+        subprocess.run(["tmux", "-L", socket, "kill-server"], capture_output=True, check=False)

@@ -7,6 +7,7 @@ send on (Host, X-Forwarded-*) is sent to the relay's loopback port by the test i
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import re
@@ -26,6 +27,7 @@ from cli import publish
 from cli import tailscale as ts
 from tests.support.bridge import FAKE as FAKE_CLAUDE
 from tests.support.relay import free_port
+from wire import config as configmod
 
 FAKES = Path(__file__).resolve().parent / "fakes"
 HOST = "mybox.tail1234.ts.net"
@@ -360,3 +362,30 @@ def test_a_remembered_choice_file_is_private_and_read_back(tmp_path: Path) -> No
     (folder / publish.CHOICE_FILE).write_text("{}")
     with pytest.raises(publish.PublishError, match="no known choice"):
         publish.load_choice(folder)
+
+
+def _flags(**given: Any) -> argparse.Namespace:
+    values = {"tailscale": False, "funnel": False, "local": False, "public_url": None}
+    return argparse.Namespace(**{**values, **given})
+
+
+def test_a_serve_left_by_a_killed_up_stays_known_as_ours(tmp_path: Path) -> None:
+    folder = tmp_path / "relay"
+    publish.save_choice(folder, publish.Choice("tailscale", served="http://127.0.0.1:8765"))
+    again = publish.choose(_flags(tailscale=True), folder)
+    assert again == publish.Choice("tailscale", served="http://127.0.0.1:8765")
+    assert publish.choose(_flags(local=True), folder) == publish.Choice("local")
+    assert publish.choose(_flags(), folder) == publish.Choice("local")  # forgotten
+
+
+def test_the_relay_behind_a_proxy_on_this_machine_believes_loopback(tmp_path: Path) -> None:
+    cfg = configmod.load({"data_dir": str(tmp_path)}, environ={})
+    behind = publish.prepare(publish.Choice("url", "https://relay.example"), cfg)
+    assert behind.config.base_url == "https://relay.example" and behind.note == ""
+    assert behind.config.str("trusted_proxies") == publish.LOOPBACK_PROXIES
+    lan = publish.prepare(publish.Choice("url", "http://192.168.1.20:8765"), cfg)
+    assert lan.note == publish.PLAIN_HTTP and lan.config.str("trusted_proxies") == ""
+    local = publish.prepare(publish.Choice("local"), cfg)
+    assert local.note == publish.LOCAL_ONLY and local.config.str("trusted_proxies") == ""
+    with pytest.raises(publish.PublishError, match="is not an http"):
+        publish.choose(_flags(public_url="relay.example"), tmp_path)
