@@ -163,6 +163,18 @@ def cmd_up(args: argparse.Namespace) -> int:
     store.close()
     _check_port_free(cfg)
     _warn_old_proxy_setting(cfg)
+    token = token_file.read_text().strip()
+    from cli.publish import PublishError
+
+    try:
+        with link.serving():  # Tailscale serves the relay until it stops
+            _print_up(cfg, agent_dir, code, link.note)
+            return asyncio.run(_serve_with_agent(cfg, args, agent_dir, token, extra))
+    except PublishError as exc:
+        _fail(exc.message, exc.hint)
+
+
+def _print_up(cfg: configmod.Config, agent_dir: Path, code: str, note: str) -> None:
     pair_link = _pair_link(cfg, code)
     print("claude-bridge is starting on this machine.")
     print(f"  relay data:   {cfg.data_path}")
@@ -173,17 +185,9 @@ def cmd_up(args: argparse.Namespace) -> int:
         f"                (or type the code {code} on the page; it works once, for "
         f"{int(cfg.float('pair_code_ttl') // 60)} minutes)"
     )
-    if link.note:
-        print(f"                {link.note}")
+    if note:
+        print(f"                {note}")  # how far the link reaches (cli/publish.py)
     _print_qr(pair_link)
-    token = token_file.read_text().strip()
-    from cli.publish import PublishError
-
-    try:
-        with link.serving():  # Tailscale serves the relay until it stops
-            return asyncio.run(_serve_with_agent(cfg, args, agent_dir, token, extra))
-    except PublishError as exc:
-        _fail(exc.message, exc.hint)
 
 
 def _link(args: argparse.Namespace) -> Link:
@@ -260,10 +264,10 @@ async def _serve_with_agent(
         except ClaudeMissing as exc:
             print(f"  no local agent: {exc}", flush=True)
             agent = None
-    print("  Press Ctrl-C to stop (sessions keep running and are picked up next time).", flush=True)
     loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
+    for sig in (signal.SIGINT, signal.SIGTERM):  # before saying so: a Ctrl-C then stops cleanly
         loop.add_signal_handler(sig, lambda: setattr(server, "should_exit", True))
+    print("  Press Ctrl-C to stop (sessions keep running and are picked up next time).", flush=True)
     try:
         await serving
     finally:

@@ -336,6 +336,7 @@ def test_up_tailscale_says_what_is_wrong_in_one_line_and_how_to_fix_it(
     assert len(lines) == 2 and lines[0].startswith("claude-bridge: "), result.stderr
     assert message in lines[0] and hint in lines[1], result.stderr
     assert served(state) == before  # nothing left changed
+    assert "pair a phone" not in result.stdout  # no link that would not open
 
 
 def test_up_tailscale_without_tailscale_installed(tmp_path: Path, state: Path) -> None:
