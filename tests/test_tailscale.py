@@ -390,3 +390,23 @@ def test_the_relay_behind_a_proxy_on_this_machine_believes_loopback(tmp_path: Pa
     assert local.note == publish.LOCAL_ONLY and local.config.str("trusted_proxies") == ""
     with pytest.raises(publish.PublishError, match="is not an http"):
         publish.choose(_flags(public_url="relay.example"), tmp_path)
+
+
+@pytest.mark.slow
+def test_a_serve_left_by_a_killed_up_is_taken_over_by_the_next(tmp_path: Path, state: Path) -> None:
+    first = Up(tmp_path, state)
+    proc, _ = first.start("--tailscale")
+    first.stop(proc, signal.SIGKILL)  # no chance to undo anything
+    left = served(state)["Web"][f"{HOST}:443"]["Handlers"]["/"]
+    assert left == {"Proxy": f"http://127.0.0.1:{first.port}"}
+
+    second = Up(tmp_path, state)  # another port this time
+    proc, out = second.start("--tailscale")
+    try:
+        assert f"open {URL}/pair.html#" in out
+        handler = served(state)["Web"][f"{HOST}:443"]["Handlers"]["/"]
+        assert handler == {"Proxy": f"http://127.0.0.1:{second.port}"}
+    finally:
+        second.stop(proc, signal.SIGINT)
+    assert proc.returncode == 0
+    assert served(state) == {}
