@@ -26,10 +26,13 @@ import time
 import uuid
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn
 
 from relay.webfiles import WebFilesMissing
 from wire import config as configmod
+
+if TYPE_CHECKING:
+    from cli.publish import Link
 
 DEFAULT_DATA = "~/.claude-bridge/relay"
 
@@ -146,7 +149,8 @@ def cmd_up(args: argparse.Namespace) -> int:
 
     agent_dir = _local_agent_dir(args)
     extra = resolve_claude_args(args, agent_dir)  # a refused argument stops here, before anything
-    cfg = _config(args)
+    link = _link(args)  # so does Tailscale not ready, or a choice that cannot be used
+    cfg = link.config
     store = _store(cfg)
     account = store.ensure_account()
     code = store.create_pair_code(account, "phone", "phone")
@@ -160,19 +164,42 @@ def cmd_up(args: argparse.Namespace) -> int:
     store.close()
     _check_port_free(cfg)
     _warn_old_proxy_setting(cfg)
-    link = _pair_link(cfg, code)
+    token = token_file.read_text().strip()
+    from cli.publish import PublishError
+
+    try:
+        with link.serving():  # Tailscale serves the relay until it stops
+            _print_up(cfg, agent_dir, code, link.note)
+            return asyncio.run(_serve_with_agent(cfg, args, agent_dir, token, extra))
+    except PublishError as exc:
+        _fail(exc.message, exc.hint)
+
+
+def _print_up(cfg: configmod.Config, agent_dir: Path, code: str, note: str) -> None:
+    pair_link = _pair_link(cfg, code)
     print("claude-bridge is starting on this machine.")
     print(f"  relay data:   {cfg.data_path}")
     print(f"  agent data:   {agent_dir}")
     print(f"  control page: {cfg.base_url}/")
-    print(f"  pair a phone: open {link}")
+    print(f"  pair a phone: open {pair_link}")
     print(
         f"                (or type the code {code} on the page; it works once, for "
         f"{int(cfg.float('pair_code_ttl') // 60)} minutes)"
     )
-    _print_qr(link)
-    token = token_file.read_text().strip()
-    return asyncio.run(_serve_with_agent(cfg, args, agent_dir, token, extra))
+    if note:
+        print(f"                {note}")  # how far the link reaches (cli/publish.py)
+    _print_qr(pair_link)
+
+
+def _link(args: argparse.Namespace) -> Link:
+    """How a phone reaches this relay (cli/publish.py): chosen now, or remembered."""
+    from cli import publish
+
+    cfg = _config(args)
+    try:
+        return publish.prepare(publish.choose(args, cfg.data_path), cfg)
+    except publish.PublishError as exc:
+        _fail(exc.message, exc.hint)
 
 
 def _local_agent_dir(args: argparse.Namespace) -> Path:
@@ -238,10 +265,10 @@ async def _serve_with_agent(
         except ClaudeMissing as exc:
             print(f"  no local agent: {exc}", flush=True)
             agent = None
-    print("  Press Ctrl-C to stop (sessions keep running and are picked up next time).", flush=True)
     loop = asyncio.get_running_loop()
-    for sig in (signal.SIGINT, signal.SIGTERM):
+    for sig in (signal.SIGINT, signal.SIGTERM):  # before saying so: a Ctrl-C then stops cleanly
         loop.add_signal_handler(sig, lambda: setattr(server, "should_exit", True))
+    print("  Press Ctrl-C to stop (sessions keep running and are picked up next time).", flush=True)
     try:
         await serving
     finally:
@@ -507,6 +534,26 @@ def build_parser() -> argparse.ArgumentParser:
         "--socket",
         default="claude-bridge",
         help="the agent's tmux socket name (-L), never your own tmux server (default claude-bridge)",
+    )
+    reach = up.add_argument_group(
+        "how your phone reaches it (remembered for the next `up`; the default is this computer "
+        "only)"
+    )
+    reach.add_argument(
+        "--tailscale",
+        action="store_true",
+        help="serve it over HTTPS inside your tailnet with `tailscale serve`, at this machine's "
+        "*.ts.net name (undone when up stops)",
+    )
+    reach.add_argument(
+        "--funnel",
+        action="store_true",
+        help="like --tailscale, but public on the internet through Tailscale Funnel",
+    )
+    reach.add_argument(
+        "--local",
+        action="store_true",
+        help="forget a remembered --tailscale, --funnel or --public-url: loopback only",
     )
     up.set_defaults(func=cmd_up)
 
