@@ -403,26 +403,35 @@ class Entry:
     is_dir: bool
 
 
-def decide_permissions(folders: Sequence[tuple[Entry, Sequence[Entry]]]) -> Result:
-    """Folders 0700, their files 0600. A file others can read through a folder others can
+@dataclass(frozen=True)
+class Folder:
+    """A data folder and the files in it; ``behind`` names the private folder it sits in, if
+    any (then nobody else can reach it, however loose it is)."""
+
+    entry: Entry
+    files: Sequence[Entry] = ()
+    behind: str = ""
+
+
+def decide_permissions(folders: Sequence[Folder]) -> Result:
+    """Folders 0700, their files 0600. A file others can read through folders others can
     enter fails; a loose folder or file behind a private one is a warning."""
     loose_dirs: list[str] = []
     loose_files: list[str] = []
     exposed = False
-    checked = 0
-    for folder, files in folders:
-        checked += 1 + len(files)
-        folder_open = bool(folder.mode & 0o077)
-        if folder_open:
-            loose_dirs.append(folder.path)
-        for entry in files:
+    for folder in folders:
+        if folder.entry.mode & 0o077:
+            loose_dirs.append(folder.entry.path)
+        enterable = not folder.behind and bool(folder.entry.mode & 0o011)
+        for entry in folder.files:
             if entry.mode & 0o077:
                 loose_files.append(entry.path)
-                exposed = exposed or bool(folder.mode & 0o011 and entry.mode & 0o044)
+                exposed = exposed or (enterable and bool(entry.mode & 0o044))
     if not folders:
         return Result("permissions", "skipped", "no data folder exists yet")
     if not loose_dirs and not loose_files:
-        shown = ", ".join(f.path for f, _ in folders)
+        checked = sum(1 + len(f.files) for f in folders)
+        shown = ", ".join(f.entry.path for f in folders if not f.behind)
         return Result("permissions", "ok", f"{shown}: folders 0700, files 0600 ({checked} checked)")
     parts = []
     if loose_dirs:
@@ -484,9 +493,9 @@ def _duration(seconds: float) -> str:
     return f"{whole / 3600:.1f} h"
 
 
-def _mode(folders: Sequence[tuple[Entry, Sequence[Entry]]], path: str) -> str:
-    for folder, files in folders:
-        for entry in (folder, *files):
+def _mode(folders: Sequence[Folder], path: str) -> str:
+    for folder in folders:
+        for entry in (folder.entry, *folder.files):
             if entry.path == path:
                 return f"{stat.S_IMODE(entry.mode):04o}"
     return "?"
@@ -640,26 +649,33 @@ def probe_hook(environ: dict[str, str]) -> HookProbe:
                      delivered=delivered)  # fmt: skip
 
 
-def _entries(folder: Path, names: Callable[[Path], Sequence[Path]]) -> tuple[Entry, list[Entry]]:
+def _folder(folder: Path, names: Sequence[Path], behind: str = "") -> Folder:
     files = []
-    for path in names(folder):
+    for path in names:
         try:
             info = path.lstat()
         except OSError:
             continue
         if stat.S_ISREG(info.st_mode):
             files.append(Entry(str(path), stat.S_IMODE(info.st_mode), False))
-    return Entry(str(folder), stat.S_IMODE(folder.stat().st_mode), True), files
+    return Folder(Entry(str(folder), stat.S_IMODE(folder.stat().st_mode), True), files, behind)
 
 
-def probe_permissions(relay_dir: Path, agent_dir: Path) -> list[tuple[Entry, list[Entry]]]:
+def probe_permissions(relay_dir: Path, agent_dir: Path) -> list[Folder]:
+    """The agent's folder, its files and its subfolders' (the event archive); the relay's
+    folder and the files the relay keeps there (it may share a folder with others: --data ~)."""
     from relay.datadir import RELAY_FILES
 
     found = []
     if agent_dir.is_dir():
-        found.append(_entries(agent_dir, lambda d: sorted(d.iterdir())))
+        top = _folder(agent_dir, sorted(agent_dir.iterdir()))
+        found.append(top)
+        private = "" if top.entry.mode & 0o011 else str(agent_dir)
+        for sub in sorted(agent_dir.iterdir()):
+            if sub.is_dir() and not sub.is_symlink() and sub.resolve() != relay_dir.resolve():
+                found.append(_folder(sub, sorted(sub.iterdir()), private))
     if relay_dir.is_dir():
-        found.append(_entries(relay_dir, lambda d: [d / n for n in sorted(RELAY_FILES)]))
+        found.append(_folder(relay_dir, [relay_dir / n for n in sorted(RELAY_FILES)]))
     return found
 
 

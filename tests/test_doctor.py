@@ -23,6 +23,7 @@ import pytest
 from cli import doctor
 from cli.doctor import (
     Entry,
+    Folder,
     HookProbe,
     LinkProbe,
     RelayProbe,
@@ -179,19 +180,25 @@ def test_agent_link_decisions() -> None:
 
 
 def test_permissions_decisions() -> None:
-    private = (Entry("/a", 0o700, True), [Entry("/a/device-token", 0o600, False)])
+    private = Folder(Entry("/a", 0o700, True), [Entry("/a/device-token", 0o600, False)])
     assert decide_permissions([private]).status == "ok"
     assert decide_permissions([]).status == "skipped"
-    behind_private = (Entry("/a", 0o700, True), [Entry("/a/device-token", 0o644, False)])
+    behind_private = Folder(Entry("/a", 0o700, True), [Entry("/a/device-token", 0o644, False)])
     warn = decide_permissions([behind_private])
     assert warn.status == "warn" and warn.fix == "chmod 600 /a/device-token"
     assert "/a/device-token (0644)" in warn.detail
-    open_all = (Entry("/a b", 0o755, True), [Entry("/a b/relay.db", 0o644, False)])
+    open_all = Folder(Entry("/a b", 0o755, True), [Entry("/a b/relay.db", 0o644, False)])
     fail = decide_permissions([open_all])
     assert fail.status == "fail"
     assert fail.fix == "chmod 700 '/a b' && chmod 600 '/a b/relay.db'"
-    folder_only = (Entry("/a", 0o755, True), [Entry("/a/relay.db", 0o600, False)])
+    folder_only = Folder(Entry("/a", 0o755, True), [Entry("/a/relay.db", 0o600, False)])
     assert decide_permissions([folder_only]).status == "warn"
+    # A loose archive inside a private agent folder: nobody else reaches it, still fix it.
+    nested = Folder(Entry("/a/events", 0o755, True), [Entry("/a/events/s.jsonl", 0o644, False)],
+                    behind="/a")  # fmt: skip
+    inside = decide_permissions([private, nested])
+    assert inside.status == "warn"
+    assert inside.fix == "chmod 700 /a/events && chmod 600 /a/events/s.jsonl"
 
 
 def test_clock_skew_decisions() -> None:
@@ -577,3 +584,44 @@ def test_up_prints_only_the_quick_checks_that_fail_or_warn(tmp_path: Path) -> No
     assert "! Claude Code" in before and "2.1.999 is newer" in before
     assert "✓" not in text  # what is fine is not printed
     assert "Web Push" not in before and "clock" not in before  # no network checks here
+
+
+def test_a_fresh_up_prints_no_check_and_leaves_everything_private(tmp_path: Path) -> None:
+    """The real `up` (relay + agent with the fake claude in real tmux): nothing to report before
+    it starts, and every file it and its agent write passes the permissions check."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CB_")}
+    env["HOME"] = str(tmp_path / "home")
+    socket_name = f"cbdoc-{os.getpid()}"
+    agent, relay_dir = tmp_path / "agent", tmp_path / "relay"
+    up = subprocess.Popen(
+        [sys.executable, "-m", "cli", "up", "--data", str(relay_dir), "--agent-data", str(agent),
+         "--port", str(free_port()), "--claude", FAKE, "--socket", socket_name,
+         "--claude-arg=--chrome"],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env, cwd=REPO,
+    )  # fmt: skip
+    out: list[str] = []
+    try:
+        assert up.stdout is not None
+        deadline = time.monotonic() + 60
+        while not any("Press Ctrl-C" in line for line in out):
+            assert time.monotonic() < deadline and up.poll() is None, "".join(out)
+            out.append(up.stdout.readline())
+        while not (agent / "device-id").exists():  # written once the agent has linked
+            assert time.monotonic() < deadline, "".join(out)
+            time.sleep(0.1)
+        result = decide_permissions(doctor.probe_permissions(relay_dir, agent))
+        up.send_signal(signal.SIGINT)
+        assert up.wait(30) in {0, 130}
+    finally:
+        if up.poll() is None:
+            up.kill()
+            up.wait()
+        if up.stdout is not None:
+            up.stdout.close()
+        subprocess.run(["tmux", "-L", socket_name, "kill-server"], capture_output=True, check=False)
+    text = "".join(out)
+    assert text.startswith("claude-bridge is starting"), text  # no check had anything to say
+    assert "local agent:  running claude" in text
+    assert result.status == "ok", result
+    names = {Path(p).name for p in os.listdir(agent)}
+    assert {"device-token", "device-id", "hook-port", "hooks.json", "claude-args.json"} <= names
