@@ -240,11 +240,15 @@ class RelayProbe:
 def decide_relay(probe: RelayProbe) -> Result:
     url = probe.url
     if probe.status_code is None:
-        fix = (
-            "start it: claude-bridge up"
-            if is_loopback(url)
-            else "check the relay and its proxy (deploy/Caddyfile) run, and the address (--relay URL)"
-        )
+        if "CERTIFICATE_VERIFY_FAILED" in probe.error:
+            fix = (
+                "give it a certificate phones trust (tailscale serve has one), or trust the "
+                "proxy's own CA here and on the phone (caddy trust)"
+            )
+        elif is_loopback(url):
+            fix = "start it: claude-bridge up"
+        else:
+            fix = "check the relay and its proxy (deploy/Caddyfile) run, and the address (--relay URL)"
         return Result("relay", "fail", f"no relay answers at {url}: {probe.error}", fix)
     if not probe.healthy:
         return Result(

@@ -132,8 +132,11 @@ def test_relay_reachability() -> None:
     assert lan.status == "warn" and "plain http" in lan.detail
     down = decide_relay(RelayProbe("http://127.0.0.1:8765", error="Connection refused"))
     assert down.status == "fail" and down.fix == "start it: claude-bridge up"
-    far = decide_relay(RelayProbe("https://relay.example", error="certificate verify failed"))
-    assert far.status == "fail" and "certificate" in far.detail and "proxy" in far.fix
+    far = decide_relay(RelayProbe("https://relay.example", error="Connection refused"))
+    assert far.status == "fail" and "Connection refused" in far.detail and "proxy" in far.fix
+    error = "[SSL: CERTIFICATE_VERIFY_FAILED] certificate verify failed: self-signed certificate"
+    untrusted = decide_relay(RelayProbe("https://relay.example", error=error))
+    assert untrusted.status == "fail" and "caddy trust" in untrusted.fix
     other = decide_relay(_answer("https://relay.example", status_code=404, body=None))
     assert other.status == "fail" and "HTTP 404" in other.detail
 
@@ -625,3 +628,97 @@ def test_a_fresh_up_prints_no_check_and_leaves_everything_private(tmp_path: Path
     assert result.status == "ok", result
     names = {Path(p).name for p in os.listdir(agent)}
     assert {"device-token", "device-id", "hook-port", "hooks.json", "claude-args.json"} <= names
+
+
+def _self_signed(folder: Path) -> tuple[Path, Path]:
+    """A certificate for 127.0.0.1 and its key: the trust a TLS proxy's own CA would give."""
+    import datetime
+    import ipaddress
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "claude-bridge test")])
+    now = datetime.datetime.now(datetime.UTC)
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(name)
+        .issuer_name(name)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + datetime.timedelta(days=1))
+        .add_extension(
+            x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
+            critical=False,
+        )
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .sign(key, hashes.SHA256())
+    )
+    cert_file, key_file = folder / "cert.pem", folder / "key.pem"
+    cert_file.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    key_file.write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
+        )
+    )
+    return cert_file, key_file
+
+
+@pytest.fixture
+def https_relay(tmp_path: Path) -> Iterator[tuple[RelayServer, Path]]:
+    """The real relay served over HTTPS by uvicorn itself, with a certificate this test makes."""
+    import uvicorn
+
+    from relay.app import server_options
+
+    cert, key = _self_signed(tmp_path)
+    server = RelayServer(tmp_path / "tls-relay")
+    server.server = uvicorn.Server(
+        uvicorn.Config(
+            server.app,
+            host="127.0.0.1",
+            port=server.port,
+            log_level="warning",
+            ssl_certfile=str(cert),
+            ssl_keyfile=str(key),
+            **server_options(server.config),
+        )
+    )
+    server.thread = threading.Thread(target=server.server.run, daemon=True)
+    server.start()
+    yield server, cert
+    server.stop()
+
+
+def test_a_relay_over_https_makes_the_relay_and_web_push_checks_pass(
+    tmp_path: Path, https_relay: tuple[RelayServer, Path]
+) -> None:
+    server, cert = https_relay
+    url = f"https://127.0.0.1:{server.port}"
+    account = server.account()
+    args = ["--json", "--relay", url, "--data", str(server.config.data_path), "--agent-data",
+            str(_agent_dir(tmp_path, account)), "--claude", FAKE]  # fmt: skip
+    # Not trusted here: the relay check says so (a phone would refuse it too).
+    untrusted = _by_name(_doctor(tmp_path, *args, path=_bin(tmp_path), code=1))
+    assert untrusted["relay"]["status"] == "fail"
+    assert "CERTIFICATE_VERIFY_FAILED" in untrusted["relay"]["detail"]
+    assert "caddy trust" in untrusted["relay"]["fix"]
+    assert untrusted["push"]["status"] == "skipped" and untrusted["clock"]["status"] == "skipped"
+    # Trusted (as `caddy trust` or a public certificate would make it).
+    env = {"SSL_CERT_FILE": str(cert)}
+    by = _by_name(_doctor(tmp_path, *args, "--token", account.phone_token, path=_bin(tmp_path),
+                          env=env, code=0))  # fmt: skip
+    assert by["relay"]["status"] == "ok" and "over HTTPS" in by["relay"]["detail"], by["relay"]
+    assert by["push"]["status"] == "ok"
+    assert "VAPID key (asked the relay with the phone token)" in by["push"]["detail"]
+    assert by["clock"]["status"] == "ok"
+    assert by["link"]["status"] == "warn"  # known, and offline: no agent is linked to it
+    without_token = _by_name(_doctor(tmp_path, *args, path=_bin(tmp_path), env=env, code=0))
+    assert without_token["push"]["status"] == "ok"
+    assert str(server.config.data_path / "vapid.pem") in without_token["push"]["detail"]
