@@ -44,8 +44,8 @@ MIN_PYTHON = (3, 11)
 PROBE_TIMEOUT_S = 5.0
 """How long one request to the relay may take before it counts as unreachable."""
 CLOCK_SKEW_WARN_S = 30.0
-"""Clock difference with the relay above which doctor warns (pairing codes, token expiry and
-Web Push's signed tokens all compare times across the two machines)."""
+"""Clock difference with the relay above which doctor warns: a wrong clock on either side breaks
+HTTPS certificates and Web Push's signed tokens, and shows wrong times on the phone."""
 HOOK_DRY_RUN_TIMEOUT_S = 10.0
 REACH_FIX = (
     "reach it from the phone: claude-bridge up --tailscale, or --public-url https://… "
@@ -133,11 +133,12 @@ def decide_mux(path: str | None, missing: str, version_output: str | None, minim
             f"reinstall {name}; the agent needs tmux {minimum} or newer",
         )
     have, need = _version_key(version), _version_key(minimum)
-    if have is not None and need is not None and have < need:
+    if name == "tmux" and have is not None and need is not None and have < need:
         return Result(
             "tmux",
             "fail",
-            f"{name} {version} at {path} is older than {minimum}, the oldest the agent works with",
+            f"{name} {version} at {path} is older than {minimum}, the oldest the agent's tmux "
+            "library (libtmux) accepts",
             "upgrade tmux: brew upgrade tmux (macOS) / apt install tmux from a newer release",
         )
     return Result("tmux", "ok", f"{name} {version} at {path}")
@@ -473,8 +474,8 @@ def decide_clock(probe: RelayProbe, system: str, threshold: float = CLOCK_SKEW_W
     return Result(
         "clock",
         "warn",
-        f"this clock is {_duration(abs(skew))} {side} the relay's: pairing codes, token expiry "
-        "and Web Push compare the two",
+        f"this clock is {_duration(abs(skew))} {side} the relay's: a wrong clock breaks HTTPS "
+        "certificates and Web Push, and shows wrong times on the phone",
         fix + " (on whichever machine is wrong)",
     )
 
@@ -780,7 +781,9 @@ def probe_link(
     relay_url = _read(agent_dir / RELAY_FILE) or local_url
     if not token:
         return LinkProbe(str(agent_dir), relay_url, False)
-    checked, problem, name = _token_in_relay_data(relay_dir, token)
+    checked, problem, name = False, None, ""
+    if is_loopback(relay_url):  # its relay is this machine's: the relay's own data can tell
+        checked, problem, name = _token_in_relay_data(relay_dir, token)
     if problem:
         return LinkProbe(str(agent_dir), relay_url, True, problem, True, name)
     device_id = _read(agent_dir / DEVICE_ID_FILE)

@@ -457,6 +457,10 @@ def test_a_revoked_mac_token_fails(tmp_path: Path, relay: RelayServer, account: 
     (tmp_path / "agent" / "device-token").write_text("not-a-token\n")
     link = _link(tmp_path, relay, account.phone_token)
     assert link.status == "fail" and "not known to the relay" in link.detail
+    # An agent linked to a relay elsewhere is not judged by this machine's relay data.
+    (tmp_path / "agent" / "relay-url").write_text("https://relay.example\n")
+    link = _link(tmp_path, relay, "")
+    assert link.status == "skipped" and "https://relay.example" in link.detail
 
 
 def test_loose_permissions_are_fixed_by_the_printed_command(
