@@ -603,12 +603,15 @@ def check_claude(explicit: str | None) -> Result:
 class _HookCatcher(http.server.BaseHTTPRequestHandler):
     """A stand-in for the agent's hook endpoint: notes that a well-formed report arrived."""
 
-    arrived: list[tuple[str, str, bytes]]
+    arrived: list[tuple[str, str, str, bytes]]
 
     def do_POST(self) -> None:
         length = int(self.headers.get("Content-Length") or 0)
         body = self.rfile.read(length)
-        self.arrived.append((self.path, self.headers.get("X-CB-Session", ""), body))
+        headers = self.headers
+        self.arrived.append(
+            (self.path, headers.get("X-CB-Session", ""), headers.get("X-CB-Secret", ""), body)
+        )
         self.send_response(204)
         self.end_headers()
 
@@ -627,7 +630,7 @@ def probe_hook(environ: dict[str, str]) -> HookProbe:
     curl = shutil.which("curl", path=environ.get("PATH"))
     if not executable or curl is None:
         return HookProbe(str(path), executable=executable, curl=curl)
-    arrived: list[tuple[str, str, bytes]] = []
+    arrived: list[tuple[str, str, str, bytes]] = []
     handler = type("Catcher", (_HookCatcher,), {"arrived": arrived})
     server = http.server.HTTPServer(("127.0.0.1", 0), handler)
     thread = threading.Thread(target=server.serve_forever, daemon=True)
@@ -649,7 +652,7 @@ def probe_hook(environ: dict[str, str]) -> HookProbe:
     finally:
         server.shutdown()
         server.server_close()
-    delivered = arrived == [("/hook/Stop", "doctor", payload)]
+    delivered = arrived == [("/hook/Stop", "doctor", "dry-run", payload)]
     return HookProbe(str(path), executable=True, curl=curl, exit_code=code, output=output,
                      delivered=delivered)  # fmt: skip
 
@@ -789,7 +792,7 @@ def probe_link(
     device_id = _read(agent_dir / DEVICE_ID_FILE)
     online: bool | None = None
     if not phone_token:
-        note = "no phone token (pass --token or set CB_TOKEN)"
+        note = "no phone token; pass --token or set CB_TOKEN"
     elif not public.healthy:
         note = "the relay did not answer"
     elif not device_id:
