@@ -23,7 +23,7 @@ TAIL_BYTES = 64 * 1024
 class DiskArchive:
     def __init__(self, folder: Path) -> None:
         self.folder = folder
-        self.folder.mkdir(parents=True, exist_ok=True)
+        self.folder.mkdir(mode=0o700, parents=True, exist_ok=True)  # transcripts: private
         self._last: dict[str, int] = {}
         self._epochs: dict[str, str] = {}
         for path in self.folder.glob("*.jsonl"):
@@ -62,7 +62,8 @@ class DiskArchive:
         self._epochs[session_id] = epoch
         if not fresh:
             return
-        with self.path(session_id).open("a", encoding="utf-8") as handle:
+        fd = os.open(self.path(session_id), os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        with open(fd, "a", encoding="utf-8") as handle:
             for event in fresh:
                 handle.write(event.model_dump_json(exclude_none=True))
                 handle.write("\n")

@@ -92,6 +92,7 @@ def resolve_link(args: argparse.Namespace, folder: Path) -> tuple[str, str]:
 
 def resolve_claude_args(args: argparse.Namespace, folder: Path) -> list[str]:
     """The extra claude arguments: given now (then remembered), forgotten, or remembered."""
+    from agent.files import write_text
     from agent.launch import BadClaudeArgs, check_claude_args
 
     path = folder / CLAUDE_ARGS_FILE
@@ -104,7 +105,7 @@ def resolve_claude_args(args: argparse.Namespace, folder: Path) -> list[str]:
         except BadClaudeArgs as exc:
             _fail(str(exc))
         folder.mkdir(mode=0o700, parents=True, exist_ok=True)  # a first run: nothing there yet
-        path.write_text(json.dumps(extra))
+        write_text(path, json.dumps(extra))  # 0600, as everything the agent keeps
         return extra
     try:
         saved = json.loads(path.read_text())

@@ -43,6 +43,7 @@ from agent.driver import (
     set_policy,
 )
 from agent.errors import BatchRefused, CommandFailed, MuxError, NotLinked
+from agent.files import write_text
 from agent.hookserver import HookServer, OnHook, SecretFor, permission_decision
 from agent.hooksettings import build_settings, hook_command_path, hook_env, write_settings
 from agent.launch import (
@@ -220,7 +221,7 @@ class Agent:
         if warning:
             _log.warning(warning)
         await self.hook_server.start()
-        (self.data / "hook-port").write_text(str(self.hook_server.port))
+        write_text(self.data / "hook-port", str(self.hook_server.port))
         write_settings(self.settings_path, build_settings(hook_command_path()))
         self.link.device = DeviceInfo(
             name=self.options.device_name,
@@ -539,7 +540,7 @@ class Agent:
     async def _on_linked(self, welcome: Welcome) -> None:
         # Which Mac this is, for the commands run here (`search --here`, `open`); not a secret.
         with contextlib.suppress(OSError):
-            (self.data / DEVICE_ID_FILE).write_text(welcome.device_id + "\n")
+            write_text(self.data / DEVICE_ID_FILE, welcome.device_id + "\n")
         self.follower_rewind()
         self._wake_transcripts.set()
         for rt in self.runtimes.values():

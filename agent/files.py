@@ -14,8 +14,12 @@ def write_json(path: Path, data: Any) -> None:
     """Write ``data`` as JSON to ``path`` atomically (a temp file in the same folder, fsync,
     rename), mode 0600 whatever the umask (``mkstemp`` makes it so): a crash leaves the old
     file or the new one, never half of one."""
+    write_text(path, json.dumps(data, indent=1, ensure_ascii=False) + "\n")
+
+
+def write_text(path: Path, text: str) -> None:
+    """Write ``text`` to ``path`` as :func:`write_json` does: atomically, mode 0600."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    text = json.dumps(data, indent=1, ensure_ascii=False) + "\n"
     fd, temp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as out:

@@ -10,6 +10,7 @@ claude-bridge cost FILE…         tokens and USD of transcript files taken as o
 claude-bridge open --session ID|-N  resume, start (with that id) or read a session
 claude-bridge sessions           list sessions, newest created first
 claude-bridge audit              every decision on a card: who or which rule, which card, answer
+claude-bridge doctor             check everything the bridge needs, each with its fix
 (the session commands, cli/sessions.py, list the rest)
 """
 
@@ -149,6 +150,9 @@ def cmd_up(args: argparse.Namespace) -> int:
 
     agent_dir = _local_agent_dir(args)
     extra = resolve_claude_args(args, agent_dir)  # a refused argument stops here, before anything
+    from cli.doctor import quick_report
+
+    print(quick_report(args), end="", flush=True)  # only the quick checks that fail or warn
     link = _link(args)  # so does Tailscale not ready, or a choice that cannot be used
     cfg = link.config
     store = _store(cfg)
@@ -671,6 +675,18 @@ def build_parser() -> argparse.ArgumentParser:
         "files", nargs="+", metavar="FILE.jsonl", help="Claude Code transcript files"
     )
     replay.set_defaults(func=cmd_replay)
+
+    from cli.doctor import add_arguments as add_doctor_arguments
+    from cli.doctor import cmd_doctor
+
+    doctor = sub.add_parser(
+        "doctor",
+        help="check everything the bridge needs (tmux, Claude Code, relay, HTTPS, service …)",
+        description="Check what the bridge needs before you trust it; each problem with its fix. "
+        "Exits 1 when a check fails (warnings do not).",
+    )
+    add_doctor_arguments(doctor)
+    doctor.set_defaults(func=cmd_doctor)
 
     from cli.sessions import add_commands as add_session_commands  # open, sessions
 

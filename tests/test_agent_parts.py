@@ -164,6 +164,9 @@ def test_archive_appends_once_and_survives_a_restart(tmp_path: Path) -> None:
     archive.add("s1", "e1", [event(2), event(3)])  # 2 sent again after a reconnect
     lines = (tmp_path / "events" / "s1.jsonl").read_text().splitlines()
     assert [json.loads(x)["seq"] for x in lines] == [1, 2, 3]
+    # Transcripts are private whatever the umask: the folder 0700, its files 0600.
+    assert (tmp_path / "events").stat().st_mode & 0o777 == 0o700
+    assert (tmp_path / "events" / "s1.jsonl").stat().st_mode & 0o777 == 0o600
     again = DiskArchive(tmp_path / "events")
     [pos] = again.positions()
     assert (pos.session_id, pos.last_seq, pos.epoch) == ("s1", 3, "e1")
