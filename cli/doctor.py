@@ -870,6 +870,27 @@ class Places:
     public_url: str  # the address the phone uses
 
 
+def remembered_url(relay_dir: Path) -> str:
+    """The address ``up`` was told to use last time (``link.json``): a ``--public-url``, or the
+    ``*.ts.net`` name when it serves through Tailscale (asked of the tailscale CLI)."""
+    from cli.publish import PublishError, load_choice
+    from cli.tailscale import Tailscale, TailscaleError
+
+    try:
+        choice = load_choice(relay_dir)
+    except PublishError:
+        return ""
+    if choice is None or choice.way == "local":
+        return ""
+    if choice.way == "url":
+        return choice.url
+    try:
+        status = Tailscale().status()
+    except (TailscaleError, OSError):
+        return ""
+    return status.url if status.dns_name else ""
+
+
 def places(options: Options) -> Places:
     from agent.cli import RELAY_FILE
     from agent.cli import data_dir as agent_data_dir
@@ -884,6 +905,7 @@ def places(options: Options) -> Places:
         options.relay_url
         or options.environ.get("CB_RELAY")
         or cfg.str("public_url")
+        or remembered_url(cfg.data_path)
         or _read(agent_dir / RELAY_FILE)
         or cfg.base_url
     )

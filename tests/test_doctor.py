@@ -726,3 +726,14 @@ def test_a_relay_over_https_makes_the_relay_and_web_push_checks_pass(
     without_token = _by_name(_doctor(tmp_path, *args, path=_bin(tmp_path), env=env, code=0))
     assert without_token["push"]["status"] == "ok"
     assert str(server.config.data_path / "vapid.pem") in without_token["push"]["detail"]
+
+
+def test_the_address_up_remembered_is_the_one_doctor_checks(tmp_path: Path) -> None:
+    from cli.doctor import remembered_url
+    from cli.publish import Choice, save_choice
+
+    assert remembered_url(tmp_path) == ""
+    save_choice(tmp_path, Choice("url", "https://relay.example"))
+    assert remembered_url(tmp_path) == "https://relay.example"
+    save_choice(tmp_path, Choice("local"))
+    assert remembered_url(tmp_path) == ""
