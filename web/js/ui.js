@@ -70,3 +70,16 @@ export function actionSheet(title, actions) {
   }
   return dialog;
 }
+
+/** The browser's own bar takes the page's background, light or dark as the system is. */
+export function followTheme() {
+  const dark = matchMedia("(prefers-color-scheme: dark)");
+  const paint = () => {
+    let meta = document.querySelector('meta[name="theme-color"]');
+    if (!meta) { meta = h("meta", { name: "theme-color" }); document.head.append(meta); }
+    meta.setAttribute("content", getComputedStyle(document.documentElement).getPropertyValue("--bg").trim() || (dark.matches ? "#1c1b19" : "#faf9f7"));
+  };
+  paint();
+  dark.addEventListener("change", paint);
+}
+followTheme();
