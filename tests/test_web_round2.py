@@ -15,6 +15,7 @@ from typing import Any
 
 from playwright.sync_api import Page, expect
 
+from tests.support.journeys import events, snapshot, start_session, wait_card, wait_state
 from tests.support.relay import Account
 from tests.support.web import (
     PHONE,
@@ -119,9 +120,12 @@ def test_held_messages_fit_the_phone_and_leave_once_typed(
     items = page.locator(".held-item")
     expect(items).to_have_count(2)
     no_overflow(page)
-    for i in range(2):  # the state is on the screen, not pushed off its right edge
-        right = items.nth(i).locator(".held-state").evaluate("e => e.getBoundingClientRect().right")
-        assert 0 < right <= PHONE["width"], right
+    # each state is on the screen, not pushed off its right edge
+    page.wait_for_function(
+        """(width) => { const r = [...document.querySelectorAll('.held-state')].map(e => e.getBoundingClientRect().right);
+                        return r.length === 2 && r.every(x => x > 0 && x <= width); }""",
+        arg=PHONE["width"],
+    )
     phone.shot("40-held-fits")
 
     # "Send now" types the held ones with this one, as one block: the page says so
@@ -457,3 +461,229 @@ def test_theme_color_follows_light_and_dark(
             "() => document.querySelector('meta[name=theme-color]').content"
         )
     assert colours["light"] != colours["dark"], colours
+
+
+# -- 4. overview ----------------------------------------------------------------------------------
+
+
+def test_the_overview_lists_a_waiting_session_once_and_the_new_button_hides_no_row(
+    phone: Phone, scripted: ScriptedMac, account: Account
+) -> None:
+    waiting = new_sid()
+    others = [new_sid() for _ in range(9)]
+    scripted.send_json_lines(waiting, [user_line("deploy the shop", str(uuid.uuid4()))])
+    for i, sid in enumerate(others):
+        scripted.send_json_lines(
+            sid, [user_line(f"task {i}: a long title for a row " * 3, str(uuid.uuid4()))]
+        )
+        scripted.update(sid, state="idle")
+    scripted.update(waiting, state="waiting", card=long_bash_card("card-o"))
+    page = phone.login(account).open("/")
+    expect(page.locator("#needs-count")).to_have_text("1 session needs you")
+    expect(page.locator(f".session-row[data-id='{waiting}']")).to_have_count(1)
+    expect(
+        page.locator(f".needs .session-row[data-id='{waiting}'] .row-meta").last
+    ).to_contain_text("Studio · ~/src/shop")
+    mac = page.locator(f"section.mac[data-device='{account.device_id}']")
+    expect(mac.locator(".session-row")).to_have_count(9)
+    no_overflow(page)
+    assert not small_targets(page), small_targets(page)
+    # "+ New session" is a bar across the screen; at the end of the list no row is under it
+    page.evaluate("() => window.scrollTo(0, document.documentElement.scrollHeight)")
+    page.wait_for_timeout(200)
+    fab = page.locator("a.fab").evaluate(
+        "e => { const r = e.getBoundingClientRect(); return [r.left, r.right, r.top]; }"
+    )
+    assert fab[0] <= 0 and fab[1] >= PHONE["width"], fab
+    last = page.locator(".session-row").last.evaluate("e => e.getBoundingClientRect().bottom")
+    assert last <= fab[2], (last, fab)
+    phone.shot("48-overview-once")
+
+
+# -- 5. not paired ---------------------------------------------------------------------------------
+
+
+def test_the_not_paired_page_says_only_what_to_do(phone: Phone) -> None:
+    page = phone.open("/")
+    expect(page.locator("main")).to_contain_text("not paired")
+    page.wait_for_timeout(300)
+    for hidden in ("#live", "#band", "#settings-link"):
+        assert not page.locator(hidden).is_visible(), hidden
+    text = page.locator("body").inner_text()
+    assert "`" not in text and "Connecting" not in text and "Reconnecting" not in text, text
+    no_overflow(page)
+    phone.shot("49-not-paired")
+    page.goto("/pair.html#NOPE-NOPE")
+    expect(page.locator("#status")).to_have_class("error")
+    status = page.locator("#status").inner_text()
+    assert status[:1].isupper(), status
+    assert "`" not in page.locator("body").inner_text()
+
+
+def test_two_phones_of_the_same_name_can_be_told_apart(
+    phone: Phone, relay: Any, account: Account
+) -> None:
+    relay.state.store.create_token(account.account_id, "phone", "iPhone")
+    relay.state.store.create_token(account.account_id, "phone", "iPhone")
+    page = phone.login(account).open("/#/settings")
+    rows = page.locator("#phones li", has_text="iPhone")
+    expect(rows).to_have_count(2)
+    titles = rows.locator(".row-title").all_inner_texts()
+    assert len(set(titles)) == 2, titles
+    for meta in rows.locator(".row-meta").all_inner_texts():
+        assert "paired " in meta and "last used" in meta, meta
+    no_overflow(page)
+    assert not small_targets(page), small_targets(page)
+    phone.shot("50-phones-twins")
+
+
+# -- 6. conversation -------------------------------------------------------------------------------
+
+
+def test_tool_calls_are_one_line_that_opens_and_read_has_a_gutter(
+    phone: Phone, scripted: ScriptedMac, account: Account
+) -> None:
+    sid = new_sid()
+    source = "\n".join(f"{n:>6}\t{'    ' * (n % 3)}line {n}" for n in range(1, 21))
+    edit = {
+        "file_path": "/Users/ada/src/shop/cart.py",
+        "old_string": "def total(cart):\n    return sum(cart)",
+        "new_string": "def total(cart):\n        return sum(item.price * item.count for item in cart.items if item.visible)",
+    }
+    scripted.send_json_lines(
+        sid,
+        [
+            user_line("fix the cart total", str(uuid.uuid4())),
+            tool_use_line("toolu_read", "Read", {"file_path": "/Users/ada/src/shop/cart.py"}, str(uuid.uuid4())),
+            tool_result_line("toolu_read", source, str(uuid.uuid4())),
+            tool_use_line("toolu_bash", "Bash", {"command": "pytest -q", "description": "Run the tests"}, str(uuid.uuid4())),
+            tool_result_line("toolu_bash", "3 passed", str(uuid.uuid4())),
+            tool_use_line("toolu_edit", "Edit", edit, str(uuid.uuid4())),
+        ],
+    )  # fmt: skip
+    scripted.update(sid, state="idle")
+    page = phone.login(account).open(f"/#/s/{sid}")
+    read = page.locator("details.ev.tool", has=page.locator(".tool-name", has_text="Read"))
+    expect(read).to_have_count(1)
+    head = read.locator("summary.tool-head")
+    expect(head).to_contain_text("/Users/ada/src/shop/cart.py")
+    expect(head.locator(".tool-out")).to_have_text("20 lines")
+    assert head.evaluate("e => e.getBoundingClientRect().height") < 60  # one line
+    expect(read.locator(".result")).to_be_hidden()
+    bash = page.locator("details.ev.tool", has=page.locator(".tool-name", has_text="Bash"))
+    expect(bash.locator("summary .tool-out")).to_have_text("1 line")
+    no_overflow(page)
+    phone.shot("51-tools-collapsed")
+
+    head.click()
+    expect(read.locator(".result")).to_be_visible()
+    gutter = read.locator(".numbered .ln")
+    expect(gutter.first).to_have_text("1")
+    assert "\t" not in read.locator(".result").inner_text()
+    read.get_by_role("button", name=re.compile("Show all")).click()
+    expect(gutter).to_have_count(20)
+    expect(read.locator(".numbered .lt").nth(1)).to_have_text("        line 2")
+
+    # a wrapped diff line keeps its indent: the text column starts right of the sign
+    edit_tool = page.locator("details.ev.tool", has=page.locator(".tool-name", has_text="Edit"))
+    edit_tool.locator("summary").click()
+    added = edit_tool.locator(".dl.add").last
+    sign_right, text_left, height = added.evaluate(
+        "e => [e.querySelector('.sign').getBoundingClientRect().right,"
+        " e.querySelector('.dt, .sign + *') ? e.querySelector('.dt, .sign + *').getBoundingClientRect().left : -1,"
+        " e.getBoundingClientRect().height]"
+    )
+    assert height > 30, height  # it wrapped
+    assert text_left >= sign_right - 0.5, (sign_right, text_left)
+    no_overflow(page)
+    phone.shot("52-tools-open")
+    assert not small_targets(page), small_targets(page)
+
+
+# -- 7. Korean -------------------------------------------------------------------------------------
+
+
+def test_korean_keeps_words_whole_and_draws_markers_in_korean(
+    browser: Any, relay: Any, account: Account, scripted: ScriptedMac
+) -> None:
+    sid = new_sid()
+    scripted.send_json_lines(
+        sid,
+        [
+            user_line("장바구니 합계를 고쳐 주세요", str(uuid.uuid4())),
+            {"type": "system", "subtype": "compact_boundary", "uuid": str(uuid.uuid4()),
+             "timestamp": "2026-11-29T21:33:56.000Z", "content": "Conversation compacted"},
+        ],
+    )  # fmt: skip
+    scripted.update(sid, state="idle")
+    p = Phone(browser, relay, locale="ko-KR").login(account)
+    try:
+        page = p.open(f"/#/s/{sid}")
+        expect(page.locator(".convo .ev.user")).to_have_count(1)
+        assert page.evaluate("() => getComputedStyle(document.body).wordBreak") == "keep-all"
+        expect(page.locator(".convo .ev.marker")).to_have_text("📦 맥락을 압축했어요")
+        no_overflow(page)
+        p.shot("53-korean-session")
+    finally:
+        p.close()
+
+
+# -- with the real agent and the fake claude -------------------------------------------------------
+
+
+def test_real_agent_cards_on_the_phone_bash_then_a_plan_kept_in_planning(
+    browser: Any, fake: Any
+) -> None:
+    """The agent's own cards (from the hooks and the screen of the fake claude): the Bash card
+    fits the phone, and "keep planning" with feedback reaches Claude Code as the next prompt."""
+    fake.start_agent()
+    p = Phone(browser, fake.relay).login(fake.account)
+    try:
+        with fake.phone() as api:
+            sid = start_session(
+                api, fake, fake.folder(), prompt="RUN_BASH one", permission_mode="manual"
+            )
+            wait_card(api, sid, "permission")
+            page = p.open(f"/#/s/{sid}")
+            card = page.locator(".card")
+            expect(card.locator(".option").first).to_be_visible()
+            page.wait_for_timeout(300)
+            share = dock_share(page)
+            assert share["dockTop"] - share["topBottom"] >= PHONE["height"] / 3, share
+            assert share["cardTop"] >= share["topBottom"], share
+            no_overflow(page)
+            assert not small_targets(page), small_targets(page)
+            text = card.inner_text()
+            assert "(shift+tab)" not in text and "(esc)" not in text, text
+            command = snapshot(api, sid)["card"]["tool_input"]["command"]
+            assert text.count(command.splitlines()[0]) == 1, text
+            p.shot("54-real-bash-card")
+            card.locator(".option[data-key='1']").click()
+            wait_state(api, sid, "idle")
+
+            api.post(f"/api/sessions/{sid}/messages", json={"text": "MAKE_PLAN for me"})
+            wait_card(api, sid, "plan")
+            plan = page.locator(".card.card-plan")
+            expect(plan.get_by_role("button", name="Keep planning")).to_be_visible()
+            no_overflow(page)
+            assert not small_targets(page), small_targets(page)
+            p.shot("55-real-plan-card")
+            plan.get_by_label("What should change in the plan? (optional)").fill(
+                "also cover the coupons"
+            )
+            plan.get_by_role("button", name="Keep planning").click()
+            # the plan was turned down and the feedback typed: Claude Code got it as a prompt
+            wait_for(
+                lambda: any(
+                    e.get("kind") == "user" and "also cover the coupons" in e.get("text", "")
+                    for e in events(api, sid)
+                ),
+                30,
+                "the feedback in the conversation",
+            )
+            expect(
+                page.locator(".convo .ev.user", has_text="also cover the coupons")
+            ).to_have_count(1)
+            no_overflow(page)
+    finally:
+        p.close()
