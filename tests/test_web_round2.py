@@ -219,7 +219,7 @@ def long_bash_card(card_id: str = "card-b") -> Card:
 
 
 def dock_share(page: Page) -> dict[str, float]:
-    return page.evaluate(
+    share: dict[str, float] = page.evaluate(
         """() => {
           const top = document.querySelector('.top').getBoundingClientRect();
           const dock = document.querySelector('.dock').getBoundingClientRect();
@@ -228,6 +228,7 @@ def dock_share(page: Page) -> dict[str, float]:
                   cardScroll: document.querySelector('.card').scrollHeight - document.querySelector('.card').clientHeight};
         }"""
     )
+    return share
 
 
 def test_a_permission_card_is_a_compact_sheet(
@@ -449,7 +450,7 @@ def test_theme_color_follows_light_and_dark(
     page = phone.login(account).open("/")
     colours = {}
     for scheme in ("light", "dark"):
-        page.emulate_media(color_scheme=scheme)  # type: ignore[arg-type]
+        page.emulate_media(color_scheme=scheme)
         wait_for(
             lambda s=scheme: page.evaluate(
                 "() => document.querySelector('meta[name=theme-color]').content === "
