@@ -623,6 +623,8 @@ def test_korean_keeps_words_whole_and_draws_markers_in_korean(
         expect(page.locator(".convo .ev.user")).to_have_count(1)
         assert page.evaluate("() => getComputedStyle(document.body).wordBreak") == "keep-all"
         expect(page.locator(".convo .ev.marker")).to_have_text("📦 맥락을 압축했어요")
+        # no stray space before a particle
+        expect(page.get_by_label("Claude에게 보낼 글…")).to_be_visible()
         no_overflow(page)
         p.shot("53-korean-session")
     finally:
