@@ -590,7 +590,7 @@ def test_korean_labels_for_the_new_features(
         page.goto(f"/#/s/{sid}")
         page.get_by_role("button", name="세션 조작").click()
         page.locator("dialog .sheet-item", has_text="사용량과 비용").click()
-        expect(page.locator("dialog .cost-total")).to_contain_text("Claude Code 의 비용 기록")
+        expect(page.locator("dialog .cost-total")).to_contain_text("Claude Code의 비용 기록")
         expect(page.locator("dialog table").first).to_contain_text("캐시 읽기")
     finally:
         p.close()

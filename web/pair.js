@@ -3,6 +3,7 @@
 
 import { post } from "./js/api.js";
 import { t } from "./js/i18n.js";
+import { sentence } from "./js/ui.js";
 
 const $ = (id) => document.getElementById(id);
 const status = $("status");
@@ -34,7 +35,7 @@ async function pair(code, name) {
     status.textContent = t("paired_ok");
     location.replace("/");
   } catch (error) {
-    status.textContent = error.code === "unreachable" ? t("err_unreachable") : error.message;
+    status.textContent = error.code === "unreachable" ? t("err_unreachable") : sentence(error.message);
     status.className = "error";
     $("pair-button").disabled = false;
   }

@@ -9,24 +9,38 @@ import { markdown } from "./md.js";
 import { lineDiff } from "./conversation.js";
 
 const FREE_TEXT = /^type something\.?$/i;
+const CHAT = /^chat about this/i;
+const NO = /^no\b/i;
+// Keyboard hints drawn for the terminal ("(shift+tab)", "(esc)") mean nothing on a phone; the
+// agent still answers with the keys.
+const KEY_HINT = /\s*\((?:[^()]*\b(?:shift|ctrl|cmd|alt|tab|esc|enter)\b[^()]*|[⇧⌃⌘⏎])\)/gi;
+const CLAMP_LINES = 3;
+const CLAMP_CHARS = 160;
+
+/** An option's label for the phone: no checkbox mark, no keyboard hint. */
+export function shownLabel(label) {
+  return String(label || "").replace(/^\[.\]\s*/, "").replace(KEY_HINT, "").trim();
+}
 
 /**
  * @param card the session's open card
- * @param {{readOnly: boolean, answer: (body: object) => Promise<any>}} options
+ * @param {{readOnly: boolean, answer: (body: object) => Promise<any>, message?: (text: string) => Promise<any>, plan?: string}} options
+ *   ``message`` sends a message instead of an answer (a plan kept in planning, with feedback);
+ *   ``plan`` is the plan from the conversation when the card does not carry it.
  */
-export function renderCard(card, { readOnly, answer }) {
+export function renderCard(card, { readOnly, answer, message, plan }) {
   const status = h("p.card-status", { role: "status", "aria-live": "polite" });
   const el = h("section.card", { class: "card-" + card.kind, "aria-label": t("ck_" + card.kind), dataset: { cardId: card.id } });
   const controls = [];
 
-  async function send(body) {
+  async function send(body, call = () => answer(body)) {
     if (el.classList.contains("pending")) return;
     el.classList.add("pending");
     el.classList.remove("failed");
     controls.forEach((c) => { c.disabled = true; });
     status.textContent = t("card_pending");
     try {
-      await answer(body);
+      await call();
       el.classList.add("answered");
       status.textContent = t("card_waiting");
     } catch (error) {
@@ -37,19 +51,32 @@ export function renderCard(card, { readOnly, answer }) {
     }
   }
 
-  const head = h("header.card-head", null, h("span.badge.waiting", null, t("ck_" + card.kind)));
-  if (card.tool) head.append(h("span.card-tool", null, card.tool));
+  // The top bar already names the kind ("Permission"): a permission card starts with its tool.
+  const head = h("header.card-head", null, card.kind === "permission" && card.tool ? null : h("span.badge.waiting", null, t("ck_" + card.kind)));
+  if (card.tool && card.kind === "permission") head.append(h("span.card-tool", null, card.tool));
+  if (card.kind === "permission" && card.tool_input && card.tool_input.description) head.append(h("span.card-desc", null, String(card.tool_input.description)));
   el.append(head);
-  if (card.title && card.title !== card.tool) el.append(h("h3.card-title", null, card.title));
+  // "Bash command" under "Bash" says nothing new
+  const sameAsTool = card.tool && card.title && card.title.toLowerCase().startsWith(card.tool.toLowerCase());
+  if (card.title && !sameAsTool) el.append(h("h3.card-title", null, card.title));
 
+  const input = card.tool_input || {};
   if (card.kind === "permission") {
-    el.append(toolInput(card.tool, card.tool_input || {}));
-    if (card.text) el.append(h("p.card-text", null, card.text));
+    el.append(toolInput(card.tool, input));
+    const text = withoutRepeats(card.text, [input.command, input.description, input.file_path]);
+    if (text) el.append(h("p.card-text", null, text));
     if (card.source === "screen") el.append(h("p.note.card-warning", null, t("card_from_screen")));
   } else if (card.kind === "plan") {
-    if (card.text) el.append(h("div.card-plan", null, markdown(card.text)));
+    const shown = typeof input.plan === "string" && input.plan ? input.plan : plan;
+    if (shown) el.append(expandable(h("div.plan-body", null, markdown(shown)), shown.split("\n").length > 8 || shown.length > 500));
+    else if (card.text) el.append(h("p.card-text", null, card.text));
   } else if (card.text) {
     el.append(h("p.card-text", null, card.text));
+  }
+  if (card.kind === "question") {
+    const questions = Array.isArray(input.questions) ? input.questions : [];
+    const at = questions.findIndex((q) => q && (q.header === card.title || q.question === card.text));
+    if (questions.length > 1 && at >= 0) head.append(h("span.card-step", null, t("card_step", { n: at + 1, of: questions.length })));
   }
 
   const body = h("div.card-body");
@@ -65,8 +92,10 @@ export function renderCard(card, { readOnly, answer }) {
   }
 
   const options = card.options || [];
-  const free = options.find((o) => FREE_TEXT.test(o.label.replace(/^\[.\]\s*/, "")));
-  const choices = options.filter((o) => o !== free);
+  const free = options.find((o) => FREE_TEXT.test(shownLabel(o.label)));
+  const chat = options.find((o) => CHAT.test(shownLabel(o.label)));
+  const no = card.kind === "plan" ? options.find((o) => NO.test(shownLabel(o.label))) : null;
+  const choices = options.filter((o) => o !== free && o !== chat && o !== no);
 
   if (card.kind === "stuck") {
     const area = h("textarea", { rows: 2, "aria-label": t("ck_stuck"), placeholder: t("msg_placeholder") });
@@ -78,7 +107,7 @@ export function renderCard(card, { readOnly, answer }) {
     const boxes = choices.map((o) => {
       const box = h("input", { type: "checkbox", value: o.key });
       controls.push(box);
-      return h("label.check", null, box, h("span", null, o.label.replace(/^\[.\]\s*/, "")));
+      return h("label.check", null, box, h("span", null, shownLabel(o.label)));
     });
     body.append(h("fieldset.multi", null, h("legend.sr", null, card.title || t("ck_question")), boxes));
     let input = null;
@@ -105,7 +134,7 @@ export function renderCard(card, { readOnly, answer }) {
     const list = h("div.options");
     for (const o of choices) {
       const button = h("button.option", { type: "button", dataset: { key: o.key } },
-        h("span.key", { "aria-hidden": "true" }, o.key), h("span", null, o.label));
+        h("span.key", { "aria-hidden": "true" }, o.key), h("span", null, shownLabel(o.label)));
       button.addEventListener("click", () => send(always && always.checked ? { key: o.key, always: true } : { key: o.key }));
       controls.push(button);
       list.append(button);
@@ -122,29 +151,80 @@ export function renderCard(card, { readOnly, answer }) {
     }
     if (always) body.append(h("label.check.small", null, always, h("span", null, t("card_always"))));
   }
+  if (no) body.append(keepPlanning(no, send, message, controls));
+  if (chat) {
+    // Not an answer like the others: it leaves the question to talk it over.
+    const talk = h("button.link.chat", { type: "button", dataset: { key: chat.key } }, shownLabel(chat.label));
+    talk.addEventListener("click", () => send({ key: chat.key }));
+    controls.push(talk);
+    body.append(h("div.row.card-chat", null, talk));
+  }
+  if (card.kind !== "stuck") {
+    body.append(h("p.note.card-send-note", null, t(["question", "plan", "dialog"].includes(card.kind) ? "card_send_dismiss" : "card_send_held")));
+  }
   el.append(status);
   return el;
+}
+
+/** "Keep planning": the plan is turned down and, with feedback, the feedback goes to Claude as
+ * the next message (a message on an open plan dialog closes it with Esc, the same "No", and is
+ * typed into the prompt: Claude Code sends it with the rejection). */
+function keepPlanning(no, send, message, controls) {
+  const area = h("textarea.plan-feedback", { rows: 2, "aria-label": t("plan_feedback"), placeholder: t("plan_feedback") });
+  const go = h("button.keep-planning", { type: "button" }, t("plan_keep"));
+  go.addEventListener("click", () => {
+    const text = area.value.trim();
+    if (text && message) send({ message: text }, () => message(text));
+    else send({ key: no.key });
+  });
+  controls.push(area, go);
+  return h("div.card-keep", null, area, h("div.row", null, go));
+}
+
+/** Text without the parts already shown above it (the screen repeats the command and its description). */
+function withoutRepeats(text, shown) {
+  const seen = shown.filter((s) => typeof s === "string" && s.trim()).map((s) => s.replace(/\s+/g, " ").trim());
+  if (!text || !seen.length) return text || "";
+  return String(text).split("\n").filter((line) => {
+    const flat = line.replace(/\s+/g, " ").trim();
+    return flat && !seen.some((s) => s.includes(flat));
+  }).join("\n");
+}
+
+/** A block cut to a few lines, the whole of it one tap away. */
+function expandable(block, long) {
+  if (!long) return block;
+  block.classList.add("clamped");
+  const more = h("button.link.expand", { type: "button", "aria-expanded": "false" }, t("card_show_all"));
+  more.addEventListener("click", () => {
+    const open = block.classList.toggle("clamped") === false;
+    more.textContent = t(open ? "show_less" : "card_show_all");
+    more.setAttribute("aria-expanded", String(open));
+  });
+  return h("div.expandable", null, block, more);
 }
 
 function toolInput(tool, input) {
   const box = h("div.card-input");
   const file = input.file_path || input.notebook_path;
   if (input.command) {
-    box.append(h("p.label", null, t("command")), h("pre.cmd", null, h("code", null, String(input.command))));
-    if (input.description) box.append(h("p.muted", null, String(input.description)));
+    const command = String(input.command);
+    box.append(expandable(h("pre.cmd", { "aria-label": t("command") }, h("code", null, command)),
+      command.split("\n").length > CLAMP_LINES || command.length > CLAMP_CHARS));
   } else if (file) {
-    box.append(h("p.label", null, t("file")), h("p.path", null, String(file)));
+    box.append(h("p.path", { title: t("file") }, String(file)));
     if (typeof input.content === "string" || input.old_string !== undefined) {
       const ops = lineDiff(String(input.old_string || ""), String(input.new_string ?? input.content ?? ""));
       const diff = h("div.diff");
-      for (const [sign, text] of ops.slice(0, 200)) {
+      for (const [sign, text] of ops) {
         diff.append(h("div.dl." + (sign === "+" ? "add" : sign === "-" ? "del" : "ctx"), null,
-          h("span.sign", { "aria-hidden": "true" }, sign), text));
+          h("span.sign", { "aria-hidden": "true" }, sign), h("span.dt", null, text)));
       }
-      box.append(diff);
+      box.append(expandable(diff, ops.length > CLAMP_LINES + 1));
     }
   } else if (Object.keys(input).length) {
-    box.append(h("pre", null, JSON.stringify(input, null, 2).slice(0, 4000)));
+    const text = JSON.stringify(input, null, 2);
+    box.append(expandable(h("pre", null, text), text.split("\n").length > CLAMP_LINES + 1));
   }
   return box;
 }

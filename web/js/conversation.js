@@ -139,7 +139,8 @@ export class Conversation {
     }
     if (ev.kind === "tool_result" && ev.tool_use_id && this.tools.has(ev.tool_use_id)) {
       const slot = this.tools.get(ev.tool_use_id);
-      const el = toolResult(ev);
+      const el = toolResult(ev, slot.tool);
+      if (slot.outcome) slot.outcome.replaceChildren(outcome(ev));
       el.dataset.seq = ev.seq;
       slot.append(el);
       this.nodes.set(ev.seq, el);
@@ -189,8 +190,21 @@ function render(ev, convo) {
   }
 }
 
+// The relay's and the agent's fixed marker lines (relay/convert.py, agent/daemon.py), drawn in the
+// page's language; any other marker text is shown as it came.
+const MARKER_TEXT = {
+  "📦 context compacted": "ml_compacted",
+  "🧹 /clear · conversation cleared": "ml_cleared",
+  "Interrupted by user": "ml_interrupted",
+  "Interrupted by user during a tool use": "ml_interrupted_tool",
+  "Rejected by user": "ml_rejected",
+  "🔁 The Mac restarted, so the session was reopened in the same conversation": "ml_revived",
+};
+
 function marker(ev) {
-  const text = String(ev.text || ev.marker || "");
+  const raw = String(ev.text || ev.marker || "");
+  const key = MARKER_TEXT[raw.split("\n")[0]];
+  const text = key ? t(key) + raw.slice(raw.split("\n")[0].length) : raw;
   const [first, ...rest] = text.split("\n");
   const el = h("div.ev.marker", { class: ev.marker ? "m-" + ev.marker : "" }, h("span", null, first));
   if (rest.length) el.append(h("details", null, h("summary", null, "…"), h("pre", null, rest.join("\n"))));
@@ -200,7 +214,7 @@ function marker(ev) {
 function toolUse(ev, convo) {
   const input = ev.input || {};
   const tool = ev.tool || "tool";
-  const head = h("div.tool-head", null, h("span.tool-name", null, tool));
+  const head = h("summary.tool-head", null, h("span.tool-name", null, tool));
   const body = h("div.tool-body");
   const file = input.file_path || input.notebook_path || input.path;
   if (tool === "Bash") {
@@ -231,13 +245,14 @@ function toolUse(ev, convo) {
       h("li", { class: "todo-" + (todo.status || "pending") }, todo.content || todo.activeForm || ""))));
   } else {
     if (ev.summary) head.append(h("span.tool-sum", null, ev.summary));
-    const keys = Object.keys(input);
-    if (keys.length) {
-      body.append(h("details.input", null, h("summary", null, t("input")),
-        h("pre", null, JSON.stringify(input, null, 2))));
-    }
+    // The call opens to its input as it is (the line already names a lone path)
+    const keys = Object.keys(input).filter((k) => !(["file_path", "path", "notebook_path"].includes(k) && input[k] === ev.summary));
+    if (keys.length) body.append(h("pre.input", { "aria-label": t("input") }, JSON.stringify(input, null, 2)));
   }
   const slot = h("div.tool-results");
+  slot.tool = tool;
+  slot.outcome = h("span.tool-out");
+  head.append(slot.outcome);
   if (ev.tool_use_id) convo.tools.set(ev.tool_use_id, slot);
   let line = null;
   if (convo.onAgent && (tool === "Agent" || tool === "Task") && ev.tool_use_id) {
@@ -246,22 +261,50 @@ function toolUse(ev, convo) {
     convo.newAgents = true;
     body.replaceChildren();
   }
-  return h("div.ev.tool", null, head, body.childNodes.length ? body : null, line, slot);
+  if (line) return h("div.ev.tool", null, h("div.tool-head", null, ...head.childNodes), line, slot);
+  // One line (tool, target, outcome) that opens to the input and the result.
+  return h("details.ev.tool", null, head, body.childNodes.length ? body : null, slot);
 }
 
-function toolResult(ev) {
+/** What a tool's result came to, in a word or two, for its one line. */
+function outcome(ev) {
+  if (ev.is_error) return h("span.out-err", null, t("tool_failed"));
+  const text = String(ev.text || "");
+  const lines = text ? text.replace(/\n$/, "").split("\n").length : 0;
+  return lines ? t(lines === 1 ? "tool_line" : "tool_lines", { n: lines }) : t("tool_done");
+}
+
+/** ``cat -n`` numbering (Read's results: "     1\tline"), split into a gutter and the line. */
+function numbered(text) {
+  const lines = text.replace(/\n$/, "").split("\n");
+  const rows = [];
+  for (const line of lines) {
+    const m = /^\s*(\d+)[\t→](.*)$/.exec(line);
+    if (!m) return null;
+    rows.push([m[1], m[2]]);
+  }
+  return rows.length ? rows : null;
+}
+
+function numberedView(rows) {
+  return h("div.numbered", null, rows.map(([n, line]) => h("div.nl", null, h("span.ln", { "aria-hidden": "true" }, n), h("span.lt", null, line))));
+}
+
+function toolResult(ev, tool) {
   const text = String(ev.text || "");
   const el = h("div.result", { class: ev.is_error ? "err" : "" });
   const lines = text.split("\n");
   const long = lines.length > RESULT_LINES || text.length > RESULT_CHARS;
-  const pre = h("pre", null, long ? clip(text, lines) : text);
+  const rows = tool === "Read" && !ev.is_error ? numbered(text) : null;
+  const pre = rows ? h("pre.read", null, numberedView(long ? rows.slice(0, RESULT_LINES) : rows)) : h("pre", null, long ? clip(text, lines) : text);
   el.append(pre);
   if (long) {
     let open = false;
     const button = h("button.link", { type: "button", "aria-expanded": "false" }, t("show_all", { n: text.length }));
     button.addEventListener("click", () => {
       open = !open;
-      pre.textContent = open ? text : clip(text, lines);
+      if (rows) pre.replaceChildren(numberedView(open ? rows : rows.slice(0, RESULT_LINES)));
+      else pre.textContent = open ? text : clip(text, lines);
       button.textContent = open ? t("show_less") : t("show_all", { n: text.length });
       button.setAttribute("aria-expanded", String(open));
     });
@@ -309,7 +352,7 @@ export function lineDiff(before, after) {
 
 function diffView(ops) {
   const cls = { "+": "add", "-": "del", " ": "ctx" };
-  const rows = (list) => list.map(([sign, text]) => h("div.dl." + cls[sign], null, h("span.sign", { "aria-hidden": "true" }, sign), text));
+  const rows = (list) => list.map(([sign, text]) => h("div.dl." + cls[sign], null, h("span.sign", { "aria-hidden": "true" }, sign), h("span.dt", null, text)));
   const el = h("div.diff", { role: "group" });
   if (ops.length <= DIFF_LINES) {
     el.append(...rows(ops));

@@ -93,7 +93,12 @@ export function renderSettings(app) {
 async function loadPhones(list) {
   try {
     const { phones } = await get("/api/phones");
+    // Two phones of the same name are told apart by when they were paired and last used, and by
+    // the end of their id.
+    const names = phones.map((p) => p.name);
+    const when = (iso) => new Date(iso).toLocaleString(document.documentElement.lang, { dateStyle: "medium", timeStyle: "short" });
     list.replaceChildren(...phones.map((p) => {
+      const twin = names.filter((n) => n === p.name).length > 1;
       const revoke = h("button.small", { type: "button", disabled: p.revoked }, p.revoked ? t("revoked") : t("revoke"));
       revoke.addEventListener("click", async () => {
         if (!(await confirmBox(t("confirm_revoke", { name: p.name }), t("revoke")))) return;
@@ -104,8 +109,8 @@ async function loadPhones(list) {
         } catch (error) { showError(error); }
       });
       return h("li", { class: p.revoked ? "revoked" : "" },
-        h("span.row-title", null, p.name + (p.current ? " (" + t("this_phone") + ")" : "")),
-        h("span.row-meta", null, t("paired", { ago: ago(p.created_at, t) }) + (p.last_seen ? " · " + t("seen", { ago: ago(p.last_seen, t) }) : "")),
+        h("span.row-title", null, p.name + (twin ? " · " + String(p.id).slice(-4) : "") + (p.current ? " (" + t("this_phone") + ")" : "")),
+        h("span.row-meta", null, t("paired", { ago: when(p.created_at) }) + " · " + t("last_used", { ago: ago(p.last_seen, t) })),
         revoke);
     }));
   } catch (error) {

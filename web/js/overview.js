@@ -16,14 +16,15 @@ export function sessionState(session, devices) {
   };
 }
 
-/** One session in a list; ``found`` (a search result) adds its Mac, date and files. */
-export function row(session, devices, found = false) {
+/** One session in a list; ``found`` (a search result) adds its Mac, date and files; ``withMac``
+ * (in "needs you", the only place a waiting session is listed) adds its Mac. */
+export function row(session, devices, found = false, withMac = false) {
   const { state, mark, needsYou } = sessionState(session, devices);
   const label = state === session.state ? stateLabel(session) : t("st_" + state);
   const title = session.title || folderName(session.cwd) || session.id.slice(0, 8);
   const device = devices.get(session.device_id);
   const where = found ? [session.mac || (device && device.name) || session.device_id, shortPath(session.cwd), new Date(session.updated_at).toLocaleDateString(document.documentElement.lang)]
-    : [shortPath(session.cwd), ago(session.updated_at, t)];
+    : [withMac ? (device && device.name) || session.device_id : null, shortPath(session.cwd), ago(session.updated_at, t)].filter(Boolean);
   const archived = session.stage === "archived";
   return h("li", null, h("a.session-row", { href: "#/s/" + encodeURIComponent(session.id), class: needsYou ? "needs-row" : "", dataset: { id: session.id, state } },
     h("span.badges", null,
@@ -48,7 +49,7 @@ export function renderOverview(app) {
   const top = h("section.needs", { class: count ? "on" : "", "aria-label": t("st_waiting") },
     h("h2.needs-count", { id: "needs-count", dataset: { count } },
       count ? t(count === 1 ? "needs_you_n" : "needs_you_n_pl", { n: count }) : t("nothing_needs_you")));
-  if (count) top.append(h("ul.rows", null, waiting.map((s) => row(s, devices))));
+  if (count) top.append(h("ul.rows", null, waiting.map((s) => row(s, devices, false, true))));
   root.append(top);
 
   const macs = [...devices.values()].sort((a, b) => (b.online - a.online) || String(a.name).localeCompare(String(b.name)));
@@ -56,7 +57,8 @@ export function renderOverview(app) {
   for (const id of unknown) macs.push({ id, name: id, online: false, last_seen: null });
   if (!macs.length) root.append(h("p.empty", null, t("no_macs")));
   for (const device of macs) {
-    const mine = sessions.filter((s) => s.device_id === device.id);
+    const all = sessions.filter((s) => s.device_id === device.id);
+    const mine = all.filter((s) => !waiting.includes(s)); // a waiting one is in "needs you" already
     const groups = new Map();
     for (const s of mine) {
       const key = s.group || "";
@@ -68,7 +70,7 @@ export function renderOverview(app) {
         h("h2", null, device.name || device.id),
         h("span.conn", { class: device.online ? "on" : "off" },
           device.online ? t("online") : t("offline_seen", { ago: ago(device.last_seen, t) }))));
-    if (!mine.length) section.append(h("p.muted.pad", null, t("no_sessions")));
+    if (!all.length) section.append(h("p.muted.pad", null, t("no_sessions")));
     const ordered = [...groups.entries()].sort(([a], [b]) => (b === "") - (a === "") || a.localeCompare(b));
     for (const [group, list] of ordered) {
       if (group) section.append(h("h3.group", null, group));

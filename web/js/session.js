@@ -58,6 +58,15 @@ export class SessionView {
     this.earlier = h("button.earlier", { type: "button" }, t("earlier"));
     this.earlier.addEventListener("click", () => this.loadOlder());
     this.topNote = h("p.note.center", { hidden: true });
+    this.follow = true; // keep the newest message in view until the person scrolls up
+    this.newChip = h("button.new-chip", { type: "button", hidden: true }, t("new_messages"));
+    this.newChip.addEventListener("click", () => { this.follow = true; this.scrollToBottom(); });
+    this.onScroll = () => {
+      if (this.settling) return;
+      this.follow = this.nearBottom();
+      if (this.follow) this.newChip.hidden = true;
+    };
+    window.addEventListener("scroll", this.onScroll, { passive: true });
     this.list = h("div.convo", { role: "log", "aria-live": "off", "aria-label": t("claude") });
     this.previewBox = h("div.ev.assistant.preview", { hidden: true, "aria-live": "polite" });
     this.cardSlot = h("div.card-slot");
@@ -73,7 +82,7 @@ export class SessionView {
       h("div.session-head", null, h("div.badges", null, this.markBadge, this.pinBadge), this.meta, this.costButton, this.summary),
       h("div.older", null, this.earlier, this.topNote),
       this.list, this.previewBox,
-      h("div.dock", null, this.cardSlot, this.heldBox, this.lockSlot));
+      h("div.dock", null, this.newChip, this.cardSlot, this.heldBox, this.lockSlot));
     this.renderLock();
     this.sentinel = new IntersectionObserver((entries) => {
       if (entries.some((e) => e.isIntersecting) && this.convo.size && !this.loading) this.loadOlder();
@@ -82,7 +91,8 @@ export class SessionView {
 
   buildComposer() {
     this.input = h("textarea", { rows: 1, "aria-label": t("msg_placeholder"), placeholder: t("msg_placeholder"), maxlength: 100000 });
-    this.input.addEventListener("input", () => this.grow());
+    // While a card waits, what sending does to it is said once there is something to send.
+    this.input.addEventListener("input", () => { this.grow(); this.el.classList.toggle("typing", Boolean(this.input.value.trim())); });
     this.input.addEventListener("keydown", (e) => {
       if (e.key === "Enter" && (e.metaKey || e.ctrlKey)) { e.preventDefault(); this.send(false); }
     });
@@ -296,7 +306,7 @@ export class SessionView {
     this.flushTimer = null;
     const batch = this.queue;
     this.queue = [];
-    this.ingest(batch, { scroll: this.nearBottom() });
+    this.ingest(batch, { scroll: this.follow });
   }
 
   ingest(events, { scroll }) {
@@ -309,6 +319,7 @@ export class SessionView {
     clearTimeout(this.saveTimer);
     this.saveTimer = setTimeout(() => this.save(), 300);
     if (scroll || wasEmpty) this.scrollToBottom();
+    else this.newChip.hidden = false;
     this.renderOlder();
     if (this.convo.newAgents) this.loadAgents();
   }
@@ -332,12 +343,27 @@ export class SessionView {
     await cache.trimEvents(this.id);
   }
 
-  nearBottom() {
-    return window.innerHeight + window.scrollY >= document.documentElement.scrollHeight - 160;
+  nearBottom(slack = 160) {
+    return window.innerHeight + window.scrollY >= document.documentElement.scrollHeight - slack;
   }
 
+  /** To the end, again until it holds: content-visibility placeholders grow as they are drawn, so
+   * one jump lands short of the end. */
   scrollToBottom() {
-    requestAnimationFrame(() => window.scrollTo(0, document.documentElement.scrollHeight));
+    this.newChip.hidden = true;
+    this.settling = true;
+    let stable = 0;
+    let tries = 0;
+    const step = () => {
+      if (this.destroyed) return;
+      const end = this.list.lastElementChild;
+      if (end) end.scrollIntoView({ block: "end" });
+      window.scrollTo(0, document.documentElement.scrollHeight);
+      stable = this.nearBottom(4) ? stable + 1 : 0;
+      if (stable < 3 && ++tries < 60) requestAnimationFrame(step);
+      else { this.settling = false; this.follow = this.nearBottom(); }
+    };
+    requestAnimationFrame(step);
   }
 
   gone(error) {
@@ -433,8 +459,22 @@ export class SessionView {
     const current = this.cardSlot.firstElementChild;
     if (!card) { if (current) current.remove(); return; }
     if (current && current.dataset.cardId === card.id) return; // keep its pending state
-    const el = renderCard(card, { readOnly: this.readOnly || this.archived(), answer: (body) => this.answer(card, body) });
+    const el = renderCard(card, {
+      readOnly: this.readOnly || this.archived(),
+      answer: (body) => this.answer(card, body),
+      message: (text) => this.post(text, false, this.newId()),
+      plan: card.kind === "plan" ? this.lastPlan() : undefined,
+    });
     this.cardSlot.replaceChildren(el);
+  }
+
+  /** The plan of the newest ExitPlanMode call in the conversation. */
+  lastPlan() {
+    let best = null;
+    for (const ev of this.convo.events.values()) {
+      if (ev.kind === "tool_use" && ev.tool === "ExitPlanMode" && ev.input && ev.input.plan && (!best || ev.seq > best.seq)) best = ev;
+    }
+    return best ? String(best.input.plan) : undefined;
   }
 
   async answer(card, body) {
@@ -447,11 +487,12 @@ export class SessionView {
   }
 
   renderHeld() {
-    const items = [...this.sending.map((m) => ({ ...m, state: "sending" })), ...this.held];
+    // Typed ones are in the conversation now, as the person's message.
+    const items = [...this.sending.map((m) => ({ ...m, state: "sending" })), ...this.held.filter((m) => m.state !== "typed")];
     this.heldBox.hidden = !items.length;
     if (!items.length) { this.heldBox.replaceChildren(); return; }
     this.heldBox.replaceChildren(
-      h("h2.held-title", null, t("held_title"), h("span.muted", null, " · " + t("held_hint"))),
+      h("h2.held-title", { title: t("held_hint") }, t("held_title")),
       h("ul.held-list", null, items.map((m) => h("li.held-item", { class: "hs-" + m.state, dataset: { id: m.id, state: m.state } },
         h("span.held-text", null, m.text), h("span.held-state", null, t("hs_" + m.state))))));
   }
@@ -471,9 +512,8 @@ export class SessionView {
     const on = Boolean(text) && (!this.snap || this.snap.state === "busy");
     this.previewBox.hidden = !on;
     if (!on) { this.previewBox.replaceChildren(); return; }
-    const near = this.nearBottom();
     this.previewBox.replaceChildren(h("p.writing", null, t("writing")), h("p.plain", null, text));
-    if (near) this.scrollToBottom();
+    if (this.follow) this.scrollToBottom();
   }
 
   // -- actions
@@ -482,15 +522,19 @@ export class SessionView {
     const text = this.input.value.trim();
     if (!text) { this.input.focus(); return; }
     // A retry keeps its id: never typed twice.
-    const local = this.failed?.text === text ? this.failed : { id: "m" + Date.now() + Math.random().toString(36).slice(2, 6), text };
+    const local = this.failed?.text === text ? this.failed : { id: this.newId(), text };
+    // "Send now" types every held message with this one, as one block: say so.
+    const joined = now ? this.held.filter((m) => m.state === "held" && m.id !== local.id).length : 0;
     this.sending.push(local);
     this.input.value = "";
+    this.el.classList.remove("typing");
     this.grow();
     this.renderHeld();
     try {
-      const result = await post(`/api/sessions/${encodeURIComponent(this.id)}/messages`, { text, now, id: local.id });
+      const result = await this.post(text, now, local.id);
       this.failed = null;
       if (result && result.reopened) toast(t("reopened"));
+      else if (joined) toast(t("sent_as_one", { n: joined + 1 }));
     } catch (error) {
       this.failed = local;
       if (!this.input.value) this.input.value = text;
@@ -501,6 +545,14 @@ export class SessionView {
       this.renderHeld();
       this.refreshSnapshot();
     }
+  }
+
+  newId() {
+    return "m" + Date.now() + Math.random().toString(36).slice(2, 6);
+  }
+
+  post(text, now, id) {
+    return post(`/api/sessions/${encodeURIComponent(this.id)}/messages`, { text, now, id });
   }
 
   /** A command was refused; an archived session says so where the composer was. */
@@ -586,6 +638,7 @@ export class SessionView {
 
   destroy() {
     this.destroyed = true;
+    window.removeEventListener("scroll", this.onScroll);
     if (this.stream) this.stream.close();
     this.sentinel.disconnect();
     clearTimeout(this.snapTimer);

@@ -19,7 +19,14 @@ export function toast(text, { error = false } = {}) {
 export function showError(error) {
   if (!error) return;
   if (error.code === "unreachable") toast(t("err_unreachable"), { error: true });
-  else toast(error.message || String(error), { error: true });
+  else toast(sentence(error.message || String(error)), { error: true });
+}
+
+/** A message as a sentence for a person: it starts with a capital letter (the relay's errors start
+ * lower case), and a `command` in it is quoted, not shown with Markdown's backticks. */
+export function sentence(text) {
+  const s = String(text || "").replace(/`([^`]+)`/g, "“$1”");
+  return s.charAt(0).toUpperCase() + s.slice(1);
 }
 
 export function modal(content, { onClose } = {}) {
@@ -70,3 +77,16 @@ export function actionSheet(title, actions) {
   }
   return dialog;
 }
+
+/** The browser's own bar takes the page's background, light or dark as the system is. */
+export function followTheme() {
+  const dark = matchMedia("(prefers-color-scheme: dark)");
+  const paint = () => {
+    let meta = document.querySelector('meta[name="theme-color"]');
+    if (!meta) { meta = h("meta", { name: "theme-color" }); document.head.append(meta); }
+    meta.setAttribute("content", getComputedStyle(document.documentElement).getPropertyValue("--bg").trim() || (dark.matches ? "#1c1b19" : "#faf9f7"));
+  };
+  paint();
+  dark.addEventListener("change", paint);
+}
+followTheme();
