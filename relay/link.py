@@ -125,7 +125,7 @@ async def agent_link(ws: WebSocket) -> None:
                 await _send_missed(
                     state, link, r.session.id, r.session.epoch, r.send_after, r.session.last_seq
                 )
-        state.publish_device(account_id, device_id)
+        state.publish_device(account_id, device_id, hello.device.model_dump())
         _log.info("Mac %s (%s) linked with %d sessions", name, device_id, len(hello.sessions))
         watchdog = asyncio.create_task(_watch_token(state, link, principal.token_hash))
         await _serve(state, link, ws)
