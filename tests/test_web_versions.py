@@ -8,9 +8,15 @@ link, Debian's Chromium at phone size.
 
 from __future__ import annotations
 
+import os
+from pathlib import Path
+
 import httpx
+import pytest
 from playwright.sync_api import expect
 
+from tests.support.bridge import FAKE, Bridge, seed_home
+from tests.support.journeys import start_session, wait_state
 from tests.support.relay import Account, RelayServer
 from tests.support.web import LoopThread, Phone, ScriptedMac, new_sid, relay_client, wait_for
 from wire.claude_versions import TESTED_VERSIONS, claude_standing, newest_tested, standing
@@ -156,3 +162,53 @@ def test_band_text_is_escaped(
         wait_for(lambda: not phone.dialogs, what="no alert")
     finally:
         studio.close()
+
+
+# -- the agent: a Claude Code updated while it runs ---------------------------------------------
+
+
+def _claude_at(path: Path, version: str) -> None:
+    """A ``claude`` that says ``version`` and otherwise is the fake Claude Code; replaced the way
+    npm replaces it (a new file moved over the old one)."""
+    new = path.with_suffix(".new")
+    new.write_text(
+        "#!/bin/sh\n"
+        f'if [ "$1" = "--version" ]; then echo "{version} (Claude Code)"; exit 0; fi\n'
+        f'exec "{FAKE}" "$@"\n'
+    )
+    new.chmod(0o755)
+    os.replace(new, path)
+
+
+def test_an_updated_claude_is_reported_at_the_next_launch(
+    relay: RelayServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    claude = tmp_path / "bin" / "claude"
+    claude.parent.mkdir()
+    _claude_at(claude, newest_tested())
+    bridge = Bridge(relay, relay.account(), tmp_path, str(claude), api_url="http://127.0.0.1:9")
+    seed_home(bridge.home, [])
+    original = bridge.env
+    monkeypatch.setattr(bridge, "env", lambda: {**original(), "FAKECLAUDE_DIALOG_DEAF": "0.05"})
+
+    def standing_on_relay(client: httpx.Client) -> tuple[str, str]:
+        (device,) = client.get("/api/devices").json()["devices"]
+        return device["info"]["claude_version"], device["claude_standing"]
+
+    try:
+        agent = bridge.start_agent()
+        with bridge.phone() as phone:
+            assert standing_on_relay(phone) == (newest_tested(), "tested")
+            first = start_session(phone, bridge, bridge.folder("one"), prompt="hello")
+            wait_state(phone, first, "idle")
+            assert agent.claude_version == newest_tested()  # same binary: not asked again
+
+            _claude_at(claude, NEWER)  # `npm update -g` while the agent runs
+            second = start_session(phone, bridge, bridge.folder("two"), prompt="hello")
+            # told at that launch, not at the agent's next start
+            wait_for(lambda: standing_on_relay(phone) == (NEWER, "newer"), 20, "the new version")
+            wait_state(phone, second, "idle")
+        assert agent.claude_version == NEWER
+    finally:
+        bridge.stop_agent()
+        bridge.kill_tmux()
