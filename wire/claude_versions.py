@@ -11,7 +11,7 @@ import re
 from collections.abc import Mapping
 from typing import Any, Literal
 
-TESTED_VERSIONS: tuple[str, ...] = ("2.1.328",)
+TESTED_VERSIONS: tuple[str, ...] = ("2.1.328", "2.1.332")
 
 Standing = Literal["tested", "newer", "older", "untested", "unknown"]
 
