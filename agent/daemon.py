@@ -42,11 +42,12 @@ from agent.driver import (
     queue_marker,
     set_policy,
 )
-from agent.errors import BatchRefused, CommandFailed, MuxError, NotLinked
+from agent.errors import BatchRefused, ClaudeMissing, CommandFailed, MuxError, NotLinked
 from agent.files import write_text
 from agent.hookserver import HookServer, OnHook, SecretFor, permission_decision
 from agent.hooksettings import build_settings, hook_command_path, hook_env, write_settings
 from agent.launch import (
+    binary_stamp,
     claude_argv,
     claude_version,
     session_env,
@@ -85,6 +86,7 @@ from wire.protocol import (
     CreateSessionArgs,
     DeleteHistoryArgs,
     DeviceInfo,
+    DeviceUpdate,
     EndArgs,
     InterruptArgs,
     LineRecord,
@@ -192,6 +194,7 @@ class Agent:
         make_hooks = hooks or self._hook_server
         self.hook_server: HookEndpoint = make_hooks(self._secret_for, self._on_hook)
         self.claude_version = ""
+        self._claude_stamp: tuple[int, ...] | None = None  # the binary whose version that is
         make_link = link or self._relay_link
         self.link: AgentLink = make_link(
             self.archive, self._on_command, self._on_linked, self._on_unlinked
@@ -216,6 +219,7 @@ class Agent:
     # -- life of the agent ---------------------------------------------------------------
 
     async def start(self) -> None:
+        self._claude_stamp = binary_stamp(self.options.claude)
         self.claude_version = await claude_version(self.options.claude)
         warning = version_warning(self.claude_version)
         if warning:
@@ -265,6 +269,30 @@ class Agent:
             await self._stopping.wait()
         finally:
             await self.stop()
+
+    async def _check_claude(self) -> None:
+        """Claude Code may be updated while the agent runs (npm, Homebrew): before each launch
+        the binary is looked at (a stat, no process), and only a changed one is asked its
+        version again; a new version goes to the relay, so the phone's band follows it."""
+        stamp = binary_stamp(self.options.claude)
+        if stamp == self._claude_stamp:
+            return
+        self._claude_stamp = stamp
+        try:
+            version = await claude_version(self.options.claude)
+        except ClaudeMissing as exc:  # mid-update, say: the launch itself will tell
+            _log.warning("%s", exc)
+            return
+        if version == self.claude_version:
+            return
+        _log.info("Claude Code is now %s (was %s)", version, self.claude_version or "unknown")
+        self.claude_version = version
+        warning = version_warning(version)
+        if warning:
+            _log.warning(warning)
+        self.link.device = self.link.device.model_copy(update={"claude_version": version})
+        with contextlib.suppress(NotLinked):  # a later hello carries it anyway
+            await self.link.send(DeviceUpdate(device=self.link.device))
 
     def _forget_bad_ids(self) -> None:
         """An older agent recorded any id it was sent; such a session never started (claude takes
@@ -437,6 +465,7 @@ class Agent:
             raise CommandFailed(
                 "folder_gone", f"the folder {record.cwd} no longer exists on this Mac"
             )
+        await self._check_claude()
         argv = claude_argv(
             self.options.claude,
             str(self.settings_path),

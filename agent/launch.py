@@ -64,6 +64,16 @@ def find_claude(explicit: str | None = None) -> str:
     return found
 
 
+def binary_stamp(claude: str) -> tuple[int, ...] | None:
+    """What changes when the ``claude`` binary is replaced (an update): the file it resolves to,
+    its size and time. None when it cannot be read."""
+    try:
+        found = os.stat(os.path.realpath(shutil.which(claude) or claude))
+    except OSError:
+        return None
+    return found.st_dev, found.st_ino, found.st_size, found.st_mtime_ns
+
+
 async def claude_version(claude: str) -> str:
     try:
         proc = await asyncio.create_subprocess_exec(

@@ -31,6 +31,7 @@ from wire.protocol import (
     CommandResult,
     Decision,
     DecisionAck,
+    DeviceUpdate,
     Hello,
     History,
     Lines,
@@ -125,7 +126,7 @@ async def agent_link(ws: WebSocket) -> None:
                 await _send_missed(
                     state, link, r.session.id, r.session.epoch, r.send_after, r.session.last_seq
                 )
-        state.publish_device(account_id, device_id)
+        state.publish_device(account_id, device_id, hello.device.model_dump())
         _log.info("Mac %s (%s) linked with %d sessions", name, device_id, len(hello.sessions))
         watchdog = asyncio.create_task(_watch_token(state, link, principal.token_hash))
         await _serve(state, link, ws)
@@ -258,6 +259,10 @@ async def _dispatch(state: RelayState, link: DeviceLink, message: Any) -> None:
         await link.send(ack.model_dump_json(exclude_none=True))
     elif isinstance(message, Ping):
         await link.send(Pong().model_dump_json())
+    elif isinstance(message, DeviceUpdate):
+        info = message.device.model_dump()
+        await state.store.device_seen(link.device_id, info)
+        state.publish_device(link.account_id, link.device_id, info)
     elif isinstance(message, Hello):
         await link.send(_error("bad_message", "hello was already received on this link"))
 

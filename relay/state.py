@@ -17,6 +17,7 @@ from relay.errors import NotFound
 from relay.hub import Hub
 from relay.live import DeviceLink, Live
 from relay.store import Device, Principal, Session, Store
+from wire.claude_versions import claude_standing
 from wire.config import Config
 from wire.protocol import Card, Decision, SessionInfo
 
@@ -103,6 +104,7 @@ class RelayState:
             "online": online,
             "last_seen": iso(time.time() if online else device.last_seen),
             "info": device.info,
+            "claude_standing": claude_standing(device.info),
         }
 
     def session_json(self, session: Session, *, full: bool = False) -> dict[str, Any]:
@@ -158,13 +160,20 @@ class RelayState:
             body["summary"] = summary
         self.hub.publish_account(session.account_id, "session", body)
 
-    def publish_device(self, account_id: str, device_id: str) -> None:
+    def publish_device(
+        self, account_id: str, device_id: str, info: dict[str, Any] | None = None
+    ) -> None:
+        """``info``: what the Mac's hello just said about itself (its Claude Code version too)."""
         link = self.live.link(device_id)
-        self.hub.publish_account(
-            account_id,
-            "device",
-            {"id": device_id, "online": link is not None, "last_seen": iso(time.time())},
-        )
+        body: dict[str, Any] = {
+            "id": device_id,
+            "online": link is not None,
+            "last_seen": iso(time.time()),
+        }
+        if info is not None:
+            body["info"] = info
+            body["claude_standing"] = claude_standing(info)
+        self.hub.publish_account(account_id, "device", body)
 
     async def session_update(self, link: DeviceLink, info: SessionInfo) -> None:
         try:

@@ -1,4 +1,5 @@
-"""agent.cards: what each captured Claude Code 2.1.328 screen says (labels.tsv), and keys_for."""
+"""agent.cards: what each captured screen of each tested Claude Code version says (labels.tsv), and
+keys_for."""
 
 from __future__ import annotations
 
@@ -17,22 +18,13 @@ from agent.cards import (
     read_screen,
 )
 from agent.screen import Screen, from_plain, render
+from tests.support.screens import captures, labels, screen_name, screen_sets
 from wire.protocol import Card
 
 SCREENS = Path(__file__).parent / "fixtures" / "screens"
 
 
-def _labels() -> list[tuple[str, list[str], str]]:
-    rows = []
-    for line in (SCREENS / "labels.tsv").read_text(encoding="utf-8").splitlines():
-        if not line.strip() or line.startswith("#"):
-            continue
-        name, kinds, busy = line.split("\t")
-        rows.append((name, kinds.split("|"), busy))
-    return rows
-
-
-LABELS = _labels()
+LABELS = labels()  # every tested version's (tests/support/screens.py)
 CASES = [(name, kinds, busy, twin) for name, kinds, busy in LABELS for twin in ("plain", "ansi")]
 
 
@@ -52,12 +44,10 @@ def card(name: str, twin: str = "plain") -> DetectedCard:
 
 def test_labels_cover_every_capture() -> None:
     names = {n for n, _, _ in LABELS}
-    on_disk = {
-        f"{p.parent.name}/{p.name.removesuffix('.screen_plain.txt')}"
-        for p in SCREENS.glob("*/*.screen_plain.txt")
-    }
+    on_disk = {screen_name(p) for folder in screen_sets().values() for p in captures(folder)}
     assert names == on_disk
-    assert len(names) >= 60
+    for version, folder in screen_sets().items():
+        assert len(captures(folder)) >= 60, version
 
 
 @pytest.mark.parametrize(

@@ -10,9 +10,12 @@ import pytest
 
 from agent import screen as screen_mod
 from agent.screen import Screen, from_plain, render
+from tests.support.screens import captures, screen_name, screen_sets
+from wire.claude_versions import TESTED_VERSIONS
 
 SCREENS = Path(__file__).parent / "fixtures" / "screens"
-ANSI = sorted(SCREENS.glob("*/*.screen_ansi.txt"))
+# every tested Claude Code version's captures (tests/support/screens.py)
+ANSI = [p for folder in screen_sets().values() for p in captures(folder, "ansi")]
 
 
 def _size(path: Path) -> tuple[int, int]:
@@ -26,11 +29,23 @@ def _plain_twin(path: Path) -> Path:
 
 
 def test_fixtures_are_there() -> None:
-    assert len(ANSI) >= 60
+    assert len(ANSI) >= 60 * len(TESTED_VERSIONS)
     assert all(_plain_twin(p).exists() for p in ANSI)
 
 
-@pytest.mark.parametrize("path", ANSI, ids=lambda p: f"{p.parent.name}/{p.name.split('.')[0]}")
+def test_every_tested_version_has_its_screens_captured() -> None:
+    """A version joins TESTED_VERSIONS only with its 80x24 screens labelled (wire/claude_versions.py)."""
+    sets = screen_sets()
+    for version in TESTED_VERSIONS:
+        assert version in sets, f"no captured screens for Claude Code {version}"
+        folder = sets[version]
+        assert (folder / "labels.tsv").exists()
+        shots = captures(folder, "ansi")
+        assert len(shots) >= 60 and all(_size(p) == (80, 24) for p in shots), version
+        assert any(f"Claude Code v{version}" in _plain_twin(p).read_text() for p in shots)
+
+
+@pytest.mark.parametrize("path", ANSI, ids=screen_name)
 def test_render_matches_plain_twin(path: Path) -> None:
     width, height = _size(path)
     got = render(path.read_text(encoding="utf-8"), width, height)
@@ -40,7 +55,7 @@ def test_render_matches_plain_twin(path: Path) -> None:
     assert list(got.lines) == [r.rstrip() for r in want]
 
 
-@pytest.mark.parametrize("path", ANSI, ids=lambda p: f"{p.parent.name}/{p.name.split('.')[0]}")
+@pytest.mark.parametrize("path", ANSI, ids=screen_name)
 def test_pyte_path_agrees_with_fast_path(path: Path) -> None:
     width, height = _size(path)
     rows = screen_mod._split_rows(path.read_text(encoding="utf-8"))

@@ -6,7 +6,7 @@ const SHELL = [
   "/", "/index.html", "/style.css", "/app.js", "/pair.html", "/pair.js", "/manifest.webmanifest",
   "/js/api.js", "/js/cache.js", "/js/cards.js", "/js/conversation.js", "/js/dom.js", "/js/forms.js",
   "/js/i18n.js", "/js/live.js", "/js/md.js", "/js/overview.js", "/js/session.js", "/js/ui.js", "/js/search.js",
-  "/js/extras.js", "/js/subagent.js", "/js/audit.js",
+  "/js/extras.js", "/js/subagent.js", "/js/audit.js", "/js/versionband.js",
   "/icons/icon-192.png", "/icons/icon-512.png", "/icons/apple-touch-icon.png",
 ];
 

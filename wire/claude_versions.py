@@ -8,9 +8,10 @@ passed on it and its screens were captured into ``tests/fixtures/screens/``.
 from __future__ import annotations
 
 import re
-from typing import Literal
+from collections.abc import Mapping
+from typing import Any, Literal
 
-TESTED_VERSIONS: tuple[str, ...] = ("2.1.328",)
+TESTED_VERSIONS: tuple[str, ...] = ("2.1.328", "2.1.332")
 
 Standing = Literal["tested", "newer", "older", "untested", "unknown"]
 
@@ -44,6 +45,13 @@ def standing(version: str | None) -> Standing:
     if parsed < tested[0]:
         return "older"
     return "untested"
+
+
+def claude_standing(info: Mapping[str, Any]) -> Standing | None:
+    """A Mac's standing from the device info its agent reported (``DeviceInfo``): what the
+    phone's version band shows. None when the Mac reported no version (it never linked)."""
+    version = info.get("claude_version")
+    return standing(version) if isinstance(version, str) and version else None
 
 
 def version_warning(version: str | None) -> str | None:

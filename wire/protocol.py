@@ -308,8 +308,15 @@ class Ping(_Model):
     type: Literal["ping"] = "ping"
 
 
+class DeviceUpdate(_Model):
+    """What the Mac says about itself changed since hello (Claude Code was updated meanwhile)."""
+
+    type: Literal["device"] = "device"
+    device: DeviceInfo
+
+
 AgentMessage = Annotated[
-    Hello | Lines | SessionUpdate | CommandResult | History | Decision | Ping,
+    Hello | Lines | SessionUpdate | CommandResult | History | Decision | Ping | DeviceUpdate,
     Field(discriminator="type"),
 ]
 agent_message = TypeAdapter(AgentMessage)

@@ -82,6 +82,7 @@ class ScriptedMac:
     token: str
     loop: LoopThread
     name: str = "Studio"
+    claude_version: str = "2.1.328"  # what its hello says it runs
     commands: list[Command] = field(default_factory=list)
     answers: dict[str, dict[str, Any]] = field(default_factory=dict)
     fail: dict[str, tuple[str, str]] = field(default_factory=dict)
@@ -116,7 +117,7 @@ class ScriptedMac:
         self.link = MacLink(
             self.url or self.server.url,
             self.token,
-            DeviceInfo(name=self.name, agent_version="0.1.0", claude_version="2.1.328"),
+            DeviceInfo(name=self.name, agent_version="0.1.0", claude_version=self.claude_version),
             on_command=self._on_command,
             archive=self.archive,
         )

@@ -3,6 +3,7 @@
 
 import { ago, costText, folderName, h, shortPath } from "./dom.js";
 import { stateLabel, t } from "./i18n.js";
+import { placeBand } from "./versionband.js";
 
 const byOrder = (a, b) => a.position - b.position || String(a.created_at).localeCompare(String(b.created_at));
 
@@ -70,6 +71,7 @@ export function renderOverview(app) {
         h("h2", null, device.name || device.id),
         h("span.conn", { class: device.online ? "on" : "off" },
           device.online ? t("online") : t("offline_seen", { ago: ago(device.last_seen, t) }))));
+    placeBand(section.firstElementChild, device);
     if (!all.length) section.append(h("p.muted.pad", null, t("no_sessions")));
     const ordered = [...groups.entries()].sort(([a], [b]) => (b === "") - (a === "") || a.localeCompare(b));
     for (const [group, list] of ordered) {

@@ -12,6 +12,7 @@ import { showCost, showPolicy } from "./extras.js";
 import { stateLabel, t } from "./i18n.js";
 import { LiveStream } from "./live.js";
 import { actionSheet, confirmBox, promptBox, showError, toast } from "./ui.js";
+import { placeBand } from "./versionband.js";
 
 const PAGE = 500; // first page and catch-up (the relay's catchup_page)
 const OLDER_PAGE = 200;
@@ -448,6 +449,7 @@ export class SessionView {
     if (s.permission_mode) parts.push(s.permission_mode);
     if (s.locked) parts.push("🔒 " + t("locked"));
     this.meta.textContent = parts.filter(Boolean).join(" · ");
+    placeBand(this.meta, device);
     this.renderCard();
     this.renderHeld();
     this.renderComposer();
