@@ -14,6 +14,7 @@ from playwright.sync_api import Browser, Page, expect
 
 from tests.support.bridge import Bridge
 from tests.support.journeys import start_session, wait_state
+from tests.support.relay import RelayServer
 from tests.support.waits import wait_for
 from tests.support.web import Phone, actions
 
@@ -239,3 +240,71 @@ def test_wide_screens_keep_the_list_beside_the_session(
         no_overflow(page)
     finally:
         phone.close()
+
+
+def test_the_highlighter_and_the_diff_reader(browser: Browser, relay: RelayServer) -> None:
+    """The page's own functions, run in Chromium: text stays text, multi-line strings and
+    comments are one token, diffs pair deletions with additions."""
+    context = browser.new_context(base_url=relay.url)
+    try:
+        page = context.new_page()
+        page.goto("/pair.html")
+        got = page.evaluate(
+            """async (inputs) => {
+              const f = await import('/js/files.js');
+              const spans = (text, lang) => {
+                const box = document.createElement('div');
+                box.append(f.highlight(text, lang));
+                return { text: box.textContent, tags: [...box.querySelectorAll('*')].map(
+                  (e) => e.tagName + '.' + e.className + ':' + e.textContent) };
+              };
+              const rows = f.parseDiff(inputs.diff);
+              return {
+                py: spans(inputs.py, 'py'),
+                js: spans(inputs.js, 'js'),
+                html: spans('<img src=x onerror=alert(1)>', 'js'),
+                langs: ['a/b.tsx', 'Makefile', 'x.unknown', 'README.md'].map(f.languageOf),
+                rows: rows.map((r) => [r.kind, r.text, r.old ?? null, r.new ?? null]),
+                pairs: f.pairRows(rows).map(([a, b]) => [a && a.text, b && b.text]),
+              };
+            }""",
+            {
+                "diff": "diff --git a/x b/x\n@@ -1,3 +1,3 @@\n a\n-b\n-c\n+B\n d\n",
+                "py": 'def f():\n    """doc\n    more"""\n    return 0x1F  # done\n',
+                "js": "/* a\n b */ const s = `<b>${x}</b>`;",
+            },
+        )
+    finally:
+        context.close()
+    assert got["py"]["text"].startswith("def f():\n") and got["py"]["tags"] == [
+        "SPAN.tk-kw:def",
+        'SPAN.tk-str:"""doc\n    more"""',
+        "SPAN.tk-kw:return",
+        "SPAN.tk-num:0x1F",
+        "SPAN.tk-com:# done",
+    ]
+    assert got["js"]["tags"] == [
+        "SPAN.tk-com:/* a\n b */",
+        "SPAN.tk-kw:const",
+        "SPAN.tk-str:`<b>${x}</b>`",
+    ]
+    assert got["html"]["text"] == "<img src=x onerror=alert(1)>"
+    assert all(not tag.startswith("IMG") for tag in got["html"]["tags"])
+    assert got["langs"] == ["js", "sh", None, "md"]
+    assert got["rows"] == [
+        ["meta", "diff --git a/x b/x", None, None],
+        ["hunk", "@@ -1,3 +1,3 @@", None, None],
+        ["ctx", "a", 1, 1],
+        ["del", "b", 2, None],
+        ["del", "c", 3, None],
+        ["add", "B", None, 2],
+        ["ctx", "d", 4, 3],
+    ]
+    assert got["pairs"] == [
+        ["diff --git a/x b/x", None],
+        ["@@ -1,3 +1,3 @@", None],
+        ["a", "a"],
+        ["b", "B"],
+        ["c", None],
+        ["d", "d"],
+    ]
