@@ -147,6 +147,15 @@ def test_git_status_lists_staged_unstaged_untracked_and_renamed(repo: Path) -> N
     assert by_path["notes/todo.md"]["untracked"] is True
 
 
+def test_a_deleted_file_is_listed_and_its_diff_shows_what_went(repo: Path) -> None:
+    (repo / "pic.bin").unlink()
+    (repo / "src" / "app.py").unlink()
+    status = asyncio.run(workspace.git_status(repo, LIMITS))
+    assert {e["path"]: e["unstaged"] for e in status["entries"]}["src/app.py"] == "deleted"
+    gone = asyncio.run(workspace.git_diff(repo, "src/app.py", LIMITS))
+    assert "-print('hi')" in gone["unstaged"] and "deleted file mode" in gone["unstaged"]
+
+
 def test_git_status_from_a_subfolder_names_paths_from_there(repo: Path) -> None:
     status = asyncio.run(workspace.git_status(repo / "src", LIMITS))
     assert [e["path"] for e in status["entries"]] == ["app.py"]
