@@ -169,7 +169,15 @@ def read_text(root: Path, path: str, limits: Limits) -> dict[str, Any]:
         raise CommandFailed("not_a_file", f"{path!r} is a folder, not a file")
     if not stat.S_ISREG(info.st_mode):
         raise CommandFailed("not_a_file", f"{path!r} is not a regular file")
-    with open(target, "rb") as file:
+    # The path is resolved already: a symlink put in its place since is not followed, and a
+    # FIFO swapped in does not block (it is not a regular file, checked on what was opened).
+    try:
+        fd = os.open(target, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK)
+    except OSError as exc:
+        raise CommandFailed("not_found", f"{path!r} cannot be opened: {exc.strerror}") from None
+    with os.fdopen(fd, "rb") as file:
+        if not stat.S_ISREG(os.fstat(file.fileno()).st_mode):
+            raise CommandFailed("not_a_file", f"{path!r} is not a regular file")
         data = file.read(limits.file_bytes + 1)
     truncated = len(data) > limits.file_bytes
     data = data[: limits.file_bytes]

@@ -102,6 +102,15 @@ def test_missing_files_and_folders_say_so(folder: Path) -> None:
         assert code_of(refused) == code, (path, code)
 
 
+def test_a_fifo_is_listed_but_never_read(folder: Path) -> None:
+    os.mkfifo(folder / "pipe")
+    listed = {e["name"]: e for e in workspace.list_folder(folder, "", LIMITS)["entries"]}
+    assert listed["pipe"]["kind"] == "other"
+    with pytest.raises(CommandFailed) as refused:
+        workspace.read_text(folder, "pipe", LIMITS)  # would block if it were opened
+    assert code_of(refused) == "not_a_file"
+
+
 def test_a_name_that_is_not_utf8_is_listed_with_a_mark(folder: Path) -> None:
     os.close(os.open(os.fsencode(folder) + b"/caf\xe9.txt", os.O_CREAT | os.O_WRONLY, 0o600))
     entry = next(
