@@ -137,6 +137,20 @@ def test_changes_and_files_of_a_session_on_a_phone(
         phone.close()
 
 
+def test_the_changes_view_in_korean(browser: Browser, session: tuple[Bridge, str]) -> None:
+    bridge, session_id = session
+    phone = Phone(browser, bridge.relay, locale="ko-KR").login(bridge.account)
+    try:
+        page = phone.open(f"/#/s/{session_id}/changes")
+        expect(page.locator(".tab[aria-current='page']")).to_have_text("변경 사항")
+        expect(page.locator(".fv")).to_contain_text("브랜치 main · 4개 바뀜")
+        expect(page.locator(".badge.staged")).to_have_text("스테이징됨: 수정")
+        no_overflow(page)
+        phone.shot("47-changes-ko-390")
+    finally:
+        phone.close()
+
+
 def test_a_mac_offline_or_a_folder_outside_git_is_said_plainly(
     browser: Browser, fake: Bridge
 ) -> None:
