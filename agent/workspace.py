@@ -17,6 +17,7 @@ import asyncio
 import contextlib
 import os
 import stat
+import time
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -253,10 +254,27 @@ async def run_git(root: Path, args: list[str], timeout: float, limit: int) -> Gi
     return GitOutput(0 if cut else code, out, err.decode("utf-8", "replace").strip(), cut)
 
 
-async def repo_prefix(root: Path, limits: Limits) -> str:
+class Deadline:
+    """One git_timeout for all the git commands of one answer: the page waits for the whole of
+    it (within the relay's command_timeout), not for each command."""
+
+    def __init__(self, seconds: float) -> None:
+        self.seconds = seconds
+        self.at = time.monotonic() + seconds
+
+    def left(self) -> float:
+        left = self.at - time.monotonic()
+        if left <= 0:
+            raise CommandFailed(
+                "git_timeout", f"git took longer than {self.seconds:g} s in the session's folder"
+            )
+        return left
+
+
+async def repo_prefix(root: Path, deadline: Deadline) -> str:
     """The folder's place in its repository ("" at the top, else ``sub/dir/``), or
     ``not_a_repo``."""
-    result = await run_git(root, ["rev-parse", "--show-prefix"], limits.git_timeout, 65536)
+    result = await run_git(root, ["rev-parse", "--show-prefix"], deadline.left(), 65536)
     if result.code != 0:
         if "not a git repository" in result.err.lower():
             raise CommandFailed("not_a_repo", "the session's folder is not in a git repository")
@@ -314,17 +332,18 @@ def parse_status(data: bytes, prefix: str = "") -> list[dict[str, Any]]:
 async def git_status(root: Path, limits: Limits) -> dict[str, Any]:
     """The folder's changes: staged, unstaged and untracked files (at most ``limits.entries``),
     and the branch."""
-    prefix = await repo_prefix(root, limits)
+    deadline = Deadline(limits.git_timeout)
+    prefix = await repo_prefix(root, deadline)
     result = await run_git(
         root,
         ["status", "--porcelain=v1", "-z", "--untracked-files=all", "--", "."],
-        limits.git_timeout,
+        deadline.left(),
         limits.diff_bytes,
     )
     if result.code != 0:
         raise CommandFailed("git_failed", result.err[:300] or f"git exited {result.code}")
     entries = parse_status(result.out, prefix)
-    branch = await run_git(root, ["rev-parse", "--abbrev-ref", "HEAD"], limits.git_timeout, 4096)
+    branch = await run_git(root, ["rev-parse", "--abbrev-ref", "HEAD"], deadline.left(), 4096)
     entries.sort(key=lambda e: e["path"])
     return {
         "branch": branch.out.decode("utf-8", "replace").strip() if branch.code == 0 else None,
@@ -343,12 +362,13 @@ async def git_diff(root: Path, path: str, limits: Limits) -> dict[str, Any]:
     if str(relative) == ".":
         raise CommandFailed("not_a_file", "name a changed file of the session's folder")
     inside(root, path)  # a symlink out is refused before git reads anything
-    await repo_prefix(root, limits)
+    deadline = Deadline(limits.git_timeout)
+    await repo_prefix(root, deadline)
     name = str(relative)
     base = ["diff", "--no-color", "--no-ext-diff", "--no-textconv", "--find-renames"]
-    unstaged = await run_git(root, [*base, "--", name], limits.git_timeout, limits.diff_bytes)
+    unstaged = await run_git(root, [*base, "--", name], deadline.left(), limits.diff_bytes)
     staged = await run_git(
-        root, [*base, "--cached", "--", name], limits.git_timeout, limits.diff_bytes
+        root, [*base, "--cached", "--", name], deadline.left(), limits.diff_bytes
     )
     if unstaged.code != 0 or staged.code != 0:
         raise CommandFailed("git_failed", (unstaged.err or staged.err)[:300] or "git diff failed")
@@ -356,14 +376,14 @@ async def git_diff(root: Path, path: str, limits: Limits) -> dict[str, Any]:
     if not unstaged.out and not staged.out:
         listed = await run_git(
             root, ["ls-files", "--others", "--exclude-standard", "-z", "--", name],
-            limits.git_timeout, 65536,
+            deadline.left(), 65536,
         )  # fmt: skip
         if listed.out.strip(b"\x00"):
             untracked = True
             # --no-index exits 1 when the files differ, which they do.
             unstaged = await run_git(
                 root, ["diff", "--no-color", "--no-index", "--", os.devnull, name],
-                limits.git_timeout, limits.diff_bytes,
+                deadline.left(), limits.diff_bytes,
             )  # fmt: skip
     texts = {
         "unstaged": unstaged.out.decode("utf-8", "replace"),

@@ -271,7 +271,7 @@ SETTINGS: tuple[Setting, ...] = (
     Setting(
         "git_timeout",
         10.0,
-        "Seconds a git command run for the page may take in a session's folder.",
+        "Seconds the git commands of one answer to the page may take together in a session's folder.",
         "agent",
     ),
     Setting(
