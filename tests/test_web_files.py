@@ -158,6 +158,7 @@ def test_a_mac_offline_or_a_folder_outside_git_is_said_plainly(
     cwd = fake.folder("plain")
     with fake.phone() as client:
         session_id = start_session(client, fake, cwd, prompt="hello", permission_mode="manual")
+        wait_state(client, session_id, "idle")
     phone = Phone(browser, fake.relay).login(fake.account)
     try:
         page = phone.open(f"/#/s/{session_id}/changes")
@@ -165,7 +166,7 @@ def test_a_mac_offline_or_a_folder_outside_git_is_said_plainly(
             "The session's folder is not in a git repository."
         )
         fake.stop_agent()
-        wait_for(lambda: fake.relay.state.live.link(fake.account.device_id) is None, 15, "offline")
+        wait_for(lambda: fake.relay.state.live.link(fake.account.device_id) is None, 30, "offline")
         page.goto(f"/#/s/{session_id}/files")
         page.reload()
         expect(page.locator(".fv-error")).to_have_attribute("data-code", "device_offline")
