@@ -31,6 +31,7 @@ from typing import Any, Generic, TypeVar
 from pydantic import ValidationError
 
 from agent import held as heldrules
+from agent import workspace
 from agent.archive import DiskArchive
 from agent.decisions import DecisionLog
 from agent.driver import (
@@ -76,6 +77,7 @@ from wire.client import CommandHandler as WireCommandHandler
 from wire.config import Config
 from wire.markers import BRIDGE_CONVERSATION
 from wire.protocol import (
+    MAX_RECENT_FOLDERS,
     AnswerCardArgs,
     ArgsModel,
     CancelHeldArgs,
@@ -88,9 +90,13 @@ from wire.protocol import (
     DeviceInfo,
     DeviceUpdate,
     EndArgs,
+    GitDiffArgs,
+    GitStatusArgs,
     InterruptArgs,
     LineRecord,
+    ListFilesArgs,
     MarkerKind,
+    ReadFileArgs,
     ReopenArgs,
     RestArgs,
     SendArgs,
@@ -233,6 +239,7 @@ class Agent:
             os=f"{platform.system()} {platform.release()}",
             agent_version=__version__,
             claude_version=self.claude_version,
+            recent_folders=self._recent_folders(),
         )
         self._forget_bad_ids()
         for record in self.registry.sessions.values():
@@ -722,6 +729,11 @@ class Agent:
             CommandHandler(SetPolicyArgs, self._cmd_set_policy),
             CommandHandler(ChangePolicyArgs, self._cmd_change_policy),
             CommandHandler(DeleteHistoryArgs, self._cmd_delete_history),
+            # The session's folder, read for the page (agent/workspace.py).
+            CommandHandler(ListFilesArgs, self._cmd_list_files),
+            CommandHandler(ReadFileArgs, self._cmd_read_file),
+            CommandHandler(GitStatusArgs, self._cmd_git_status),
+            CommandHandler(GitDiffArgs, self._cmd_git_diff),
         ]
         return {h.model.name: h for h in handlers}
 
@@ -781,6 +793,8 @@ class Agent:
             await self._forget(record.id)  # the relay keeps no trace of it either
             raise
         await rt.send_update(force=True)
+        # The next hello offers this folder first (the page also has it from the session).
+        self.link.device.recent_folders = self._recent_folders()
         return {"cwd": record.cwd, "policy": policy_of(record).to_json()}
 
     async def _forget(self, session_id: str) -> None:
@@ -907,6 +921,43 @@ class Agent:
             self._save()
             _log.info("session %s deleted by the relay's retention", session_id)
         return {"deleted": record is not None}
+
+    # -- the session's folder, for the page -----------------------------------------------------
+
+    def _folder(self, session_id: str) -> tuple[Path, workspace.Limits]:
+        """The session's working folder (it must still exist) and the reading limits."""
+        folder = Path(self._record(session_id).cwd)
+        if not folder.is_dir():
+            raise CommandFailed("not_found", f"the session's folder {str(folder)!r} is gone")
+        limits = workspace.Limits(
+            file_bytes=self.config.int("files_max_file_bytes"),
+            entries=self.config.int("files_max_entries"),
+            diff_bytes=self.config.int("files_max_diff_bytes"),
+            git_timeout=self.config.float("git_timeout"),
+        )
+        return folder, limits
+
+    async def _cmd_list_files(self, session_id: str, args: ListFilesArgs) -> dict[str, Any]:
+        folder, limits = self._folder(session_id)
+        return await asyncio.to_thread(workspace.list_folder, folder, args.path, limits)
+
+    async def _cmd_read_file(self, session_id: str, args: ReadFileArgs) -> dict[str, Any]:
+        folder, limits = self._folder(session_id)
+        return await asyncio.to_thread(workspace.read_text, folder, args.path, limits)
+
+    async def _cmd_git_status(self, session_id: str, args: GitStatusArgs) -> dict[str, Any]:
+        return await workspace.git_status(*self._folder(session_id))
+
+    async def _cmd_git_diff(self, session_id: str, args: GitDiffArgs) -> dict[str, Any]:
+        folder, limits = self._folder(session_id)
+        return await workspace.git_diff(folder, args.path, limits)
+
+    def _recent_folders(self) -> list[str]:
+        """The working folders of this Mac's sessions, the most recently used first."""
+        return workspace.recent_folders(
+            [(r.cwd, max(r.created_at, r.last_alive_at)) for r in self.registry.sessions.values()],
+            MAX_RECENT_FOLDERS,
+        )
 
     async def _reopen(self, record: SessionRecord) -> None:
         rt = self._runtime(record)

@@ -23,6 +23,7 @@ from relay.errors import PayloadTooLarge, RelayError
 from relay.feature import Feature, close_all, schemas, start_all
 from relay.features import (
     audit,
+    files,
     permissions,
     push,
     retention,
@@ -220,6 +221,7 @@ FEATURES: tuple[Feature, ...] = (
     permissions.FEATURE,  # the relay's copy of session policies
     audit.FEATURE,  # every decision on every card
     retention.FEATURE,  # expiry on a schedule
+    files.FEATURE,  # a session's folder and git changes, read from its Mac
 )
 
 

@@ -22,7 +22,11 @@ from wire.protocol import (
     CreateSessionArgs,
     DeleteHistoryArgs,
     EndArgs,
+    GitDiffArgs,
+    GitStatusArgs,
     InterruptArgs,
+    ListFilesArgs,
+    ReadFileArgs,
     ReopenArgs,
     RestArgs,
     SendArgs,
@@ -74,6 +78,11 @@ EXAMPLES: list[tuple[CommandArgs, dict[str, Any]]] = [
         {"changes": {"tools": {"Bash": None}}},
     ),
     (DeleteHistoryArgs(), {}),
+    (ListFilesArgs(), {}),
+    (ListFilesArgs(path="src"), {"path": "src"}),
+    (ReadFileArgs(path="src/main.py"), {"path": "src/main.py"}),
+    (GitStatusArgs(), {}),
+    (GitDiffArgs(path="README.md"), {"path": "README.md"}),
 ]
 
 

@@ -37,7 +37,7 @@ from tests.support.web import (
     wait_for,
 )
 
-WEIGHT_LIMIT = 176 * 1024  # README figures: the control page weight goal, before compression
+WEIGHT_LIMIT = 204 * 1024  # README figures: the control page weight goal, before compression
 
 
 def conversation_seqs(page: Page) -> list[int]:

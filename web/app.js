@@ -6,6 +6,7 @@
 import { extraHeaders, get, onReachability, setReadOnly } from "./js/api.js";
 import * as cache from "./js/cache.js";
 import { $, h } from "./js/dom.js";
+import { FilesView } from "./js/files.js";
 import { renderNewSession, renderSettings } from "./js/forms.js";
 import { t } from "./js/i18n.js";
 import { LiveStream } from "./js/live.js";
@@ -13,6 +14,7 @@ import { renderOverview } from "./js/overview.js";
 import { SearchPanel } from "./js/search.js";
 import { SessionView } from "./js/session.js";
 import { SubagentView } from "./js/subagent.js";
+import { placeSide, watchWidth } from "./js/wide.js";
 
 class App {
   constructor() {
@@ -33,6 +35,7 @@ class App {
     window.addEventListener("hashchange", () => this.route());
     onReachability((ok) => { if (ok !== this.relayOk) { this.relayOk = ok; this.updateBand(); } });
     setInterval(() => { if (this.screen === "overview") this.drawOverview(); this.updateBand(); }, 30000);
+    watchWidth(this);
   }
 
   async boot() {
@@ -143,6 +146,7 @@ class App {
       }
     }, 500);
     if (this.screen === "overview") this.drawOverview();
+    placeSide(this);
     if (this.screen === "new" && !this.main.querySelector("#ns-mac option")) {
       this.show("new", renderNewSession(this), t("ns_title"));
     }
@@ -177,6 +181,10 @@ class App {
       this.sub = new SubagentView(this, parts[1], parts[agent + 1]);
       this.backTo = "#/s/" + encodeURIComponent(parts[1]) + (readOnly ? "/read" : "");
       this.show("subagent", this.sub.el, t("subagent"));
+    } else if (parts[0] === "s" && parts[1] && ["files", "file", "changes"].includes(parts[2])) {
+      this.sub = new FilesView(this, parts[1], parts[2], parts.slice(3).join("/"));
+      this.backTo = "#/s/" + encodeURIComponent(parts[1]);
+      this.show("files", this.sub.el, this.sub.title());
     } else if (parts[0] === "s" && parts[1]) {
       this.view = new SessionView(this, parts[1], { readOnly });
       this.show("session", this.view.el, this.view.title());
@@ -192,6 +200,7 @@ class App {
       this.drawOverview();
       this.refreshLists(0);
     }
+    placeSide(this);
     this.updateBand();
   }
 
@@ -201,6 +210,7 @@ class App {
     this.setTitle(title);
     this.main.replaceChildren(el);
     if (screen !== "session") $("#top-actions").replaceChildren();
+    placeSide(this);
     window.scrollTo(0, 0);
   }
 

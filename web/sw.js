@@ -1,12 +1,13 @@
 // The service worker: keeps the app shell (never the API) so the page opens without the relay,
 // and shows Web Push notifications; a tap opens that session.
 
-const CACHE = "cb-shell-v3";
+const CACHE = "cb-shell-v4";
 const SHELL = [
   "/", "/index.html", "/style.css", "/app.js", "/pair.html", "/pair.js", "/manifest.webmanifest",
   "/js/api.js", "/js/cache.js", "/js/cards.js", "/js/conversation.js", "/js/dom.js", "/js/forms.js",
   "/js/i18n.js", "/js/live.js", "/js/md.js", "/js/overview.js", "/js/session.js", "/js/ui.js", "/js/search.js",
-  "/js/extras.js", "/js/subagent.js", "/js/audit.js", "/js/versionband.js",
+  "/js/extras.js", "/js/subagent.js", "/js/audit.js", "/js/versionband.js", "/js/files.js",
+  "/js/wide.js",
   "/icons/icon-192.png", "/icons/icon-512.png", "/icons/apple-touch-icon.png",
 ];
 

@@ -251,6 +251,30 @@ SETTINGS: tuple[Setting, ...] = (
         "relay",
     ),
     Setting(
+        "files_max_file_bytes",
+        256 * KIB,
+        "Largest part of a file the page is shown from a session's folder; the rest is cut.",
+        "agent",
+    ),
+    Setting(
+        "files_max_entries",
+        1000,
+        "Most entries of one folder (or changed files of git status) sent to the page.",
+        "agent",
+    ),
+    Setting(
+        "files_max_diff_bytes",
+        512 * KIB,
+        "Largest diff of one file (staged and unstaged each) sent to the page; the rest is cut.",
+        "agent",
+    ),
+    Setting(
+        "git_timeout",
+        10.0,
+        "Seconds the git commands of one answer to the page may take together in a session's folder.",
+        "agent",
+    ),
+    Setting(
         "retention_retry_interval",
         5.0,
         "Seconds between checks for Macs back online that still have deleted sessions to drop.",

@@ -32,6 +32,8 @@ MAX_OFFSET = MAX_SAFE_INTEGER
 # (reported in the ack as ``out_of_range``) instead of letting it hide every later line.
 MAX_TRANSCRIPT_OFFSET = 2**40
 MAX_HISTORY_LIMIT = 10_000  # events one history request may ask for
+MAX_RECENT_FOLDERS = 30  # working folders a Mac lists in its hello
+MAX_CWD_CHARS = 4096
 
 # WebSocket close codes of the link (docs/protocol.md §11), sent by the relay, read by the Mac
 # from the close frame.
@@ -205,6 +207,11 @@ class DeviceInfo(_Model):
     os: str = ""
     agent_version: str = ""
     claude_version: str = ""
+    # The working folders of this Mac's sessions, past and present, the most recent first: the
+    # new-session form offers them.
+    recent_folders: list[Annotated[str, Field(max_length=MAX_CWD_CHARS)]] = Field(
+        default_factory=list, max_length=MAX_RECENT_FOLDERS
+    )
 
 
 class SessionInfo(_Model):
@@ -370,12 +377,15 @@ CommandName = Literal[
     "set_policy",
     "change_policy",
     "delete_history",
+    "list_files",
+    "read_file",
+    "git_status",
+    "git_diff",
 ]
 
 # Limits of a command's args (docs/protocol.md §9), checked by the agent: args outside them are
 # answered ``bad_args`` at once.
 MAX_MESSAGE_CHARS = 100_000  # a message's text; the relay's max_message_chars is at most this
-MAX_CWD_CHARS = 4096
 MAX_MODEL_CHARS = 200
 MAX_CARD_KEY_CHARS = 32
 MAX_CARD_KEYS = 64
@@ -473,6 +483,33 @@ class DeleteHistoryArgs(ArgsModel):
     name: ClassVar[CommandName] = "delete_history"
 
 
+class ListFilesArgs(ArgsModel):
+    """The entries of a folder of the session's working folder ("" is the folder itself)."""
+
+    name: ClassVar[CommandName] = "list_files"
+    path: str = Field(default="", max_length=MAX_CWD_CHARS)
+
+
+class ReadFileArgs(ArgsModel):
+    """The text of a file of the session's working folder (cut at the Mac's limit)."""
+
+    name: ClassVar[CommandName] = "read_file"
+    path: str = Field(min_length=1, max_length=MAX_CWD_CHARS)
+
+
+class GitStatusArgs(ArgsModel):
+    """The staged, unstaged and untracked files of the session's working folder."""
+
+    name: ClassVar[CommandName] = "git_status"
+
+
+class GitDiffArgs(ArgsModel):
+    """The staged and unstaged diffs of one file of the session's working folder."""
+
+    name: ClassVar[CommandName] = "git_diff"
+    path: str = Field(min_length=1, max_length=MAX_CWD_CHARS)
+
+
 CommandArgs = (
     CreateSessionArgs
     | SendArgs
@@ -485,6 +522,10 @@ CommandArgs = (
     | SetPolicyArgs
     | ChangePolicyArgs
     | DeleteHistoryArgs
+    | ListFilesArgs
+    | ReadFileArgs
+    | GitStatusArgs
+    | GitDiffArgs
 )
 # Each command's args model, by name.
 COMMAND_ARGS: dict[CommandName, type[CommandArgs]] = {

@@ -2,12 +2,27 @@
 // Macs, log out).
 
 import { del, get, post } from "./api.js";
-import { ago, h, shortPath } from "./dom.js";
+import { ago, folderName, h, shortPath } from "./dom.js";
 import { LANGS, getLang, setLang, t } from "./i18n.js";
 import { retentionSection } from "./extras.js";
 import { confirmBox, showError, toast } from "./ui.js";
 
 const MODES = ["default", "acceptEdits", "plan", "auto", "manual", "dontAsk", "bypassPermissions"];
+// Claude Code's model names and aliases offered as a list ("" = the Mac's default); any other
+// model is typed in "Other".
+const MODELS = ["", "opus", "sonnet", "haiku", "opusplan", "sonnet[1m]"];
+const OTHER = "other";
+const MAX_RECENT = 8; // folders offered as buttons (all of them stay in the typed list)
+
+/** The folders a Mac knows, most recent first: what it reported (its sessions past and present)
+ * and the folders of its sessions this phone has listed. */
+export function recentFolders(app, deviceId) {
+  const device = app.devices.get(deviceId);
+  const reported = (device && device.info && device.info.recent_folders) || [];
+  const listed = [...app.sessions.values()].filter((s) => s.device_id === deviceId && s.cwd)
+    .sort((a, b) => String(b.updated_at || "").localeCompare(String(a.updated_at || ""))).map((s) => s.cwd);
+  return [...new Set([...listed, ...reported])];
+}
 
 export function renderNewSession(app) {
   const devices = [...app.devices.values()].sort((a, b) => (b.online - a.online) || String(a.name).localeCompare(String(b.name)));
@@ -15,31 +30,47 @@ export function renderNewSession(app) {
     devices.map((d) => h("option", { value: d.id, disabled: !d.online }, (d.name || d.id) + (d.online ? "" : " " + t("ns_offline")))));
   const firstOnline = devices.find((d) => d.online);
   if (firstOnline) mac.value = firstOnline.id;
+  const cwd = h("input", { id: "ns-cwd", name: "cwd", required: true, list: "ns-folders", autocapitalize: "off", spellcheck: "false", placeholder: "/Users/me/src/project" });
   const folders = h("datalist", { id: "ns-folders" });
+  const recent = h("div.ns-recent", { id: "ns-recent", role: "group", "aria-label": t("ns_recent") });
   const fillFolders = () => {
-    const seen = new Set([...app.sessions.values()].filter((s) => s.device_id === mac.value).map((s) => s.cwd));
-    folders.replaceChildren(...[...seen].map((cwd) => h("option", { value: cwd }, shortPath(cwd))));
+    const known = recentFolders(app, mac.value);
+    folders.replaceChildren(...known.map((path) => h("option", { value: path }, shortPath(path))));
+    recent.replaceChildren(...known.slice(0, MAX_RECENT).map((path) => {
+      const pick = h("button.ns-folder", { type: "button", title: path, "aria-pressed": String(cwd.value === path) },
+        h("span.ns-folder-name", null, folderName(path)), h("span.ns-folder-path", null, shortPath(path)));
+      pick.addEventListener("click", () => { cwd.value = path; markPicked(); });
+      return pick;
+    }));
+    recent.hidden = !known.length;
+  };
+  const markPicked = () => {
+    for (const b of recent.children) b.setAttribute("aria-pressed", String(b.title === cwd.value.trim()));
   };
   fillFolders();
   mac.addEventListener("change", fillFolders);
-  const cwd = h("input", { id: "ns-cwd", name: "cwd", required: true, list: "ns-folders", autocapitalize: "off", spellcheck: "false", placeholder: "/Users/me/src/project" });
+  cwd.addEventListener("input", markPicked);
   const mode = h("select", { id: "ns-mode", name: "permission_mode" }, MODES.map((m) => h("option", { value: m }, t("pm_" + m))));
-  const model = h("input", { id: "ns-model", name: "model", autocapitalize: "off", spellcheck: "false", placeholder: "opus" });
+  const modelPick = h("select", { id: "ns-model-pick", name: "model_pick" },
+    MODELS.map((m) => h("option", { value: m }, m ? m : t("ns_model_default"))), h("option", { value: OTHER }, t("ns_model_other")));
+  const model = h("input", { id: "ns-model", name: "model", autocapitalize: "off", spellcheck: "false", placeholder: "claude-sonnet-4-5", hidden: true, "aria-label": t("ns_model_other") });
+  modelPick.addEventListener("change", () => { model.hidden = modelPick.value !== OTHER; if (!model.hidden) model.focus(); });
   const prompt = h("textarea", { id: "ns-prompt", name: "prompt", rows: 4 });
   const submit = h("button.primary", { type: "submit" }, t("ns_start"));
   const form = h("form.stack", { "aria-label": t("ns_title") },
     h("label", { for: "ns-mac" }, t("ns_mac")), mac,
-    h("label", { for: "ns-cwd" }, t("ns_folder")), cwd, folders,
+    h("label", { for: "ns-cwd" }, t("ns_folder")), recent, cwd, folders,
     h("label", { for: "ns-mode" }, t("ns_mode")), mode,
     h("label", { for: "ns-prompt" }, t("ns_prompt")), prompt,
-    h("label", { for: "ns-model" }, t("ns_model")), model,
+    h("label", { for: "ns-model-pick" }, t("ns_model")), modelPick, model,
     firstOnline ? null : h("p.note", null, t("ns_no_mac")),
     submit);
   form.addEventListener("submit", async (event) => {
     event.preventDefault();
     const body = { device_id: mac.value, cwd: cwd.value.trim(), permission_mode: mode.value };
     if (prompt.value.trim()) body.prompt = prompt.value.trim();
-    if (model.value.trim()) body.model = model.value.trim();
+    const chosen = modelPick.value === OTHER ? model.value.trim() : modelPick.value;
+    if (chosen) body.model = chosen;
     submit.disabled = true;
     submit.textContent = t("sending");
     try {

@@ -233,6 +233,38 @@ const ko = {
   aud_src_policy: "세션 규칙", aud_src_allow_all: "모두 허용", aud_src_hook: "훅"
 };
 
+// The files and changes view, the new-session pickers and the wide layout.
+Object.assign(en, {
+  fv_title: "Files and changes", fv_files: "Files", fv_changes: "Changes", fv_top: "Folder", fv_path: "Path",
+  fv_empty: "This folder is empty.", fv_more: "Showing {n} of {total}.", fv_cut: "Cut: only the start is shown.",
+  fv_binary: "Binary file: not shown.", fv_outside: "leads outside the folder", fv_other: "not a file",
+  fv_bad_name: "Its name is not UTF-8: it cannot be opened from here.",
+  fv_not_repo: "The session's folder is not in a git repository.",
+  fv_offline: "The Mac is offline: its files can be read once it is back.",
+  fv_branch: "Branch {name}", fv_n_changed: "{n} changed", fv_clean: "No changes.",
+  fv_staged: "staged", fv_untracked: "untracked", fv_modified: "modified", fv_added: "added",
+  fv_deleted: "deleted", fv_renamed: "renamed", fv_copied: "copied", fv_conflict: "conflict",
+  fv_staged_diff: "Staged", fv_unstaged_diff: "Not staged", fv_no_diff: "No difference to show.",
+  fv_view: "Diff view", fv_unified: "Unified", fv_split: "Split",
+  ns_recent: "Recent folders on this Mac", ns_model_default: "The Mac's default", ns_model_other: "Other…",
+  wd_sessions: "Sessions",
+});
+Object.assign(ko, {
+  fv_title: "파일과 변경 사항", fv_files: "파일", fv_changes: "변경 사항", fv_top: "폴더", fv_path: "경로",
+  fv_empty: "빈 폴더예요.", fv_more: "{total}개 중 {n}개를 보여 줘요.", fv_cut: "앞부분만 보여 줘요.",
+  fv_binary: "바이너리 파일이라 보여 주지 않아요.", fv_outside: "폴더 밖을 가리켜요", fv_other: "파일이 아니에요",
+  fv_bad_name: "이름이 UTF-8이 아니라 여기서 열 수 없어요.",
+  fv_not_repo: "세션 폴더가 git 저장소 안에 있지 않아요.",
+  fv_offline: "맥이 끊겨 있어요. 다시 연결되면 파일을 볼 수 있어요.",
+  fv_branch: "브랜치 {name}", fv_n_changed: "{n}개 바뀜", fv_clean: "바뀐 것이 없어요.",
+  fv_staged: "스테이징됨", fv_untracked: "추적 안 됨", fv_modified: "수정", fv_added: "추가",
+  fv_deleted: "삭제", fv_renamed: "이름 바뀜", fv_copied: "복사", fv_conflict: "충돌",
+  fv_staged_diff: "스테이징됨", fv_unstaged_diff: "스테이징 안 됨", fv_no_diff: "보여 줄 차이가 없어요.",
+  fv_view: "diff 보기", fv_unified: "한 줄로", fv_split: "나란히",
+  ns_recent: "이 맥에서 최근 쓴 폴더", ns_model_default: "맥의 기본값", ns_model_other: "직접 입력…",
+  wd_sessions: "세션",
+});
+
 export const LANGS = { en: "English", ko: "한국어" };
 const TABLES = { en, ko };
 const KEY = "cb-lang";

@@ -13,6 +13,7 @@ import { stateLabel, t } from "./i18n.js";
 import { LiveStream } from "./live.js";
 import { actionSheet, confirmBox, promptBox, showError, toast } from "./ui.js";
 import { placeBand } from "./versionband.js";
+import { filesActions } from "./files.js";
 
 const PAGE = 500; // first page and catch-up (the relay's catchup_page)
 const OLDER_PAGE = 200;
@@ -610,6 +611,7 @@ export class SessionView {
       { label: t("reset_title"), run: () => this.change(null, () => del(`/api/sessions/${encodeURIComponent(this.id)}/title`)) },
       { label: s.pinned ? t("unpin") : t("pin"), run: () => this.pin(!s.pinned) },
       ...looks,
+      ...filesActions(this.id),
       { label: t("group"), run: async () => { const v = await promptBox(t("group_label"), s.group || ""); if (v !== null) this.change({ group: v.trim() }); } },
       { label: s.locked ? t("unlock") : t("lock"), run: () => this.change({ locked: !s.locked }) },
       { label: t("move_up"), run: () => this.move(-1) },
