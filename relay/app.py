@@ -14,7 +14,6 @@ from fastapi import Depends, FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
-from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from relay import link, routes
@@ -34,6 +33,7 @@ from relay.features import (
 from relay.hub import Hub
 from relay.jsontext import JSONText
 from relay.state import RelayState
+from relay.static import WebApp
 from relay.store import Store
 from wire import __version__
 from wire.config import Config, Network, trusted_networks
@@ -311,7 +311,7 @@ def create_app(config: Config) -> FastAPI:
     app.include_router(link.router)
     web_dir = Path(config.str("web_dir")).expanduser() if config.str("web_dir") else WEB_DIR
     if web_dir.is_dir():
-        app.mount("/", StaticFiles(directory=web_dir, html=True), name="web")
+        app.mount("/", WebApp(web_dir), name="web")
 
     # Added last = outermost: even a 413 from the body limit carries the security headers.
     app.add_middleware(BodyLimit, limit=config.int("max_body_bytes"))
