@@ -22,6 +22,7 @@ from relay.errors import PayloadTooLarge, RelayError
 from relay.feature import Feature, close_all, schemas, start_all
 from relay.features import (
     audit,
+    outbox,
     permissions,
     push,
     retention,
@@ -219,6 +220,7 @@ FEATURES: tuple[Feature, ...] = (
     permissions.FEATURE,  # the relay's copy of session policies
     audit.FEATURE,  # every decision on every card
     retention.FEATURE,  # expiry on a schedule
+    outbox.FEATURE,  # messages queued for an offline Mac
 )
 
 
