@@ -8,6 +8,7 @@ once the network does, and show what was written meanwhile exactly once (catch-u
 
 from __future__ import annotations
 
+import re
 import time
 import uuid
 from collections.abc import Iterator
@@ -22,8 +23,11 @@ from tests.support.web import (
     PHONE,
     LoopThread,
     ScriptedMac,
+    held,
+    multi_question_card,
     new_sid,
     user_line,
+    wait_for,
 )
 
 KEEPALIVE = 1.0
@@ -128,3 +132,73 @@ def test_overview_says_reconnecting_and_offline_event_is_at_once(
     context.set_offline(False)
     expect(page.locator("#band")).to_be_hidden(timeout=15_000)
     expect(page.locator("#live")).to_have_class("live on")
+
+
+def test_sessions_of_an_offline_mac_keep_what_was_last_known(
+    setup: tuple[RelayServer, ScriptedMac, FreezableProxy, BrowserContext, str],
+    browser: Browser,
+) -> None:
+    _, mac, proxy, context, idle = setup
+    waiting = new_sid()
+    mac.send_json_lines(waiting, [user_line("may I?", str(uuid.uuid4()))])
+    mac.update(waiting, state="waiting", card=multi_question_card())
+    page = context.new_page()
+    page.goto("/")
+    expect(page.locator("#needs-count")).to_have_text("1 session needs you")
+
+    mac.abort()
+    seen = re.compile(r"State unknown since \d\d:\d\d \(Mac offline\)")
+    row = page.locator(f".session-row[data-id='{idle}']")
+    expect(row.locator(".badge").first).to_have_text(seen)
+    expect(page.locator(".session-row", has_text="Stopped")).to_have_count(0)
+    # the waiting question stays listed as needing you, marked as on an offline Mac
+    expect(page.locator("#needs-count")).to_have_text("1 session needs you")
+    needs = page.locator(f".needs .session-row[data-id='{waiting}']")
+    expect(needs.locator(".badge.mark")).to_have_text("Mac offline")
+    page.goto(f"/#/s/{idle}")
+    expect(page.locator(".badge").first).to_have_text(seen)
+
+    ko = browser.new_context(viewport=PHONE, base_url=proxy.url, locale="ko-KR")
+    try:
+        ko.add_cookies(context.cookies())
+        kpage = ko.new_page()
+        kpage.goto("/")
+        expect(kpage.locator(f".session-row[data-id='{idle}'] .badge").first).to_have_text(
+            re.compile(r"\d\d:\d\d부터 상태 모름 \(맥 연결 끊김\)")
+        )
+    finally:
+        ko.close()
+
+
+def test_a_message_to_an_offline_mac_is_queued_on_the_relay_then_held(
+    setup: tuple[RelayServer, ScriptedMac, FreezableProxy, BrowserContext, str],
+) -> None:
+    _, mac, _, context, sid = setup
+    page = context.new_page()
+    page.goto(f"/#/s/{sid}")
+    expect(page.locator(".convo")).to_contain_text("first words")
+    mac.abort()
+    expect(page.locator("#band")).to_have_attribute("data-kind", "mac-offline")
+
+    page.locator(".composer textarea").fill("run the tests when you are back")
+    page.locator("button.send").click()
+    dialog = page.locator("dialog")
+    expect(dialog).to_contain_text("The Mac is offline. Queue this message on the relay?")
+    dialog.get_by_role("button", name="Queue until the Mac is back").click()
+    item = page.locator(".held-item", has_text="run the tests when you are back")
+    expect(item.locator(".held-state")).to_have_text("Queued on the relay")
+    expect(page.locator(".composer textarea")).to_have_value("")
+    message_id = item.get_attribute("data-id")
+    assert message_id
+
+    mac.connect()
+    mac.update(sid, state="idle")  # the Mac reports its sessions as it links
+    sent = wait_for(
+        lambda: [c for c in mac.commands if c.name == "send"], what="the queued message sent"
+    )
+    assert [(c.args["message_id"], c.args["text"]) for c in sent] == [
+        (message_id, "run the tests when you are back")
+    ]
+    mac.update(sid, state="busy", held=[held(message_id, "run the tests when you are back")])
+    expect(item.locator(".held-state")).to_have_text("Held")
+    expect(page.locator(".held-item")).to_have_count(1)  # queued no more, held once

@@ -11,7 +11,7 @@ const FILES = [
   "/style.css", "/app.js", "/pair.js",
   "/js/api.js", "/js/cache.js", "/js/cards.js", "/js/conversation.js", "/js/dom.js", "/js/forms.js",
   "/js/i18n.js", "/js/live.js", "/js/md.js", "/js/overview.js", "/js/session.js", "/js/ui.js", "/js/search.js",
-  "/js/extras.js", "/js/subagent.js", "/js/audit.js",
+  "/js/extras.js", "/js/subagent.js", "/js/audit.js", "/js/offline.js",
   "/icons/icon-192.png", "/icons/icon-512.png", "/icons/apple-touch-icon.png",
 ];
 const SHELL = [...ENTRY, ...FILES.map((f) => f + "?v=" + VERSION)];
