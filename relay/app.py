@@ -14,7 +14,6 @@ from fastapi import Depends, FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
-from starlette.staticfiles import StaticFiles
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from relay import link, routes
@@ -24,6 +23,7 @@ from relay.feature import Feature, close_all, schemas, start_all
 from relay.features import (
     audit,
     files,
+    outbox,
     permissions,
     push,
     retention,
@@ -35,6 +35,7 @@ from relay.features import (
 from relay.hub import Hub
 from relay.jsontext import JSONText
 from relay.state import RelayState
+from relay.static import WebApp
 from relay.store import Store
 from relay.webfiles import web_root
 from wire import __version__
@@ -222,6 +223,7 @@ FEATURES: tuple[Feature, ...] = (
     audit.FEATURE,  # every decision on every card
     retention.FEATURE,  # expiry on a schedule
     files.FEATURE,  # a session's folder and git changes, read from its Mac
+    outbox.FEATURE,  # messages queued for an offline Mac
 )
 
 
@@ -313,7 +315,7 @@ def create_app(config: Config) -> FastAPI:
             app.include_router(feature.router)
     app.include_router(link.router)
     # The page's folder (relay/webfiles.py); missing files stop the relay here, not 404 later.
-    app.mount("/", StaticFiles(directory=web_root(config.str("web_dir")), html=True), name="web")
+    app.mount("/", WebApp(web_root(config.str("web_dir"))), name="web")
 
     # Added last = outermost: even a 413 from the body limit carries the security headers.
     app.add_middleware(BodyLimit, limit=config.int("max_body_bytes"))

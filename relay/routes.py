@@ -300,6 +300,16 @@ async def session_events_page(
     return Response(body, media_type="application/json")
 
 
+def _stream_headers(state: RelayState) -> dict[str, str]:
+    # X-CB-Keepalive tells the page how often a byte comes at the least, so it can tell a
+    # silent cut (no byte for two intervals) from a quiet session.
+    return {
+        "Cache-Control": "no-store",
+        "X-Accel-Buffering": "no",
+        "X-CB-Keepalive": f"{state.config.float('sse_keepalive'):g}",
+    }
+
+
 @router.get("/sessions/{session_id}/stream")
 async def session_stream(
     session_id: str,
@@ -317,7 +327,7 @@ async def session_stream(
     return EventSourceResponse(
         session_events(state, principal, session, start),
         ping=state.config.float("sse_keepalive"),
-        headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"},
+        headers=_stream_headers(state),
     )
 
 
@@ -326,7 +336,7 @@ async def account_stream(principal: Phone, state: State) -> EventSourceResponse:
     return EventSourceResponse(
         account_updates(state, principal),
         ping=state.config.float("sse_keepalive"),
-        headers={"Cache-Control": "no-store", "X-Accel-Buffering": "no"},
+        headers=_stream_headers(state),
     )
 
 

@@ -130,6 +130,17 @@ class RelayState:
             "card": live.card.model_dump() if live and online and live.card else None,
             "needs_you": bool(live and online and live.card),
             "error": live.error if live and online else None,  # the Mac could not start it
+            # What the Mac last said, kept while it is offline: its state is unknown, not stopped.
+            "last_known": (
+                {
+                    "state": live.state,
+                    "activity": live.activity,
+                    "needs_you": live.card is not None,
+                    "card_kind": live.card.kind if live.card else None,
+                }
+                if live and not online and live.state
+                else None
+            ),
             "created_at": iso(session.created_at),
             "updated_at": iso(session.updated_at),
             "conversation_id": session.conversation_id,

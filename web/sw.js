@@ -1,15 +1,21 @@
 // The service worker: keeps the app shell (never the API) so the page opens without the relay,
 // and shows Web Push notifications; a tap opens that session.
+// The relay writes its files' version over VERSION (relay/static.py): the shell is cached under
+// versioned addresses, a new version is a new cache, and the old one is dropped on activation.
 
-const CACHE = "cb-shell-v4";
-const SHELL = [
-  "/", "/index.html", "/style.css", "/app.js", "/pair.html", "/pair.js", "/manifest.webmanifest",
+const VERSION = "__CB_VERSION__";
+const CACHE = "cb-shell-" + VERSION;
+// Entry points keep their address; everything else is asked for as the pages ask: ?v=VERSION.
+const ENTRY = ["/", "/index.html", "/pair.html", "/manifest.webmanifest"];
+const FILES = [
+  "/style.css", "/app.js", "/pair.js",
   "/js/api.js", "/js/cache.js", "/js/cards.js", "/js/conversation.js", "/js/dom.js", "/js/forms.js",
   "/js/i18n.js", "/js/live.js", "/js/md.js", "/js/overview.js", "/js/session.js", "/js/ui.js", "/js/search.js",
-  "/js/extras.js", "/js/subagent.js", "/js/audit.js", "/js/versionband.js", "/js/files.js",
-  "/js/wide.js",
+  "/js/extras.js", "/js/subagent.js", "/js/audit.js", "/js/offline.js",
+  "/js/versionband.js", "/js/files.js", "/js/wide.js",
   "/icons/icon-192.png", "/icons/icon-512.png", "/icons/apple-touch-icon.png",
 ];
+const SHELL = [...ENTRY, ...FILES.map((f) => f + "?v=" + VERSION)];
 
 self.addEventListener("install", (event) => {
   event.waitUntil(caches.open(CACHE).then((cache) => cache.addAll(SHELL)).then(() => self.skipWaiting()));
@@ -26,7 +32,9 @@ self.addEventListener("fetch", (event) => {
   const request = event.request;
   const url = new URL(request.url);
   if (request.method !== "GET" || url.origin !== self.location.origin || url.pathname.startsWith("/api/")) return;
-  event.respondWith(fetch(request).then((response) => {
+  // A versioned file never changes: the cached copy is the file.
+  const fromCache = url.searchParams.get("v") === VERSION ? caches.match(request) : Promise.resolve(null);
+  event.respondWith(fromCache.then((hit) => hit || fetch(request).then((response) => {
     if (response.ok && response.type === "basic") {
       const copy = response.clone();
       caches.open(CACHE).then((cache) => cache.put(request, copy));
@@ -37,7 +45,7 @@ self.addEventListener("fetch", (event) => {
     if (hit) return hit;
     if (request.mode === "navigate") return caches.match("/index.html");
     return Response.error();
-  }));
+  })));
 });
 
 self.addEventListener("push", (event) => {

@@ -140,7 +140,18 @@ SETTINGS: tuple[Setting, ...] = (
         "relay",
     ),
     # Relay: streams and commands
-    Setting("sse_keepalive", 15.0, "Seconds between SSE keep-alive comments.", "relay"),
+    Setting(
+        "sse_keepalive",
+        15.0,
+        "Seconds between SSE keep-alive comments (the page counts a stream silent for two as cut).",
+        "relay",
+    ),
+    Setting(
+        "outbox_retry_interval",
+        5.0,
+        "Seconds between attempts to deliver messages queued on the relay for an offline Mac.",
+        "relay",
+    ),
     Setting(
         "sse_queue_size",
         2000,

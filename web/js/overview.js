@@ -4,6 +4,7 @@
 import { ago, costText, folderName, h, shortPath } from "./dom.js";
 import { stateLabel, t } from "./i18n.js";
 import { placeBand } from "./versionband.js";
+import { offlineLabel, stillNeedsYou } from "./offline.js";
 
 const byOrder = (a, b) => a.position - b.position || String(a.created_at).localeCompare(String(b.created_at));
 
@@ -11,9 +12,9 @@ export function sessionState(session, devices) {
   const device = devices.get(session.device_id);
   const offline = device ? !device.online : session.mark === "offline";
   return {
-    state: offline ? "ended" : session.state,
+    state: offline ? "unknown" : session.state,
     mark: offline ? "offline" : session.mark,
-    needsYou: !offline && Boolean(session.needs_you),
+    needsYou: offline ? stillNeedsYou(session) : Boolean(session.needs_you),
   };
 }
 
@@ -21,7 +22,7 @@ export function sessionState(session, devices) {
  * (in "needs you", the only place a waiting session is listed) adds its Mac. */
 export function row(session, devices, found = false, withMac = false) {
   const { state, mark, needsYou } = sessionState(session, devices);
-  const label = state === session.state ? stateLabel(session) : t("st_" + state);
+  const label = state === "unknown" ? offlineLabel(devices.get(session.device_id)) : state === session.state ? stateLabel(session) : t("st_" + state);
   const title = session.title || folderName(session.cwd) || session.id.slice(0, 8);
   const device = devices.get(session.device_id);
   const where = found ? [session.mac || (device && device.name) || session.device_id, shortPath(session.cwd), new Date(session.updated_at).toLocaleDateString(document.documentElement.lang)]

@@ -11,6 +11,7 @@ import { showAudit } from "./audit.js";
 import { showCost, showPolicy } from "./extras.js";
 import { stateLabel, t } from "./i18n.js";
 import { LiveStream } from "./live.js";
+import { offerQueue, offlineLabel, queuedItems } from "./offline.js";
 import { actionSheet, confirmBox, promptBox, showError, toast } from "./ui.js";
 import { placeBand } from "./versionband.js";
 import { filesActions } from "./files.js";
@@ -431,9 +432,9 @@ export class SessionView {
     this.app.setTitle(this.title());
     if (!s) return;
     const offline = this.macOffline();
-    const state = offline ? "ended" : s.state;
+    const state = offline ? "unknown" : s.state;
     this.badge.className = "badge st-" + state + (s.activity ? " act-" + s.activity : "");
-    this.badge.textContent = offline ? t("st_ended") : stateLabel(s);
+    this.badge.textContent = offline ? offlineLabel(this.device()) : stateLabel(s);
     const mark = offline ? "offline" : s.mark;
     this.markBadge.hidden = !mark;
     this.markBadge.textContent = mark ? t("mk_" + mark) : "";
@@ -491,13 +492,13 @@ export class SessionView {
 
   renderHeld() {
     // Typed ones are in the conversation now, as the person's message.
-    const items = [...this.sending.map((m) => ({ ...m, state: "sending" })), ...this.held.filter((m) => m.state !== "typed")];
+    const items = [...this.sending.map((m) => ({ ...m, state: "sending" })), ...queuedItems(this.snap), ...this.held.filter((m) => m.state !== "typed")];
     this.heldBox.hidden = !items.length;
     if (!items.length) { this.heldBox.replaceChildren(); return; }
     this.heldBox.replaceChildren(
       h("h2.held-title", { title: t("held_hint") }, t("held_title")),
       h("ul.held-list", null, items.map((m) => h("li.held-item", { class: "hs-" + m.state, dataset: { id: m.id, state: m.state } },
-        h("span.held-text", null, m.text), h("span.held-state", null, t("hs_" + m.state))))));
+        h("span.held-text", null, m.text), h("span.held-state", null, m.label || t("hs_" + m.state))))));
   }
 
   renderComposer() {
@@ -539,10 +540,14 @@ export class SessionView {
       if (result && result.reopened) toast(t("reopened"));
       else if (joined) toast(t("sent_as_one", { n: joined + 1 }));
     } catch (error) {
-      this.failed = local;
-      if (!this.input.value) this.input.value = text;
-      this.grow();
-      this.refused(error);
+      if (error.code === "device_offline" && !now && await offerQueue(this.id, local).catch((e) => { showError(e); return false; })) {
+        this.failed = null;
+      } else {
+        this.failed = local;
+        if (!this.input.value) this.input.value = text;
+        this.grow();
+        if (error.code !== "device_offline") this.refused(error);
+      }
     } finally {
       this.sending = this.sending.filter((m) => m !== local);
       this.renderHeld();

@@ -1,0 +1,269 @@
+"""Messages queued on the relay for a Mac that is offline, delivered once and in order when it is back.
+
+A phone that sends to a session whose Mac is offline gets 409 ``device_offline``; it may then
+queue the message here (``POST /api/sessions/{id}/outbox``). The queue is a table, so it survives
+a relay restart. Each message has an id (the phone's own or one made here) that travels as the
+``send`` command's ``message_id``: the Mac keeps one message per id, so a message sent again after
+a link that broke mid-flush (the Mac took it, its answer was lost) is answered ``duplicate`` and
+never typed twice. A message leaves the queue only when the Mac answered it; the queue of a
+session is flushed oldest first, one message at a time, and stops at the first that is not taken
+(the Mac went away again, or refused it: then it waits, visible with the Mac's reason, for the
+person to drop it; the messages behind it wait too, so the order holds).
+
+Flushing starts when the Mac reports the session (it does so as soon as it links) and on a
+schedule (``outbox_retry_interval``) while anything waits. What waits is part of each session's
+snapshot as ``queued`` (the page lists it in its ledger as "queued on the relay").
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import secrets
+import sqlite3
+import time
+from collections.abc import Mapping
+from typing import Any
+
+from fastapi import APIRouter
+from pydantic import Field
+
+from relay.bodies import Body
+from relay.deps import Phone, State, send_command, session_or_404
+from relay.errors import NotFound, PayloadTooLarge, RelayError
+from relay.feature import Feature
+from relay.state import RelayState, iso
+from relay.store import Session
+from wire.protocol import MAX_MESSAGE_CHARS, SENDER_MESSAGE_ID, SendArgs, SessionInfo
+
+_log = logging.getLogger("relay.features.outbox")
+
+TABLE = """
+CREATE TABLE IF NOT EXISTS outbox (
+    position INTEGER PRIMARY KEY AUTOINCREMENT,
+    session_id TEXT NOT NULL,
+    account_id TEXT NOT NULL,
+    message_id TEXT NOT NULL,
+    text TEXT NOT NULL,
+    created_at REAL NOT NULL,
+    error TEXT,
+    UNIQUE (session_id, message_id)
+)
+"""
+
+
+def setup(conn: sqlite3.Connection) -> None:
+    conn.execute(TABLE)
+
+
+class QueueBody(Body):
+    text: str = Field(min_length=1)
+    # Chosen by the phone and sent again with a retry: one queued message per id.
+    id: str | None = Field(default=None, pattern=SENDER_MESSAGE_ID)
+
+
+class Outbox:
+    """The running part: what waits, per session (mirrored from the table), and the flushing."""
+
+    def __init__(self, state: RelayState) -> None:
+        self.state = state
+        self.waiting: dict[str, list[dict[str, Any]]] = {}
+        self.locks: dict[str, asyncio.Lock] = {}
+        self.tasks: set[asyncio.Task[None]] = set()
+        self.sweeper: asyncio.Task[None] | None = None
+
+    async def load(self) -> None:
+        rows = await self.state.store.read(
+            "SELECT session_id, message_id, text, created_at, error FROM outbox ORDER BY position"
+        )
+        self.waiting = {}
+        for session_id, message_id, text, created_at, error in rows:
+            self.waiting.setdefault(session_id, []).append(
+                {"id": message_id, "text": text, "created_at": iso(created_at), "error": error}
+            )
+
+    def fields(self, session: Session) -> Mapping[str, Any]:
+        return {"queued": list(self.waiting.get(session.id, []))}
+
+    async def queue(self, session: Session, text: str, message_id: str | None) -> dict[str, Any]:
+        message_id = message_id or "q" + secrets.token_hex(8)
+        now = time.time()
+
+        def job(conn: sqlite3.Connection) -> bool:
+            cur = conn.execute(
+                "INSERT OR IGNORE INTO outbox (session_id, account_id, message_id, text, created_at)"
+                " VALUES (?, ?, ?, ?, ?)",
+                (session.id, session.account_id, message_id, text, now),
+            )
+            return cur.rowcount == 1
+
+        added = await self.state.store.write(job)
+        if added:
+            self.waiting.setdefault(session.id, []).append(
+                {"id": message_id, "text": text, "created_at": iso(now), "error": None}
+            )
+            self.state.publish_session(session)
+        self.kick(session.id)  # the Mac may be back already
+        return {"message_id": message_id, "state": "queued", "duplicate": not added}
+
+    async def drop(self, session: Session, message_id: str) -> bool:
+        def job(conn: sqlite3.Connection) -> bool:
+            cur = conn.execute(
+                "DELETE FROM outbox WHERE session_id = ? AND message_id = ?",
+                (session.id, message_id),
+            )
+            return cur.rowcount == 1
+
+        async with self._lock(session.id):  # never in the middle of its delivery
+            dropped = await self.state.store.write(job)
+            self._forget(session.id, message_id)
+        if dropped:
+            self.state.publish_session(session)
+        return dropped
+
+    def _lock(self, session_id: str) -> asyncio.Lock:
+        return self.locks.setdefault(session_id, asyncio.Lock())
+
+    def _forget(self, session_id: str, message_id: str) -> None:
+        left = [m for m in self.waiting.get(session_id, []) if m["id"] != message_id]
+        if left:
+            self.waiting[session_id] = left
+        else:
+            self.waiting.pop(session_id, None)
+
+    def watch(
+        self, account_id: str, session: Session, before: SessionInfo | None, after: SessionInfo
+    ) -> None:
+        """A Mac reported the session (it does on linking): deliver what waits for it."""
+        if session.id in self.waiting:
+            self.kick(session.id)
+
+    def kick(self, session_id: str) -> None:
+        if session_id not in self.waiting or self._lock(session_id).locked():
+            return
+        task = asyncio.get_running_loop().create_task(self.flush(session_id))
+        self.tasks.add(task)
+        task.add_done_callback(self.tasks.discard)
+
+    async def flush(self, session_id: str) -> None:
+        async with self._lock(session_id):
+            while self.waiting.get(session_id):
+                message = self.waiting[session_id][0]
+                if message["error"]:
+                    return  # refused once: it waits for the person (drop it), the rest behind it
+                rows = await self.state.store.read(
+                    "SELECT account_id FROM outbox WHERE session_id = ? AND message_id = ?",
+                    (session_id, message["id"]),
+                )
+                if not rows:
+                    self._forget(session_id, message["id"])
+                    continue
+                try:
+                    session = await self.state.store.get_session(rows[0][0], session_id)
+                except NotFound:  # the session was deleted: nothing to deliver to
+                    await self._delete(session_id, message["id"])
+                    continue
+                if self.state.live.link(session.device_id) is None:
+                    return  # still offline: the Mac's next report flushes
+                try:
+                    await send_command(
+                        self.state,
+                        session,
+                        SendArgs(text=message["text"], message_id=message["id"]),
+                    )
+                except RelayError as exc:
+                    if exc.code not in ("device_offline", "device_timeout"):
+                        message["error"] = exc.message  # refused: it waits, saying why
+                        await self._mark_error(session_id, message["id"], exc.message)
+                        self.state.publish_session(session)
+                    _log.info("outbox of %s waits: %s", session_id, exc.message)
+                    return
+                await self._delete(session_id, message["id"])
+                self.state.publish_session(session)
+
+    async def _delete(self, session_id: str, message_id: str) -> None:
+        await self.state.store.write(
+            lambda conn: conn.execute(
+                "DELETE FROM outbox WHERE session_id = ? AND message_id = ?",
+                (session_id, message_id),
+            )
+        )
+        self._forget(session_id, message_id)
+
+    async def _mark_error(self, session_id: str, message_id: str, error: str) -> None:
+        await self.state.store.write(
+            lambda conn: conn.execute(
+                "UPDATE outbox SET error = ? WHERE session_id = ? AND message_id = ?",
+                (error, session_id, message_id),
+            )
+        )
+
+    async def sweep(self) -> None:
+        every = self.state.config.float("outbox_retry_interval")
+        while True:
+            await asyncio.sleep(every)
+            for session_id in list(self.waiting):
+                self.kick(session_id)
+
+    async def close(self) -> None:
+        for task in [*self.tasks, *([self.sweeper] if self.sweeper else [])]:
+            task.cancel()
+        for task in [*self.tasks, *([self.sweeper] if self.sweeper else [])]:
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+
+
+async def start(state: RelayState) -> Outbox:
+    outbox = Outbox(state)
+    await outbox.load()
+    state.watchers.append(outbox.watch)
+    state.session_fields.append(outbox.fields)
+    outbox.sweeper = asyncio.get_running_loop().create_task(outbox.sweep())
+    return outbox
+
+
+def _outbox(state: RelayState) -> Outbox:
+    part = state.part(Outbox)
+    assert part is not None, "the outbox feature is started with the relay"
+    return part
+
+
+router = APIRouter(prefix="/api")
+
+
+@router.post("/sessions/{session_id}/outbox", status_code=201)
+async def queue_message(
+    session_id: str, body: QueueBody, principal: Phone, state: State
+) -> dict[str, Any]:
+    """Queue a message for the session's Mac, delivered once and in order when it is back."""
+    limit = min(state.config.int("max_message_chars"), MAX_MESSAGE_CHARS)
+    if len(body.text) > limit:
+        raise PayloadTooLarge(
+            f"a message is limited to {limit:,} characters", code="text_too_large"
+        )
+    session = await session_or_404(state, principal, session_id)
+    for guard in state.command_guards:  # an archived session takes no message, queued or not
+        await guard(session)
+    return await _outbox(state).queue(session, body.text, body.id)
+
+
+@router.get("/sessions/{session_id}/outbox")
+async def list_queued(session_id: str, principal: Phone, state: State) -> dict[str, Any]:
+    session = await session_or_404(state, principal, session_id)
+    return dict(_outbox(state).fields(session))
+
+
+@router.delete("/sessions/{session_id}/outbox/{message_id}")
+async def drop_queued(
+    session_id: str, message_id: str, principal: Phone, state: State
+) -> dict[str, Any]:
+    session = await session_or_404(state, principal, session_id)
+    if not await _outbox(state).drop(session, message_id):
+        raise NotFound(
+            "no such queued message (it may have been delivered already)", code="not_queued"
+        )
+    return {"ok": True}
+
+
+FEATURE = Feature("outbox", schema=setup, start=start, router=router)
