@@ -40,6 +40,7 @@ from cli.doctor import (
     decide_relay,
     decide_service,
 )
+from tests.fakeclaude.app import VERSION as FAKE_CLAUDE_VERSION
 from tests.support.bridge import FAKE
 from tests.support.relay import Account, RelayServer, free_port
 from tests.support.web import ScriptedMac
@@ -346,7 +347,9 @@ def test_a_healthy_machine_is_all_ok_but_the_honest_warnings(
     by = {c["name"]: c for c in checks}
     assert by["relay"]["detail"].startswith("loopback only")
     assert "tmux" in by["tmux"]["detail"] and by["tmux"]["fix"] == ""
-    assert f"Claude Code {TESTED}" in by["claude"]["detail"]
+    # The fake claude draws 2.1.328's screens and says so; that version stays on the tested list.
+    assert f"Claude Code {FAKE_CLAUDE_VERSION} at" in by["claude"]["detail"]
+    assert "(a tested version)" in by["claude"]["detail"]
     assert "dry run" in by["hook"]["detail"]
     assert "online now" in by["link"]["detail"] and "'Studio'" in by["link"]["detail"]
     assert "within" in by["clock"]["detail"]
