@@ -494,7 +494,7 @@ export class SessionView {
     // Typed ones are in the conversation now, as the person's message.
     const settled = [...queuedItems(this.snap), ...this.held.filter((m) => m.state !== "typed")];
     // A message the relay or the Mac already holds is shown there, never also as "Sending…".
-    const known = new Set(settled.map((m) => m.id));
+    const known = new Set([...settled, ...this.held].map((m) => m.id));
     const items = [...this.sending.filter((m) => !known.has(m.id)).map((m) => ({ ...m, state: "sending" })), ...settled];
     this.heldBox.hidden = !items.length;
     if (!items.length) { this.heldBox.replaceChildren(); return; }
