@@ -870,9 +870,10 @@ class Places:
     public_url: str  # the address the phone uses
 
 
-def remembered_url(relay_dir: Path) -> str:
+def remembered_url(relay_dir: Path, *, ask_tailscale: bool = True) -> str:
     """The address ``up`` was told to use last time (``link.json``): a ``--public-url``, or the
-    ``*.ts.net`` name when it serves through Tailscale (asked of the tailscale CLI)."""
+    ``*.ts.net`` name when it serves through Tailscale (asked of the tailscale CLI, unless
+    ``ask_tailscale`` is off: the quick checks run nothing but this machine's own commands)."""
     from cli.publish import PublishError, load_choice
     from cli.tailscale import Tailscale, TailscaleError
 
@@ -884,6 +885,8 @@ def remembered_url(relay_dir: Path) -> str:
         return ""
     if choice.way == "url":
         return choice.url
+    if not ask_tailscale:
+        return ""
     try:
         status = Tailscale().status()
     except (TailscaleError, OSError):
@@ -891,7 +894,7 @@ def remembered_url(relay_dir: Path) -> str:
     return status.url if status.dns_name else ""
 
 
-def places(options: Options) -> Places:
+def places(options: Options, *, quick: bool = False) -> Places:
     from agent.cli import RELAY_FILE
     from agent.cli import data_dir as agent_data_dir
 
@@ -905,7 +908,7 @@ def places(options: Options) -> Places:
         options.relay_url
         or options.environ.get("CB_RELAY")
         or cfg.str("public_url")
-        or remembered_url(cfg.data_path)
+        or remembered_url(cfg.data_path, ask_tailscale=not quick)
         or _read(agent_dir / RELAY_FILE)
         or cfg.base_url
     )
@@ -914,7 +917,7 @@ def places(options: Options) -> Places:
 
 def run_checks(options: Options, *, quick: bool = False) -> list[Result]:
     """Every check in a fixed order; ``quick``: only those that stay on this machine."""
-    where = places(options)
+    where = places(options, quick=quick)
     claude = options.claude or options.environ.get("CB_CLAUDE")
     results = [
         check_python(),
