@@ -30,6 +30,9 @@ BACKOFF_FIRST = 0.5
 BACKOFF_MAX = 30.0
 HEARTBEAT = 20.0
 
+# Its own generator: the jitter never moves the global random state other code relies on.
+_JITTER = random.Random()
+
 
 class RelayLink:
     def __init__(
@@ -123,7 +126,7 @@ class RelayLink:
     async def _backoff(self, attempt: int, long: bool = False) -> None:
         ceiling = BACKOFF_MAX * (4 if long else 1)
         delay = min(ceiling, BACKOFF_FIRST * 2 ** min(attempt, 10))
-        await asyncio.sleep(delay * random.uniform(0.5, 1.0))  # jitter: Macs don't stampede
+        await asyncio.sleep(delay * _JITTER.uniform(0.5, 1.0))  # jitter: Macs don't stampede
 
     # -- sending -----------------------------------------------------------------------
 

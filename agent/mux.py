@@ -163,7 +163,9 @@ class ControlClient:
                 proc.stdin.write((" ".join(quote(a) for a in args) + "\n").encode())
                 await proc.stdin.drain()
             except (BrokenPipeError, ConnectionResetError) as exc:
-                self._pending.remove(future)
+                # The reader may have failed every pending command already when tmux ended.
+                with contextlib.suppress(ValueError):
+                    self._pending.remove(future)
                 raise MuxError(f"tmux went away: {exc}") from exc
         return await asyncio.wait_for(future, timeout)
 

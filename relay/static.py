@@ -22,6 +22,7 @@ from pathlib import Path
 from typing import Final
 
 from starlette.datastructures import Headers
+from starlette.exceptions import HTTPException
 from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
@@ -169,12 +170,13 @@ class WebApp:
 
     def respond(self, scope: Scope) -> Response:
         if scope["method"] not in ("GET", "HEAD"):
-            return Response("method not allowed", 405, headers={"Allow": "GET, HEAD"})
+            # Raised, not answered: the app's handler gives it the relay's JSON error body.
+            raise HTTPException(405, headers={"Allow": "GET, HEAD"})
         path = scope["path"].lstrip("/")
         name = path + "index.html" if path == "" or path.endswith("/") else path
         file = self.files.get(name)
         if file is None:
-            return Response("not found", 404, media_type="text/plain; charset=utf-8")
+            raise HTTPException(404)
         headers = Headers(scope=scope)
         query = scope.get("query_string", b"").decode("latin-1")
         # An old or missing version is still answered, but must not be kept as if it were this one.
