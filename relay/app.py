@@ -23,6 +23,7 @@ from relay.feature import Feature, close_all, schemas, start_all
 from relay.features import (
     audit,
     files,
+    fulltext,
     outbox,
     permissions,
     push,
@@ -223,6 +224,7 @@ FEATURES: tuple[Feature, ...] = (
     audit.FEATURE,  # every decision on every card
     retention.FEATURE,  # expiry on a schedule
     files.FEATURE,  # a session's folder and git changes, read from its Mac
+    fulltext.FEATURE,  # the whole text of an event the relay cut, read again from its Mac
     outbox.FEATURE,  # messages queued for an offline Mac
 )
 
