@@ -38,7 +38,8 @@ export class SessionView {
     this.queue = [];
     this.toSave = [];
     this.build();
-    this.convo = new Conversation(this.list, { onAgent: (agent) => { location.hash = `#/s/${encodeURIComponent(id)}${readOnly ? "/read" : ""}/agent/${encodeURIComponent(agent)}`; } });
+    this.convo = new Conversation(this.list, { onAgent: (agent) => { location.hash = `#/s/${encodeURIComponent(id)}${readOnly ? "/read" : ""}/agent/${encodeURIComponent(agent)}`; },
+      onFull: (seq) => get(`/api/sessions/${encodeURIComponent(id)}/events/${seq}/full`) });
     this.start();
   }
 
