@@ -238,6 +238,7 @@ def create_app(config: Config) -> FastAPI:
         store.add_listener(hub.publish_events_threadsafe)
         store.ensure_account()
         state = RelayState(config=config, store=store, hub=hub)
+        state.last_known = await store.read_last_known()
         app.state.relay = state
         started = await start_all(FEATURES, state)
         for name, part in started.items():
