@@ -36,7 +36,20 @@ def test_send_now_to_an_offline_mac_offers_the_relay_queue(
     page.goto(f"/#/s/{sid}")
     now = page.locator("button.send-now")
     expect(now).to_be_visible()
+    page.wait_for_load_state("networkidle")  # no snapshot read still on its way
 
+    # From here the phone's network drops what would tell it the news (the snapshot, the lists):
+    # it still shows the waiting card and "Send now" when the person taps it.
+    for stale in (
+        f"**/api/sessions/{sid}",
+        "**/api/sessions",
+        "**/api/sessions?*",
+        "**/api/devices*",
+    ):
+        page.route(
+            stale,
+            lambda route: route.abort() if route.request.method == "GET" else route.fallback(),
+        )
     scripted.abort()
     wait_for(lambda: phone.server.state.live.link(account.device_id) is None, 10, "Mac offline")
     page.locator(".composer textarea").fill("stop, use the other folder")
