@@ -69,7 +69,13 @@ from agent.seams import (
 from agent.state import (
     HookFacts,
 )
-from agent.transcript import TranscriptFollower, transcript_path
+from agent.transcript import (
+    LineTooLarge,
+    TranscriptFollower,
+    find_line,
+    session_files,
+    transcript_path,
+)
 from wire import __version__
 from wire import policy as policyrules
 from wire.client import Archive
@@ -101,6 +107,7 @@ from wire.protocol import (
     RestArgs,
     SendArgs,
     SetPolicyArgs,
+    TranscriptLineArgs,
     Welcome,
     args_problem,
 )
@@ -734,6 +741,8 @@ class Agent:
             CommandHandler(ReadFileArgs, self._cmd_read_file),
             CommandHandler(GitStatusArgs, self._cmd_git_status),
             CommandHandler(GitDiffArgs, self._cmd_git_diff),
+            # A whole transcript line, for a text the relay cut.
+            CommandHandler(TranscriptLineArgs, self._cmd_transcript_line),
         ]
         return {h.model.name: h for h in handlers}
 
@@ -951,6 +960,31 @@ class Agent:
     async def _cmd_git_diff(self, session_id: str, args: GitDiffArgs) -> dict[str, Any]:
         folder, limits = self._folder(session_id)
         return await workspace.git_diff(folder, args.path, limits)
+
+    async def _cmd_transcript_line(
+        self, session_id: str, args: TranscriptLineArgs
+    ) -> dict[str, Any]:
+        """The line of the session's transcripts with this uuid, as Claude Code wrote it. Only
+        the session's own files are read: the phone names a line, never a path."""
+        record = self._record(session_id)
+        rt = self.runtimes.get(session_id)
+        followed = [c.path for c in rt.follower.cursors.values()] if rt is not None else []
+        conversations = [*record.conversation_ids, *record.acked]
+        if record.conversation_id:
+            conversations.insert(0, record.conversation_id)
+        paths = session_files(self.options.claude_home, record.cwd, conversations, followed)
+        limit = self.config.int("full_line_max_bytes")
+        try:
+            line = await asyncio.to_thread(find_line, paths, args.uuid, limit)
+        except LineTooLarge as exc:
+            raise CommandFailed(
+                "line_too_large", f"{exc} (full_line_max_bytes on the Mac is {limit})"
+            ) from None
+        if line is None:
+            raise CommandFailed(
+                "line_not_found", f"no transcript line {args.uuid} of this session is on the Mac"
+            )
+        return {"line": line.decode("utf-8", errors="replace")}
 
     def _recent_folders(self) -> list[str]:
         """The working folders of this Mac's sessions, the most recently used first."""

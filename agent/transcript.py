@@ -10,9 +10,11 @@ A line is read only once it ends in a newline, so a line being written is never 
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import BinaryIO
 
 from wire.protocol import LineRecord
 from wire.transcript import READ_CHUNK, read_complete_lines
@@ -125,3 +127,73 @@ class TranscriptFollower:
     def behind(self) -> int:
         """Lines sent but not yet acknowledged (for status and tests)."""
         return sum(len(c.pending) for c in self.cursors.values())
+
+
+class LineTooLarge(Exception):
+    """The line asked for is longer than the Mac sends back whole."""
+
+
+def session_files(
+    claude_home: Path, cwd: str, conversation_ids: list[str], followed: list[Path]
+) -> list[Path]:
+    """Every transcript file of a session, the ones followed now first: each conversation it had
+    (``/clear`` starts a new one) and their subagents' files. Only files that exist."""
+    paths = list(followed)
+    for conversation_id in conversation_ids:
+        main = transcript_path(claude_home, cwd, conversation_id)
+        paths.append(main)
+        paths.extend(sorted((main.with_suffix("") / "subagents").glob("agent-*.jsonl")))
+    seen: set[Path] = set()
+    out: list[Path] = []
+    for path in paths:
+        if path not in seen and path.is_file():
+            seen.add(path)
+            out.append(path)
+    return out
+
+
+def find_line(paths: list[Path], uuid: str, max_bytes: int) -> bytes | None:
+    """The complete line whose ``uuid`` is ``uuid``, as written (without its newline), from the
+    first file holding it; None when no file does.
+
+    Memory stays within ``max_bytes``: a longer line is read in pieces only to learn whether it
+    is the one asked for, and then raises LineTooLarge.
+    """
+    needle = f'"uuid":"{uuid}"'.encode()
+    for path in paths:
+        try:
+            handle = path.open("rb")
+        except (FileNotFoundError, IsADirectoryError):
+            continue
+        with handle:
+            while line := handle.readline(max_bytes + 1):
+                if not line.endswith(b"\n"):
+                    if len(line) <= max_bytes:
+                        break  # the last line, still being written
+                    if _rest_holds(handle, line, needle):
+                        raise LineTooLarge(f"the line is over {max_bytes} bytes")
+                    continue
+                if needle in line and _uuid_of(line) == uuid:
+                    return line[:-1]
+    return None
+
+
+def _rest_holds(handle: BinaryIO, start: bytes, needle: bytes) -> bool:
+    """Read the rest of a too-long line; whether ``needle`` is anywhere in it."""
+    found = needle in start
+    tail = start[-len(needle) :]
+    while piece := handle.readline(READ_CHUNK):
+        found = found or needle in tail + piece
+        tail = (tail + piece)[-len(needle) :]
+        if piece.endswith(b"\n"):
+            break
+    return found
+
+
+def _uuid_of(line: bytes) -> str | None:
+    try:
+        value = json.loads(line)
+    except ValueError:
+        return None
+    found = value.get("uuid") if isinstance(value, dict) else None
+    return found if isinstance(found, str) else None

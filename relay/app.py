@@ -23,6 +23,7 @@ from relay.feature import Feature, close_all, schemas, start_all
 from relay.features import (
     audit,
     files,
+    fulltext,
     outbox,
     permissions,
     push,
@@ -223,6 +224,7 @@ FEATURES: tuple[Feature, ...] = (
     audit.FEATURE,  # every decision on every card
     retention.FEATURE,  # expiry on a schedule
     files.FEATURE,  # a session's folder and git changes, read from its Mac
+    fulltext.FEATURE,  # the whole text of an event the relay cut, read again from its Mac
     outbox.FEATURE,  # messages queued for an offline Mac
 )
 
@@ -236,6 +238,7 @@ def create_app(config: Config) -> FastAPI:
         store.add_listener(hub.publish_events_threadsafe)
         store.ensure_account()
         state = RelayState(config=config, store=store, hub=hub)
+        state.last_known = await store.read_last_known()
         app.state.relay = state
         started = await start_all(FEATURES, state)
         for name, part in started.items():

@@ -27,6 +27,7 @@ from __future__ import annotations
 import json
 import math
 import re
+import sys
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Final
@@ -83,6 +84,10 @@ class ConversionLimits:
 
 
 DEFAULT_LIMITS: Final = ConversionLimits()
+# Texts kept whole: a line converted again for the page's "Show all".
+_UNCUT: Final = ConversionLimits(
+    tool_result_max_chars=sys.maxsize, tool_input_max_chars=sys.maxsize
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -788,11 +793,17 @@ def _finite_float(literal: str) -> float:
     return value
 
 
-def convert_line(text: str | bytes, limits: ConversionLimits = DEFAULT_LIMITS) -> Conversion:
+def convert_line(
+    text: str | bytes, limits: ConversionLimits = DEFAULT_LIMITS, *, cut: bool = True
+) -> Conversion:
     """Turn one transcript line into zero or more display events and the line's facts.
 
-    Never raises on bad input: a line that cannot be read gives exactly one UNREADABLE marker.
+    With ``cut=False`` no text is shortened (``limits`` is not used): the whole text of an event
+    whose stored copy was cut. Never raises on bad input: a line that cannot be read gives
+    exactly one UNREADABLE marker.
     """
+    if not cut:
+        limits = _UNCUT
     if isinstance(text, bytes | bytearray):
         try:
             text = bytes(text).decode("utf-8")

@@ -53,6 +53,22 @@ def iso(ts: float | None) -> str | None:
     return datetime.fromtimestamp(ts, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
+# What a change of is worth storing in ``last_known`` (the activity line changes too often).
+_KNOWN_KEYS = ("state", "needs_you", "card_kind")
+
+
+def known_of(info: SessionInfo) -> dict[str, Any] | None:
+    """A session's ``last_known`` from what its Mac said; None before it said a state."""
+    if not info.state:
+        return None
+    return {
+        "state": info.state,
+        "activity": info.activity,
+        "needs_you": info.card is not None,
+        "card_kind": info.card.kind if info.card else None,
+    }
+
+
 @dataclass
 class RelayState:
     config: Config
@@ -76,6 +92,9 @@ class RelayState:
     snapshot_fields: list[SnapshotFields] = field(default_factory=list)
     # Each feature's running part, by its class: ``state.part(Retention)``.
     parts: dict[type, object] = field(default_factory=dict)
+    # What each session's Mac last said (``last_known``), as stored: read at start-up so a
+    # session of a Mac that is offline across a relay restart still shows it.
+    last_known: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.pair_limiter = RateLimiter(self.config.int("pair_attempts_per_minute"))
@@ -131,16 +150,7 @@ class RelayState:
             "needs_you": bool(live and online and live.card),
             "error": live.error if live and online else None,  # the Mac could not start it
             # What the Mac last said, kept while it is offline: its state is unknown, not stopped.
-            "last_known": (
-                {
-                    "state": live.state,
-                    "activity": live.activity,
-                    "needs_you": live.card is not None,
-                    "card_kind": live.card.kind if live.card else None,
-                }
-                if live and not online and live.state
-                else None
-            ),
+            "last_known": None if online else self._last_known(session.id, live),
             "created_at": iso(session.created_at),
             "updated_at": iso(session.updated_at),
             "conversation_id": session.conversation_id,
@@ -161,6 +171,20 @@ class RelayState:
             body["preview"] = live.preview if live and online else None
             body["model"] = live.model if live else None
         return body
+
+    def _last_known(self, session_id: str, live: SessionInfo | None) -> dict[str, Any] | None:
+        known = known_of(live) if live is not None else None
+        return known or self.last_known.get(session_id)
+
+    async def keep_last_known(self, session_id: str, info: SessionInfo) -> None:
+        """Store what the Mac now says of a session when its state or card changed (not every
+        activity line): what an offline Mac's session shows, even after a relay restart."""
+        known = known_of(info)
+        kept = self.last_known.get(session_id)
+        if known is None or (kept and all(kept.get(k) == known[k] for k in _KNOWN_KEYS)):
+            return
+        self.last_known[session_id] = known
+        await self.store.save_last_known(session_id, known)
 
     # -- publishing to /api/stream -----------------------------------------------
 
@@ -193,6 +217,7 @@ class RelayState:
             return  # an update for a session the relay has not stored yet: lines will create it
         before = self.live.sessions.get(info.session_id)
         merged = self.live.update(info)
+        await self.keep_last_known(session.id, merged)
         for watch in self.watchers:
             watch(link.account_id, session, before, merged)
         if info.model_fields_set <= {"session_id", "preview"}:

@@ -1,8 +1,9 @@
 """The relay's embedded store: SQLite in WAL mode, every write through one writer thread.
 
 Tables: accounts, devices (Macs), phones, tokens (hashed), pair_codes, sessions, conversations
-(how far each transcript was stored), line_uuids (lines already stored, by uuid) and events (the
-latest ``events_kept`` per session). Seq numbers are given inside the same transaction that
+(how far each transcript was stored), line_uuids (lines already stored, by uuid), last_known (what
+each session's Mac last said of it, shown while the Mac is offline) and events (the latest
+``events_kept`` per session). Seq numbers are given inside the same transaction that
 stores the events, so a crash can never leave a number given without its event, or the reverse.
 """
 
@@ -124,6 +125,10 @@ CREATE TABLE IF NOT EXISTS line_uuids (
     session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
     uuid TEXT NOT NULL,
     PRIMARY KEY (session_id, uuid)
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS last_known (
+    session_id TEXT PRIMARY KEY REFERENCES sessions(id) ON DELETE CASCADE,
+    data TEXT NOT NULL
 ) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS events (
     session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
@@ -680,6 +685,25 @@ class Store:
             return cur.rowcount > 0
 
         return await self._writer.run(job)
+
+    async def save_last_known(self, session_id: str, data: dict[str, Any]) -> None:
+        """What the session's Mac last said of it (state, waiting card): kept across restarts so
+        a session of an offline Mac still shows it."""
+        text = json.dumps(data, separators=(",", ":"))
+
+        def job(conn: sqlite3.Connection, _: list[Callable[[], None]]) -> None:
+            conn.execute(
+                "INSERT INTO last_known (session_id, data) SELECT id, ? FROM sessions WHERE id = ?"
+                " ON CONFLICT (session_id) DO UPDATE SET data = excluded.data",
+                (text, session_id),
+            )
+
+        await self._writer.run(job)
+
+    async def read_last_known(self) -> dict[str, dict[str, Any]]:
+        """Every session's last known state, by session id."""
+        rows = await self._read("SELECT session_id, data FROM last_known", ())
+        return {str(row[0]): json.loads(row[1]) for row in rows}
 
     async def update_session(self, account_id: str, session_id: str, **fields: Any) -> Session:
         columns = {

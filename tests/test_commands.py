@@ -31,6 +31,7 @@ from wire.protocol import (
     RestArgs,
     SendArgs,
     SetPolicyArgs,
+    TranscriptLineArgs,
     relay_message,
 )
 
@@ -83,6 +84,7 @@ EXAMPLES: list[tuple[CommandArgs, dict[str, Any]]] = [
     (ReadFileArgs(path="src/main.py"), {"path": "src/main.py"}),
     (GitStatusArgs(), {}),
     (GitDiffArgs(path="README.md"), {"path": "README.md"}),
+    (TranscriptLineArgs(uuid="3f1c2a9e-0b7d"), {"uuid": "3f1c2a9e-0b7d"}),
 ]
 
 

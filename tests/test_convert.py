@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 
 from relay.convert import (
+    DEFAULT_LIMITS,
     UNKNOWN_AGENT_ID,
     Conversion,
     ConversionLimits,
@@ -474,6 +475,21 @@ def test_tool_result_truncated() -> None:
     assert len(event.text) == 100
     assert event.full_length == 10_000
     assert event.truncated is True
+
+
+def test_tool_result_whole_without_the_cut() -> None:
+    # "Show all" converts the line again with cut=False: the whole text, the same event otherwise.
+    limits = ConversionLimits(tool_result_max_chars=100, tool_input_max_chars=100)
+    text = "".join(f"line {n}\n" for n in range(5_000))
+    (cut,) = convert_line(tool_result_line(text), limits).events
+    (whole,) = convert_line(tool_result_line(text), limits, cut=False).events
+    assert cut.truncated is True and len(cut.text) == 100
+    assert whole.text == text and whole.truncated is False
+    assert whole.full_length == cut.full_length == len(text)
+    assert (whole.kind, whole.tool_use_id) == (cut.kind, cut.tool_use_id)
+    # The default still cuts at the setting's limit.
+    (default,) = convert_line(tool_result_line(text)).events
+    assert default.truncated is True and len(default.text) == DEFAULT_LIMITS.tool_result_max_chars
 
 
 def test_short_tool_result_not_truncated() -> None:

@@ -286,6 +286,12 @@ SETTINGS: tuple[Setting, ...] = (
         "agent",
     ),
     Setting(
+        "full_line_max_bytes",
+        8 * MIB,
+        "Largest transcript line a Mac sends back whole when the page asks for a text the relay cut.",
+        "agent",
+    ),
+    Setting(
         "retention_retry_interval",
         5.0,
         "Seconds between checks for Macs back online that still have deleted sessions to drop.",

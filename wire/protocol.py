@@ -381,6 +381,7 @@ CommandName = Literal[
     "read_file",
     "git_status",
     "git_diff",
+    "transcript_line",
 ]
 
 # Limits of a command's args (docs/protocol.md §9), checked by the agent: args outside them are
@@ -391,6 +392,7 @@ MAX_CARD_KEY_CHARS = 32
 MAX_CARD_KEYS = 64
 SENDER_MESSAGE_ID = r"^[A-Za-z0-9_-]{8,64}$"  # a message id the sender chose (send)
 HELD_MESSAGE_ID = r"^[A-Za-z0-9_-]{1,64}$"  # any held message's id (cancel_held)
+LINE_UUID = r"^[A-Za-z0-9_-]{1,64}$"  # a transcript line's uuid (transcript_line)
 
 PermissionMode = Literal[
     "manual", "default", "acceptEdits", "auto", "bypassPermissions", "dontAsk", "plan"
@@ -510,6 +512,14 @@ class GitDiffArgs(ArgsModel):
     path: str = Field(min_length=1, max_length=MAX_CWD_CHARS)
 
 
+class TranscriptLineArgs(ArgsModel):
+    """One raw line of the session's transcripts, found by its uuid (the relay cut its texts
+    when it converted it; the page asks for them whole)."""
+
+    name: ClassVar[CommandName] = "transcript_line"
+    uuid: str = Field(pattern=LINE_UUID)
+
+
 CommandArgs = (
     CreateSessionArgs
     | SendArgs
@@ -526,6 +536,7 @@ CommandArgs = (
     | ReadFileArgs
     | GitStatusArgs
     | GitDiffArgs
+    | TranscriptLineArgs
 )
 # Each command's args model, by name.
 COMMAND_ARGS: dict[CommandName, type[CommandArgs]] = {

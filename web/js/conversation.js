@@ -7,15 +7,17 @@
 import { h, usd } from "./dom.js";
 import { t } from "./i18n.js";
 import { markdown } from "./md.js";
+import { sentence } from "./ui.js";
 
 const RESULT_LINES = 12;
 const RESULT_CHARS = 1200;
 const DIFF_LINES = 80;
 
 export class Conversation {
-  constructor(root, { onAgent } = {}) {
+  constructor(root, { onAgent, onFull } = {}) {
     this.root = root;
     this.onAgent = onAgent;
+    this.onFull = onFull; // seq → {text}: the whole text of an event the relay cut
     this.agents = new Map(); // agent_id → {seqs, line}
     this.calls = new Map(); // tool_use_id of an Agent/Task call → its line's slot
     this.info = new Map(); // agent_id and tool_use_id → the subagent's summary
@@ -139,7 +141,7 @@ export class Conversation {
     }
     if (ev.kind === "tool_result" && ev.tool_use_id && this.tools.has(ev.tool_use_id)) {
       const slot = this.tools.get(ev.tool_use_id);
-      const el = toolResult(ev, slot.tool);
+      const el = toolResult(ev, slot.tool, this.onFull);
       if (slot.outcome) slot.outcome.replaceChildren(outcome(ev));
       el.dataset.seq = ev.seq;
       slot.append(el);
@@ -183,7 +185,7 @@ function render(ev, convo) {
     case "tool_use":
       return toolUse(ev, convo);
     case "tool_result":
-      return h("div.ev.tool.orphan", null, toolResult(ev));
+      return h("div.ev.tool.orphan", null, toolResult(ev, undefined, convo.onFull));
     case "marker":
     default:
       return marker(ev);
@@ -290,29 +292,51 @@ function numberedView(rows) {
   return h("div.numbered", null, rows.map(([n, line]) => h("div.nl", null, h("span.ln", { "aria-hidden": "true" }, n), h("span.lt", null, line))));
 }
 
-function toolResult(ev, tool) {
-  const text = String(ev.text || "");
+function toolResult(ev, tool, full) {
+  let text = String(ev.text || "");
   const el = h("div.result", { class: ev.is_error ? "err" : "" });
-  const lines = text.split("\n");
-  const long = lines.length > RESULT_LINES || text.length > RESULT_CHARS;
-  const rows = tool === "Read" && !ev.is_error ? numbered(text) : null;
+  let lines = text.split("\n");
+  // A text the relay cut: "Show all" reads it whole from the Mac (GET …/events/{seq}/full).
+  const cut = Boolean(ev.truncated && ev.full_length > text.length && full);
+  const long = cut || lines.length > RESULT_LINES || text.length > RESULT_CHARS;
+  const rowsOf = (value) => (tool === "Read" && !ev.is_error ? numbered(value) : null);
+  let rows = rowsOf(text);
   const pre = rows ? h("pre.read", null, numberedView(long ? rows.slice(0, RESULT_LINES) : rows)) : h("pre", null, long ? clip(text, lines) : text);
   el.append(pre);
+  const note = ev.truncated && ev.full_length ? h("p.note", null, t("cut_at", { n: text.length, full: ev.full_length })) : null;
   if (long) {
     let open = false;
-    const button = h("button.link", { type: "button", "aria-expanded": "false" }, t("show_all", { n: text.length }));
-    button.addEventListener("click", () => {
+    let whole = !cut;
+    const label = () => t("show_all", { n: whole ? text.length : ev.full_length });
+    const button = h("button.link", { type: "button", "aria-expanded": "false" }, label());
+    button.addEventListener("click", async () => {
+      if (!open && !whole) {
+        button.disabled = true;
+        button.textContent = t("full_loading");
+        try {
+          text = String((await full(ev.seq)).text || "");
+          lines = text.split("\n");
+          rows = rowsOf(text);
+          whole = true;
+          pre.classList.add("whole"); // a big text scrolls in its own block
+          if (note) note.replaceChildren(t("full_read", { full: text.length }));
+        } catch (error) {
+          if (note) { note.classList.add("err"); note.replaceChildren(t("full_failed", { why: sentence(error.message || String(error)) })); }
+          button.disabled = false;
+          button.textContent = label();
+          return;
+        }
+        button.disabled = false;
+      }
       open = !open;
       if (rows) pre.replaceChildren(numberedView(open ? rows : rows.slice(0, RESULT_LINES)));
       else pre.textContent = open ? text : clip(text, lines);
-      button.textContent = open ? t("show_less") : t("show_all", { n: text.length });
+      button.textContent = open ? t("show_less") : label();
       button.setAttribute("aria-expanded", String(open));
     });
     el.append(button);
   }
-  if (ev.truncated && ev.full_length) {
-    el.append(h("p.note", null, t("cut_at", { n: text.length, full: ev.full_length })));
-  }
+  if (note) el.append(note);
   if (!text) el.classList.add("empty");
   return el;
 }

@@ -9,12 +9,14 @@ const TEXT = {
   en: {
     since: "State unknown since {time} (Mac offline)", unknown: "State unknown (Mac offline)",
     offer: "The Mac is offline. Queue this message on the relay? It is sent once, in order, when the Mac is back.",
+    offer_now: "The Mac is offline, so nothing can be interrupted now. Queue this message on the relay? When the Mac is back it is sent once, in order, as a normal message (no interrupt).",
     queue: "Queue until the Mac is back", queued: "Queued on the relay", queued_ok: "Queued: sent when the Mac is back",
     refused: "Not sent: {why}",
   },
   ko: {
     since: "{time}부터 상태 모름 (맥 연결 끊김)", unknown: "상태 모름 (맥 연결 끊김)",
     offer: "맥 연결이 끊겼어요. 이 글을 릴레이에 맡길까요? 맥이 돌아오면 순서대로 한 번만 보내요.",
+    offer_now: "맥 연결이 끊겨서 지금은 중단할 수 없어요. 이 글을 릴레이에 맡길까요? 맥이 돌아오면 중단 없이 보통 글로 순서대로 한 번만 보내요.",
     queue: "맥이 돌아오면 보내기", queued: "릴레이에서 기다리는 중", queued_ok: "맡겼어요: 맥이 돌아오면 보내요",
     refused: "못 보냄: {why}",
   },
@@ -50,9 +52,10 @@ export function stillNeedsYou(session) {
 }
 
 /** The send was refused because the Mac is offline: offer to queue it on the relay (same id, so a
- * retry is never queued twice). Resolves true when it was queued. */
-export async function offerQueue(sessionId, message) {
-  if (!(await confirmBox(text("offer"), text("queue")))) return false;
+ * retry is never queued twice). With ``now`` ("Send now") it says it will not interrupt: a queued
+ * message is delivered as a normal one. Resolves true when it was queued. */
+export async function offerQueue(sessionId, message, { now = false } = {}) {
+  if (!(await confirmBox(text(now ? "offer_now" : "offer"), text("queue")))) return false;
   await post(`/api/sessions/${encodeURIComponent(sessionId)}/outbox`, { text: message.text, id: message.id });
   toast(text("queued_ok"));
   return true;

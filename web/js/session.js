@@ -38,7 +38,8 @@ export class SessionView {
     this.queue = [];
     this.toSave = [];
     this.build();
-    this.convo = new Conversation(this.list, { onAgent: (agent) => { location.hash = `#/s/${encodeURIComponent(id)}${readOnly ? "/read" : ""}/agent/${encodeURIComponent(agent)}`; } });
+    this.convo = new Conversation(this.list, { onAgent: (agent) => { location.hash = `#/s/${encodeURIComponent(id)}${readOnly ? "/read" : ""}/agent/${encodeURIComponent(agent)}`; },
+      onFull: (seq) => get(`/api/sessions/${encodeURIComponent(id)}/events/${seq}/full`) });
     this.start();
   }
 
@@ -543,7 +544,8 @@ export class SessionView {
       if (result && result.reopened) toast(t("reopened"));
       else if (joined) toast(t("sent_as_one", { n: joined + 1 }));
     } catch (error) {
-      if (error.code === "device_offline" && !now && await offerQueue(this.id, local).catch((e) => { showError(e); return false; })) {
+      // Offline, "Send now" is offered the relay's queue too: it then goes as a normal message.
+      if (error.code === "device_offline" && await offerQueue(this.id, local, { now }).catch((e) => { showError(e); return false; })) {
         this.failed = null;
       } else {
         this.failed = local;
