@@ -207,7 +207,9 @@ def _print_up(cfg: configmod.Config, agent_dir: Path, code: str | None, note: st
     from cli.service import installed
 
     if not installed(Path.home(), platform.system()):
-        print("  at login:     claude-bridge up install starts it at every login, as now")
+        print(
+            "  at login:     `claude-bridge up install` (with these flags) starts it at every login"
+        )
 
 
 def _link(args: argparse.Namespace) -> Link:
@@ -533,7 +535,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Run the relay here (127.0.0.1:8765, its data in ~/.claude-bridge/relay) and "
         "this machine's agent, which runs your claude in tmux, and print a one-time link and QR "
         "code to pair your phone. Ctrl-C stops both; sessions keep running in tmux and are "
-        "picked up next time.",
+        "picked up next time. `up install` starts it at every login instead.",
     )
     up.add_argument(
         "action",

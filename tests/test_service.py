@@ -278,3 +278,33 @@ def test_agent_install_writes_its_unit_through_the_same_writer(tmp_path: Path) -
     # doctor on this machine (it links elsewhere): the agent's service, found.
     probe = probe_service("Linux", home, lambda argv: (0, "enabled\n"), remote=True)
     assert probe.kind == "agent" and decide_service(probe).status == "ok"
+
+
+def test_up_says_once_how_to_start_it_at_login(tmp_path: Path) -> None:
+    env = _env(tmp_path, tmp_path / "systemctl.log")
+    port, socket_name = free_port(), f"cbhint-{os.getpid()}"
+    up = subprocess.Popen(
+        [sys.executable, "-m", "cli", "up", "--data", str(tmp_path / "relay"), "--agent-data",
+         str(tmp_path / "agent"), "--port", str(port), "--socket", socket_name],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env, cwd=REPO,
+    )  # fmt: skip
+    try:
+        out: list[str] = []
+        deadline = time.monotonic() + 60
+        assert up.stdout is not None
+        while not any("Press Ctrl-C" in line for line in out):
+            assert time.monotonic() < deadline and up.poll() is None, "".join(out)
+            out.append(up.stdout.readline())
+        up.send_signal(signal.SIGINT)
+        assert up.wait(30) in {0, 130}
+    finally:
+        if up.poll() is None:
+            up.kill()
+            up.wait()
+        if up.stdout is not None:
+            up.stdout.close()
+        subprocess.run(["tmux", "-L", socket_name, "kill-server"], capture_output=True,
+                       env=env, check=False)  # fmt: skip
+    text = "".join(out)
+    assert "/pair.html#" in text  # run by a person: a pairing link, as before
+    assert text.count("claude-bridge up install") == 1, text
