@@ -391,7 +391,7 @@ def decide_link(probe: LinkProbe) -> Result:
             "link",
             "warn",
             f"the relay knows this machine{name} but its agent is not linked now",
-            "start the agent: claude-bridge up, claude-bridge agent, or claude-bridge agent install",
+            "start it: claude-bridge up (or up install), claude-bridge agent (or agent install)",
         )
     if probe.token_checked:
         return Result(

@@ -113,10 +113,27 @@ def install_up(args: argparse.Namespace) -> int:
             f"Note: the agent alone is a login service too ({agent_service}); if it links to this "
             "relay, remove it with `claude-bridge agent uninstall`."
         )
+    if _taken(cfg.str("host"), cfg.int("port")):
+        print(
+            f"Note: something listens on port {cfg.int('port')} now (a running `up`?): stop it, "
+            f"and the service takes its place within {service.RESTART_SECONDS} s."
+        )
     print(service.install(up_service(command, path_env), system, home))
     print(f"  it runs: {shlex.join(command)}")
     print(f"  pair a phone with: claude-bridge pair --data {cfg.data_path}")
     return 0
+
+
+def _taken(host: str, port: int) -> bool:
+    import socket
+
+    with socket.socket() as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        try:
+            probe.bind((host, port))
+        except OSError:
+            return True
+    return False
 
 
 def uninstall_up() -> int:

@@ -12,6 +12,7 @@ import os
 import plistlib
 import shlex
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -160,13 +161,16 @@ def test_up_install_runs_the_relay_and_agent_at_login_and_uninstall_removes_it(
     env = _env(tmp_path, calls)
     relay_dir, agent_dir, port = tmp_path / "relay", tmp_path / "agent", free_port()
     socket_name = f"cbsvc-{os.getpid()}"
+    running = socket.create_server(("127.0.0.1", port))  # an `up` still running by hand
     install = subprocess.run(
         [sys.executable, "-m", "cli", "up", "install", "--data", str(relay_dir), "--agent-data",
          str(agent_dir), "--port", str(port), "--socket", socket_name, "--claude-arg=--chrome",
          "--public-url", "https://relay.example"],
         capture_output=True, text=True, env=env, cwd=REPO, timeout=60,
     )  # fmt: skip
+    running.close()
     assert install.returncode == 0, install
+    assert f"something listens on port {port} now" in install.stdout  # stop it, says install
     home = tmp_path / "home"
     unit = home / ".config" / "systemd" / "user" / UP_UNIT
     assert f"Installed {unit}; it starts at login" in install.stdout
