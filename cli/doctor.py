@@ -391,7 +391,8 @@ def decide_link(probe: LinkProbe) -> Result:
             "link",
             "warn",
             f"the relay knows this machine{name} but its agent is not linked now",
-            "start it: claude-bridge up (or up install), claude-bridge agent (or agent install)",
+            "start it: claude-bridge up or claude-bridge up install (relay here), "
+            "claude-bridge agent or claude-bridge agent install (relay elsewhere)",
         )
     if probe.token_checked:
         return Result(
