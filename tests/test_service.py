@@ -13,9 +13,11 @@ import plistlib
 import shlex
 import signal
 import socket
+import sqlite3
 import subprocess
 import sys
 import time
+from contextlib import closing
 from pathlib import Path
 
 import httpx
@@ -217,6 +219,8 @@ def test_up_install_runs_the_relay_and_agent_at_login_and_uninstall_removes_it(
         assert "up install" not in text  # already a login service: no advice to become one
         relay = f"http://127.0.0.1:{port}"
         assert httpx.get(f"{relay}/api/health").status_code == 200
+        with closing(sqlite3.connect(relay_dir / "relay.db")) as db:  # none made, not just unshown
+            assert db.execute("SELECT count(*) FROM pairing_codes").fetchone() == (0,)
         pair = subprocess.run(
             [sys.executable, "-m", "cli", "pair", "--data", str(relay_dir)],
             capture_output=True, text=True, env=env, cwd=REPO, timeout=60,
