@@ -28,6 +28,7 @@ class Service:
     command: tuple[str, ...]
     path_env: str
     log_name: str  # the file in ~/Library/Logs/claude-bridge (macOS; systemd has the journal)
+    environment: tuple[tuple[str, str], ...] = ()  # besides PATH: the CB_* settings set now
 
 
 def plist_path(home: Path, label: str) -> Path:
@@ -55,7 +56,7 @@ def plist_text(service: Service, logs: Path) -> str:
     data = {
         "Label": service.label,
         "ProgramArguments": list(service.command),
-        "EnvironmentVariables": {"PATH": service.path_env},
+        "EnvironmentVariables": {"PATH": service.path_env, **dict(service.environment)},
         "RunAtLoad": True,
         "KeepAlive": True,  # launchd starts it again when it stops
         "ThrottleInterval": RESTART_SECONDS,
@@ -66,13 +67,15 @@ def plist_text(service: Service, logs: Path) -> str:
 
 
 def unit_text(service: Service) -> str:
+    variables = [("PATH", service.path_env), *service.environment]
+    environment = "\n".join(f"Environment={_unit_quote(f'{k}={v}')}" for k, v in variables)
     return f"""[Unit]
 Description={service.description}
 After=network-online.target
 
 [Service]
-ExecStart={shlex.join(service.command)}
-Environment={_unit_quote("PATH=" + service.path_env)}
+ExecStart={shlex.join(service.command).replace("%", "%%").replace("$", "$$")}
+{environment}
 Restart=on-failure
 RestartSec={RESTART_SECONDS}
 
@@ -82,6 +85,7 @@ WantedBy=default.target
 
 
 def _unit_quote(assignment: str) -> str:
+    assignment = assignment.replace("%", "%%")  # systemd's specifiers start with %
     if not any(c in assignment for c in ' "\\'):
         return assignment
     return '"' + assignment.replace("\\", "\\\\").replace('"', '\\"') + '"'

@@ -4,7 +4,8 @@ The service runs ``claude-bridge up --no-pair`` with the same relay and agent fo
 tmux socket. What ``up`` remembers by itself is not repeated on its command line: how the phone
 reaches it (``link.json`` in the relay folder, cli/publish.py) and the extra claude arguments
 (``claude-args.json`` in the agent folder); flags for either given to ``up install`` are
-remembered now, as ``up`` would. ``--no-pair``: a service that starts at every login must not mint
+remembered now, as ``up`` would. The ``CB_*`` settings set in the shell go into the service's
+environment (its file is private). ``--no-pair``: a service that starts at every login must not mint
 a pairing code each time (nor write one into its log); phones pair with ``claude-bridge pair``.
 """
 
@@ -16,6 +17,7 @@ import platform
 import shlex
 import shutil
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 
 from agent import service
@@ -43,7 +45,9 @@ def up_command(
     return command
 
 
-def up_service(command: list[str], path_env: str) -> service.Service:
+def up_service(
+    command: list[str], path_env: str, environment: tuple[tuple[str, str], ...] = ()
+) -> service.Service:
     return service.Service(
         label=UP_LABEL,
         unit=UP_UNIT,
@@ -51,7 +55,15 @@ def up_service(command: list[str], path_env: str) -> service.Service:
         command=tuple(command),
         path_env=path_env,
         log_name="up.log",
+        environment=environment,
     )
+
+
+def settings_now(environ: Mapping[str, str]) -> tuple[tuple[str, str], ...]:
+    """The CB_* settings set in this shell: a login service does not get them otherwise."""
+    from wire.config import SETTINGS
+
+    return tuple((s.env_var, environ[s.env_var]) for s in SETTINGS if s.env_var in environ)
 
 
 def installed(home: Path, system: str) -> bool:
@@ -118,8 +130,11 @@ def install_up(args: argparse.Namespace) -> int:
             f"Note: something listens on port {cfg.int('port')} now (a running `up`?): stop it, "
             f"and the service takes its place within {service.RESTART_SECONDS} s."
         )
-    print(service.install(up_service(command, path_env), system, home))
+    settings = settings_now(os.environ)
+    print(service.install(up_service(command, path_env, settings), system, home))
     print(f"  it runs: {shlex.join(command)}")
+    if settings:
+        print(f"  with the settings set now: {', '.join(name for name, _ in settings)}")
     print(f"  pair a phone with: claude-bridge pair --data {cfg.data_path}")
     return 0
 

@@ -46,19 +46,23 @@ def test_the_up_unit_runs_up_without_a_pairing_code_with_its_own_path() -> None:
     )
     # The programs' folders first, then the current PATH, each folder once.
     assert path == "/opt/cb/bin:/opt/claude/bin:/opt/homebrew/bin:/usr/bin:/bin"
-    text = service.unit_text(up_service(command, path))
+    settings = (("CB_PAIR_CODE_TTL", "900"), ("CB_MODEL_PRICES", "a b 50%"))
+    text = service.unit_text(up_service(command, path, settings))
     lines = text.splitlines()
     assert "[Service]" in lines and "[Install]" in lines and "WantedBy=default.target" in lines
     exec_start = next(line for line in lines if line.startswith("ExecStart="))
     assert shlex.split(exec_start.removeprefix("ExecStart=")) == command  # the space is quoted
     assert f"Environment=PATH={path}" in lines
+    # The settings set now, quoted for systemd (a space) and with % escaped (its specifiers).
+    assert "Environment=CB_PAIR_CODE_TTL=900" in lines
+    assert 'Environment="CB_MODEL_PRICES=a b 50%%"' in lines
     assert "Restart=on-failure" in lines and f"RestartSec={service.RESTART_SECONDS}" in lines
 
 
 def test_the_plists_are_valid_and_keep_the_service_alive() -> None:
     command = ["/opt/cb/bin/claude-bridge", "up", "--no-pair", "--data", "/h/a&b <relay>"]
     for svc in (
-        up_service(command, "/opt/cb/bin:/usr/bin"),
+        up_service(command, "/opt/cb/bin:/usr/bin", (("CB_PAIR_CODE_TTL", "900"),)),
         service.Service(
             "com.claude-bridge.agent",
             "claude-bridge-agent.service",
@@ -73,7 +77,7 @@ def test_the_plists_are_valid_and_keep_the_service_alive() -> None:
         )
         assert data["Label"] == svc.label
         assert data["ProgramArguments"] == list(svc.command)  # & and < survive as they are
-        assert data["EnvironmentVariables"] == {"PATH": svc.path_env}
+        assert data["EnvironmentVariables"] == {"PATH": svc.path_env, **dict(svc.environment)}
         assert data["RunAtLoad"] is True and data["KeepAlive"] is True
         assert data["ThrottleInterval"] == service.RESTART_SECONDS
         log = f"/h/Library/Logs/claude-bridge/{svc.log_name}"
@@ -149,6 +153,9 @@ def _unit_fields(unit: Path) -> dict[str, str]:
     fields: dict[str, str] = {}
     for line in unit.read_text().splitlines():
         key, sep, value = line.partition("=")
+        if key == "Environment":  # one line per variable
+            name, _, value = value.partition("=")
+            key = f"Environment.{name}"
         if sep:
             fields[key] = value
     return fields
@@ -164,6 +171,7 @@ def test_up_install_runs_the_relay_and_agent_at_login_and_uninstall_removes_it(
     relay_dir, agent_dir, port = tmp_path / "relay", tmp_path / "agent", free_port()
     socket_name = f"cbsvc-{os.getpid()}"
     running = socket.create_server(("127.0.0.1", port))  # an `up` still running by hand
+    env["CB_PAIR_CODE_TTL"] = "900"  # a setting in the shell that installs it
     install = subprocess.run(
         [sys.executable, "-m", "cli", "up", "install", "--data", str(relay_dir), "--agent-data",
          str(agent_dir), "--port", str(port), "--socket", socket_name, "--claude-arg=--chrome",
@@ -188,7 +196,9 @@ def test_up_install_runs_the_relay_and_agent_at_login_and_uninstall_removes_it(
     assert command == [str(VENV_BIN / "claude-bridge"), "up", "--no-pair", "--data",
                        str(relay_dir), "--agent-data", str(agent_dir), "--port", str(port),
                        "--socket", socket_name]  # fmt: skip
-    path = fields["Environment"].removeprefix("PATH=")
+    assert "with the settings set now: CB_PAIR_CODE_TTL" in install.stdout
+    assert fields["Environment.CB_PAIR_CODE_TTL"] == "900"
+    path = fields["Environment.PATH"]
     assert path.split(":")[:2] == [str(VENV_BIN), str(tmp_path / "claude-bin")]  # tmux: /usr/bin
     assert "/usr/bin" in path.split(":")
     # doctor sees it enabled (asking the stand-in's is-enabled).
@@ -199,7 +209,8 @@ def test_up_install_runs_the_relay_and_agent_at_login_and_uninstall_removes_it(
     assert ok.status == "ok" and ok.detail == f"{unit} (enabled)"
 
     # systemd's start: the unit's command with the unit's PATH, no terminal.
-    service_env = {"HOME": str(home), "TMUX_TMPDIR": env["TMUX_TMPDIR"], "PATH": path}
+    service_env = {"HOME": str(home), "TMUX_TMPDIR": env["TMUX_TMPDIR"], "PATH": path,
+                   "CB_PAIR_CODE_TTL": fields["Environment.CB_PAIR_CODE_TTL"]}  # fmt: skip
     started = time.monotonic()
     up = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                           stderr=subprocess.STDOUT, text=True, env=service_env)  # fmt: skip
@@ -280,7 +291,7 @@ def test_agent_install_writes_its_unit_through_the_same_writer(tmp_path: Path) -
     fields = _unit_fields(unit)
     assert shlex.split(fields["ExecStart"]) == [str(VENV_BIN / "claude-bridge"), "agent",
                                                 "--data", str(agent_dir)]  # fmt: skip
-    assert str(tmp_path / "claude-bin") in fields["Environment"].split(":")
+    assert str(tmp_path / "claude-bin") in fields["Environment.PATH"].split(":")
     assert _logged(calls)[-1] == ["--user", "enable", "--now", "claude-bridge-agent.service"]
     home = tmp_path / "home"
     # doctor on this machine (it links elsewhere): the agent's service, found.
