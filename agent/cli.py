@@ -11,7 +11,6 @@ import platform
 import shlex
 import shutil
 import signal
-import subprocess
 import sys
 from pathlib import Path
 from typing import Any, NoReturn
@@ -198,95 +197,37 @@ def _agent_command(args: argparse.Namespace) -> list[str]:
     return command
 
 
+def _found(program: str | None) -> str | None:
+    return shutil.which(program) if program else None
+
+
 def install(args: argparse.Namespace) -> int:
     """Start the agent at login (revive depends on it): launchd on macOS, systemd --user on Linux."""
+    from agent import service
+
     folder = data_dir(args.data)
     if not _read(folder / RELAY_FILE) or not _read(folder / TOKEN_FILE):
         _fail("run `claude-bridge agent --relay URL --pair CODE` once first, so it knows its relay")
     command = _agent_command(args)
-    path_env = os.environ.get("PATH", "/usr/bin:/bin")
-    if platform.system() == "Darwin":
-        logs = Path("~/Library/Logs/claude-bridge").expanduser()
-        logs.mkdir(parents=True, exist_ok=True)
-        plist = Path(f"~/Library/LaunchAgents/{LAUNCHD_LABEL}.plist").expanduser()
-        plist.parent.mkdir(parents=True, exist_ok=True)
-        plist.write_text(_plist(command, path_env, logs))
-        subprocess.run(["launchctl", "unload", str(plist)], capture_output=True, check=False)
-        subprocess.run(["launchctl", "load", "-w", str(plist)], check=False)
-        print(f"Installed {plist}; the agent starts at login. Logs: {logs}")
-        return 0
-    unit = Path(f"~/.config/systemd/user/{SYSTEMD_UNIT}").expanduser()
-    unit.parent.mkdir(parents=True, exist_ok=True)
-    unit.write_text(_unit(command, path_env))
-    if shutil.which("systemctl"):
-        subprocess.run(["systemctl", "--user", "daemon-reload"], check=False)
-        subprocess.run(["systemctl", "--user", "enable", "--now", SYSTEMD_UNIT], check=False)
-    print(f"Installed {unit}; the agent starts at login (journalctl --user -u {SYSTEMD_UNIT}).")
+    programs = [command[0], _found(args.claude or "claude"), _found("tmux")]
+    unit = service.Service(
+        label=LAUNCHD_LABEL,
+        unit=SYSTEMD_UNIT,
+        description="claude-bridge agent (runs Claude Code sessions for your phone)",
+        command=tuple(command),
+        path_env=service.service_path(programs, os.environ.get("PATH", "/usr/bin:/bin")),
+        log_name="agent.log",
+    )
+    print(service.install(unit, platform.system(), Path.home()))
     return 0
 
 
 def uninstall() -> int:
-    if platform.system() == "Darwin":
-        plist = Path(f"~/Library/LaunchAgents/{LAUNCHD_LABEL}.plist").expanduser()
-        if plist.exists():
-            subprocess.run(["launchctl", "unload", "-w", str(plist)], check=False)
-            plist.unlink()
-            print(f"Removed {plist}.")
-        else:
-            print("The agent was not installed.")
-        return 0
-    unit = Path(f"~/.config/systemd/user/{SYSTEMD_UNIT}").expanduser()
-    if unit.exists():
-        if shutil.which("systemctl"):
-            subprocess.run(["systemctl", "--user", "disable", "--now", SYSTEMD_UNIT], check=False)
-        unit.unlink()
-        print(f"Removed {unit}.")
-    else:
-        print("The agent was not installed.")
+    from agent import service
+
+    done = service.uninstall(LAUNCHD_LABEL, SYSTEMD_UNIT, platform.system(), Path.home())
+    print(done or "The agent was not installed.")
     return 0
-
-
-def _plist(command: list[str], path_env: str, logs: Path) -> str:
-    args = "".join(f"\n    <string>{_xml(a)}</string>" for a in command)
-    return f"""<?xml version="1.0" encoding="UTF-8"?>
-<!DOCTYPE plist PUBLIC "-//Apple//DTD PLIST 1.0//EN" "http://www.apple.com/DTDs/PropertyList-1.0.dtd">
-<plist version="1.0">
-<dict>
-  <key>Label</key><string>{LAUNCHD_LABEL}</string>
-  <key>ProgramArguments</key>
-  <array>{args}
-  </array>
-  <key>EnvironmentVariables</key>
-  <dict><key>PATH</key><string>{_xml(path_env)}</string></dict>
-  <key>RunAtLoad</key><true/>
-  <key>KeepAlive</key><true/>
-  <key>StandardOutPath</key><string>{_xml(str(logs / "agent.log"))}</string>
-  <key>StandardErrorPath</key><string>{_xml(str(logs / "agent.log"))}</string>
-</dict>
-</plist>
-"""
-
-
-def _unit(command: list[str], path_env: str) -> str:
-    import shlex
-
-    return f"""[Unit]
-Description=claude-bridge agent (runs Claude Code sessions for your phone)
-After=network-online.target
-
-[Service]
-ExecStart={shlex.join(command)}
-Environment=PATH={path_env}
-Restart=on-failure
-RestartSec=3
-
-[Install]
-WantedBy=default.target
-"""
-
-
-def _xml(text: str) -> str:
-    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
 
 
 def cmd_screen(args: argparse.Namespace) -> int:

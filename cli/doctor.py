@@ -315,6 +315,7 @@ class ServiceProbe:
     exists: bool = False
     state: str | None = None  # "enabled"/"loaded", another word from the manager, or None
     manager_error: str = ""  # why the manager could not be asked
+    kind: str = "up"  # whose service: "up" (relay + agent here) or "agent" (a remote relay)
 
 
 def decide_service(probe: ServiceProbe) -> Result:
@@ -323,12 +324,20 @@ def decide_service(probe: ServiceProbe) -> Result:
             "service", "skipped", f"no login service is written on {probe.system or 'this system'}"
         )
     if not probe.exists:
+        if probe.kind == "agent":  # this Mac links to a relay elsewhere
+            return Result(
+                "service",
+                "warn",
+                f"the agent is not a login service ({probe.path} is missing): after a reboot "
+                "sessions come back only when you start it",
+                "claude-bridge agent install",
+            )
         return Result(
             "service",
             "warn",
-            f"the agent is not a login service ({probe.path} is missing): after a reboot "
-            "sessions come back only when you start it",
-            "claude-bridge agent install (once `claude-bridge agent --relay URL` has run)",
+            f"claude-bridge up is not a login service ({probe.path} is missing): after a "
+            "reboot the relay and sessions come back only when you run it",
+            "claude-bridge up install (with the flags you give `up`)",
         )
     if probe.state in {"enabled", "loaded"}:
         return Result("service", "ok", f"{probe.path} ({probe.state})")
@@ -382,7 +391,8 @@ def decide_link(probe: LinkProbe) -> Result:
             "link",
             "warn",
             f"the relay knows this machine{name} but its agent is not linked now",
-            "start the agent: claude-bridge up, claude-bridge agent, or claude-bridge agent install",
+            "start it: claude-bridge up or claude-bridge up install (relay here), "
+            "claude-bridge agent or claude-bridge agent install (relay elsewhere)",
         )
     if probe.token_checked:
         return Result(
@@ -824,29 +834,41 @@ def probe_vapid(relay_dir: Path, public: RelayProbe, phone_token: str) -> tuple[
 
 
 def probe_service(
-    system: str, home: Path, run: Callable[[list[str]], tuple[int, str]]
+    system: str, home: Path, run: Callable[[list[str]], tuple[int, str]], remote: bool = False
 ) -> ServiceProbe:
+    """Either login service: ``up``'s (relay + agent here) or the agent's alone. When neither is
+    installed, ``remote`` (the agent keeps a relay-url: it links elsewhere) says which is due."""
+    from agent import service
     from agent.cli import LAUNCHD_LABEL, SYSTEMD_UNIT
+    from cli.service import UP_LABEL, UP_UNIT
 
+    kinds = [("agent", LAUNCHD_LABEL, SYSTEMD_UNIT), ("up", UP_LABEL, UP_UNIT)]
+    if not remote:
+        kinds.reverse()
     if system == "Darwin":
-        path = home / "Library" / "LaunchAgents" / f"{LAUNCHD_LABEL}.plist"
-        if not path.exists():
-            return ServiceProbe(system, str(path))
-        code, out = run(["launchctl", "print", f"gui/{os.getuid()}/{LAUNCHD_LABEL}"])
-        if code == 0:
-            return ServiceProbe(system, str(path), True, "loaded")
-        if code < 0:
-            return ServiceProbe(system, str(path), True, None, out)
-        return ServiceProbe(system, str(path), True, "not loaded")
+        for kind, label, _ in kinds:
+            path = service.plist_path(home, label)
+            if not path.exists():
+                continue
+            code, out = run(["launchctl", "print", f"gui/{os.getuid()}/{label}"])
+            if code == 0:
+                return ServiceProbe(system, str(path), True, "loaded", kind=kind)
+            if code < 0:
+                return ServiceProbe(system, str(path), True, None, out, kind=kind)
+            return ServiceProbe(system, str(path), True, "not loaded", kind=kind)
+        return ServiceProbe(system, str(service.plist_path(home, kinds[0][1])), kind=kinds[0][0])
     if system == "Linux":
-        path = home / ".config" / "systemd" / "user" / SYSTEMD_UNIT
-        if not path.exists():
-            return ServiceProbe(system, str(path))
-        code, out = run(["systemctl", "--user", "is-enabled", SYSTEMD_UNIT])
-        word = out.strip().splitlines()[0] if out.strip() else ""
-        if code < 0 or not word or " " in word:  # no systemctl, or no user manager to ask
-            return ServiceProbe(system, str(path), True, None, out.strip()[:120] or "no answer")
-        return ServiceProbe(system, str(path), True, word)
+        for kind, _, unit in kinds:
+            path = service.unit_path(home, unit)
+            if not path.exists():
+                continue
+            code, out = run(["systemctl", "--user", "is-enabled", unit])
+            word = out.strip().splitlines()[0] if out.strip() else ""
+            if code < 0 or not word or " " in word:  # no systemctl, or no user manager to ask
+                note = out.strip()[:120] or "no answer"
+                return ServiceProbe(system, str(path), True, None, note, kind=kind)
+            return ServiceProbe(system, str(path), True, word, kind=kind)
+        return ServiceProbe(system, str(service.unit_path(home, kinds[0][2])), kind=kinds[0][0])
     return ServiceProbe(system)
 
 
@@ -868,6 +890,7 @@ class Places:
     agent_dir: Path
     local_url: str  # where this machine's own relay listens (CB_HOST:CB_PORT)
     public_url: str  # the address the phone uses
+    remote: bool = False  # the agent keeps a relay-url: it links to a relay elsewhere
 
 
 def remembered_url(relay_dir: Path, *, ask_tailscale: bool = True) -> str:
@@ -912,7 +935,8 @@ def places(options: Options, *, quick: bool = False) -> Places:
         or _read(agent_dir / RELAY_FILE)
         or cfg.base_url
     )
-    return Places(cfg.data_path, agent_dir, local, public.rstrip("/"))
+    remote = bool(_read(agent_dir / RELAY_FILE))
+    return Places(cfg.data_path, agent_dir, local, public.rstrip("/"), remote)
 
 
 def run_checks(options: Options, *, quick: bool = False) -> list[Result]:
@@ -933,7 +957,7 @@ def run_checks(options: Options, *, quick: bool = False) -> list[Result]:
         results += [
             decide_relay(public),
             decide_push(where.public_url, public.healthy, vapid, source),
-            decide_service(probe_service(platform.system(), home, _run)),
+            decide_service(probe_service(platform.system(), home, _run, where.remote)),
             decide_link(
                 probe_link(where.agent_dir, where.relay_dir, where.local_url, public, token)
             ),

@@ -1,6 +1,7 @@
 """The ``claude-bridge`` command.
 
 claude-bridge up                 run the relay on this machine and print how to pair a phone
+claude-bridge up install         the same at every login (launchd / systemd user unit)
 claude-bridge relay              run only the relay
 claude-bridge pair               make a one-time pairing code and link
 claude-bridge token create|list|revoke
@@ -146,6 +147,10 @@ def cmd_relay(args: argparse.Namespace) -> int:
 
 def cmd_up(args: argparse.Namespace) -> int:
     """The one command for a person: the relay on loopback, this machine's agent, a pairing link."""
+    if args.action in {"install", "uninstall"}:  # the same, at every login (cli/service.py)
+        from cli.service import install_up, uninstall_up
+
+        return install_up(args) if args.action == "install" else uninstall_up()
     from agent.cli import resolve_claude_args
 
     agent_dir = _local_agent_dir(args)
@@ -157,11 +162,12 @@ def cmd_up(args: argparse.Namespace) -> int:
     cfg = link.config
     store = _store(cfg)
     account = store.ensure_account()
-    code = store.create_pair_code(account, "phone", "phone")
+    # A login service starts it at every boot: no new code each time (nor in its log).
+    code = None if args.no_pair else store.create_pair_code(account, "phone", "phone")
     token_file = agent_dir / "device-token"
     if not token_file.exists():
         token, _, _ = store.create_token(account, "device", platform.node() or "this Mac")
-        agent_dir.mkdir(parents=True, exist_ok=True)
+        agent_dir.mkdir(mode=0o700, parents=True, exist_ok=True)
         fd = os.open(token_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
         with os.fdopen(fd, "w") as handle:
             handle.write(token + "\n")
@@ -179,12 +185,17 @@ def cmd_up(args: argparse.Namespace) -> int:
         _fail(exc.message, exc.hint)
 
 
-def _print_up(cfg: configmod.Config, agent_dir: Path, code: str, note: str) -> None:
-    pair_link = _pair_link(cfg, code)
+def _print_up(cfg: configmod.Config, agent_dir: Path, code: str | None, note: str) -> None:
     print("claude-bridge is starting on this machine.")
     print(f"  relay data:   {cfg.data_path}")
     print(f"  agent data:   {agent_dir}")
     print(f"  control page: {cfg.base_url}/")
+    if code is None:
+        print(f"  pair a phone: claude-bridge pair --data {cfg.data_path}")
+        if note:
+            print(f"                {note}")
+        return
+    pair_link = _pair_link(cfg, code)
     print(f"  pair a phone: open {pair_link}")
     print(
         f"                (or type the code {code} on the page; it works once, for "
@@ -193,6 +204,12 @@ def _print_up(cfg: configmod.Config, agent_dir: Path, code: str, note: str) -> N
     if note:
         print(f"                {note}")  # how far the link reaches (cli/publish.py)
     _print_qr(pair_link)
+    from cli.service import installed
+
+    if not installed(Path.home(), platform.system()):
+        print(
+            "  at login:     `claude-bridge up install` (with these flags) starts it at every login"
+        )
 
 
 def _link(args: argparse.Namespace) -> Link:
@@ -518,9 +535,23 @@ def build_parser() -> argparse.ArgumentParser:
         description="Run the relay here (127.0.0.1:8765, its data in ~/.claude-bridge/relay) and "
         "this machine's agent, which runs your claude in tmux, and print a one-time link and QR "
         "code to pair your phone. Ctrl-C stops both; sessions keep running in tmux and are "
-        "picked up next time.",
+        "picked up next time. `up install` starts it at every login instead.",
+    )
+    up.add_argument(
+        "action",
+        nargs="?",
+        choices=["run", "install", "uninstall"],
+        default="run",
+        help="run it here (default); install: start it at every login with these folders, port "
+        "and choices (launchd / systemd user unit); uninstall: stop that",
     )
     _listen_args(up)
+    up.add_argument(
+        "--no-pair",
+        action="store_true",
+        help="make no pairing code at start (the login service runs so; pair with "
+        "`claude-bridge pair`)",
+    )
     up.add_argument(
         "--agent-data", metavar="DIR", help="the local agent's folder (~/.claude-bridge)"
     )

@@ -153,7 +153,7 @@ def test_web_push_needs_https_and_the_key() -> None:
 
 def test_login_service_decisions() -> None:
     unit = "/h/.config/systemd/user/claude-bridge-agent.service"
-    missing = decide_service(ServiceProbe("Linux", unit))
+    missing = decide_service(ServiceProbe("Linux", unit, kind="agent"))
     assert missing.status == "warn" and missing.fix.startswith("claude-bridge agent install")
     assert decide_service(ServiceProbe("Linux", unit, True, "enabled")).status == "ok"
     disabled = decide_service(ServiceProbe("Linux", unit, True, "disabled"))
