@@ -73,11 +73,13 @@ def installed(home: Path, system: str) -> bool:
 
 
 def _executable() -> str:
-    """This command as a path the service can run without a shell."""
+    """This command as a path the service can run without a shell: the one the person ran
+    (another install earlier on PATH must not be the one that starts at login)."""
+    ran = os.path.abspath(sys.argv[0])
+    if os.path.basename(ran) == "claude-bridge" and os.access(ran, os.X_OK):
+        return ran
     found = shutil.which("claude-bridge")
-    if found:
-        return os.path.abspath(found)
-    return os.path.abspath(sys.argv[0])
+    return os.path.abspath(found) if found else ran
 
 
 def install_up(args: argparse.Namespace) -> int:

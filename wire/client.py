@@ -178,8 +178,11 @@ class MacLink:
         if self._reader is not None:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await self._reader
-        for task in list(self._tasks):
+        tasks = [task for task in self._tasks if task is not asyncio.current_task()]
+        for task in tasks:
             task.cancel()
+        # Awaited, so no command is left half-run behind a closed link.
+        await asyncio.gather(*tasks, return_exceptions=True)
 
     async def abort(self) -> None:
         """Drop the connection without a closing handshake (a crash or a cut network)."""

@@ -146,8 +146,10 @@ class Bridge:
                 return
             ready.set()
             loop.run_forever()
-            loop.run_until_complete(agent.stop())
-            loop.close()
+            try:
+                loop.run_until_complete(agent.stop())
+            finally:
+                _finish(loop)
 
         self.thread = threading.Thread(target=run, daemon=True)
         self.thread.start()
@@ -189,3 +191,16 @@ class Bridge:
             headers={"Authorization": f"Bearer {self.account.phone_token}"},
             timeout=30,
         )
+
+
+def _finish(loop: asyncio.AbstractEventLoop) -> None:
+    """Close an agent's loop the way ``asyncio.run`` does: whatever the agent left running (a
+    command in flight when it was stopped as a crash would stop it) is cancelled and awaited
+    here, not destroyed later in another test."""
+    pending = [task for task in asyncio.all_tasks(loop) if not task.done()]
+    for task in pending:
+        task.cancel()
+    if pending:
+        loop.run_until_complete(asyncio.gather(*pending, return_exceptions=True))
+    loop.run_until_complete(loop.shutdown_asyncgens())
+    loop.close()
