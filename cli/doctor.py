@@ -920,17 +920,20 @@ def remembered_url(relay_dir: Path, *, ask_tailscale: bool = True) -> str:
 def places(options: Options, *, quick: bool = False) -> Places:
     from agent.cli import RELAY_FILE
     from agent.cli import data_dir as agent_data_dir
+    from cli.publish import read_running
 
     overrides = {"data_dir": options.data_dir} if options.data_dir else {}
     cfg = configmod.load(overrides, environ=options.environ)
     agent_dir = Path(
         options.agent_dir or options.environ.get("CB_AGENT_DIR") or agent_data_dir(None)
     ).expanduser()
-    local = f"http://127.0.0.1:{cfg.int('port')}"
+    up = read_running(cfg.data_path)  # an `up` running on this folder, whatever its port
+    local = up[0] if up else f"http://127.0.0.1:{cfg.int('port')}"
     public = (
         options.relay_url
         or options.environ.get("CB_RELAY")
         or cfg.str("public_url")
+        or (up[1] if up else "")
         or remembered_url(cfg.data_path, ask_tailscale=not quick)
         or _read(agent_dir / RELAY_FILE)
         or cfg.base_url

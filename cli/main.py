@@ -175,10 +175,12 @@ def cmd_up(args: argparse.Namespace) -> int:
     _check_port_free(cfg)
     _warn_old_proxy_setting(cfg)
     token = token_file.read_text().strip()
-    from cli.publish import PublishError
+    from cli.publish import PublishError, running
 
+    local = f"http://{cfg.str('host')}:{cfg.int('port')}"
     try:
-        with link.serving():  # Tailscale serves the relay until it stops
+        # Tailscale serves the relay until it stops; doctor finds where it listens.
+        with link.serving(), running(cfg.data_path, local, cfg.base_url):
             _print_up(cfg, agent_dir, code, link.note)
             return asyncio.run(_serve_with_agent(cfg, args, agent_dir, token, extra))
     except PublishError as exc:

@@ -33,6 +33,7 @@ from cli import tailscale as ts
 from wire import config as configmod
 
 CHOICE_FILE = "link.json"
+RUNNING_FILE = "up.json"  # where a running `up` listens, for `doctor` (removed when it stops)
 LOOPBACK_PROXIES = "127.0.0.1,::1"
 WAYS = ("local", "tailscale", "funnel", "url")
 LOCAL_ONLY = (
@@ -219,3 +220,38 @@ def prepare(choice: Choice, cfg: configmod.Config, program: str | None = None) -
         raise PublishError(exc.message, exc.hint) from None
     cfg = _trust_loopback(cfg.replace(public_url=served.url))
     return Link(choice, cfg, folder, served, tailscale)
+
+
+@contextlib.contextmanager
+def running(folder: Path, local: str, public: str) -> Iterator[None]:
+    """While ``up`` runs: its loopback and public addresses in ``up.json`` (0600), so
+    ``claude-bridge doctor`` checks the relay that is running, whatever port it was given."""
+    folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+    path = folder / RUNNING_FILE
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    os.fchmod(fd, 0o600)
+    with os.fdopen(fd, "w") as handle:
+        json.dump({"local": local, "public": public, "pid": os.getpid()}, handle)
+    try:
+        yield
+    finally:
+        with contextlib.suppress(OSError):
+            path.unlink()
+
+
+def read_running(folder: Path) -> tuple[str, str] | None:
+    """The (loopback, public) addresses of the ``up`` running on this data folder, if any: a
+    file left by an ``up`` that was killed names a process that is gone, and is not believed."""
+    try:
+        data = json.loads((folder / RUNNING_FILE).read_text())
+        pid = int(data["pid"])
+        local, public = str(data["local"]), str(data["public"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return None
+    except PermissionError:
+        pass  # alive, another user's: still the address of this folder's relay
+    return local, public

@@ -740,3 +740,22 @@ def test_the_address_up_remembered_is_the_one_doctor_checks(tmp_path: Path) -> N
     assert remembered_url(tmp_path) == "https://relay.example"
     save_choice(tmp_path, Choice("local"))
     assert remembered_url(tmp_path) == ""
+
+
+def test_doctor_checks_the_up_that_is_running_whatever_its_port(tmp_path: Path) -> None:
+    from cli.doctor import Options, places
+    from cli.publish import RUNNING_FILE, read_running, running
+
+    relay_dir = tmp_path / "relay"
+    options = Options(data_dir=str(relay_dir), agent_dir=str(tmp_path / "agent"), environ={})
+    assert places(options).local_url == "http://127.0.0.1:8765"  # nothing running: the default
+    with running(relay_dir, "http://127.0.0.1:18977", "https://mac.tail1234.ts.net"):
+        assert (relay_dir / RUNNING_FILE).stat().st_mode & 0o777 == 0o600
+        where = places(options)
+        assert where.local_url == "http://127.0.0.1:18977"
+        assert where.public_url == "https://mac.tail1234.ts.net"
+    assert not (relay_dir / RUNNING_FILE).exists() and read_running(relay_dir) is None
+    # Left by an `up` that was killed: its process is gone, so it is not believed.
+    left = {"local": "http://127.0.0.1:1", "public": "http://127.0.0.1:1", "pid": 2**22 + 7}
+    (relay_dir / RUNNING_FILE).write_text(json.dumps(left))  # that pid is past pid_max
+    assert read_running(relay_dir) is None
