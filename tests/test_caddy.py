@@ -30,6 +30,7 @@ import httpx
 import pytest
 
 from tests.support.bridge import FAKE as FAKE_CLAUDE
+from tests.support.cli import output_until_started
 from tests.support.relay import Account, RelayServer, SSEReader, free_port
 from wire.client import MacLink
 from wire.protocol import DeviceInfo, LineRecord
@@ -308,13 +309,7 @@ def test_up_with_public_url_behind_caddy_pairs_a_phone_over_https(tmp_path: Path
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
     )  # fmt: skip
     try:
-        out: list[str] = []
-        deadline = time.monotonic() + 60
-        assert up.stdout is not None
-        while not any("Press Ctrl-C" in line for line in out):
-            assert time.monotonic() < deadline and up.poll() is None, "".join(out)
-            out.append(up.stdout.readline())
-        text = "".join(out)
+        text = output_until_started(up)
         code = re.search(rf"open {re.escape(public)}/pair\.html#(\S+)", text)
         assert code is not None, text
         assert "this computer only" not in text and "plain http" not in text

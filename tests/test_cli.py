@@ -9,13 +9,13 @@ import secrets
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import httpx
 
 from relay.store import Store
 from tests.support.bridge import FAKE as FAKE_CLAUDE
+from tests.support.cli import output_until_started
 from tests.support.relay import RelayServer, free_port, transcript
 
 
@@ -164,13 +164,7 @@ def test_up_runs_the_relay_and_this_machines_agent_and_pairs_a_phone(tmp_path: P
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
     )  # fmt: skip
     try:
-        out: list[str] = []
-        deadline = time.monotonic() + 60
-        assert up.stdout is not None
-        while not any("Press Ctrl-C" in line for line in out):
-            assert time.monotonic() < deadline and up.poll() is None, "".join(out)
-            out.append(up.stdout.readline())
-        text = "".join(out)
+        text = output_until_started(up)
         assert f"control page: http://127.0.0.1:{port}/" in text
         assert (
             "local agent:  running claude 2.1.328 in" in text and "claude args:  --chrome" in text

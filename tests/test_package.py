@@ -28,6 +28,7 @@ from relay.static import WebApp
 from relay.webfiles import WebFilesMissing, web_root
 from tests.support.bridge import FAKE as FAKE_CLAUDE
 from tests.support.bridge import seed_home
+from tests.support.cli import output_until_started
 from tests.support.relay import free_port
 from tests.support.waits import wait_for
 from wire import __version__
@@ -216,13 +217,7 @@ def test_installed_up_serves_the_page_and_runs_the_packaged_hook(installed: Inst
     )  # fmt: skip
     base = f"http://127.0.0.1:{port}"
     try:
-        out: list[str] = []
-        deadline = time.monotonic() + 90
-        assert up.stdout is not None
-        while not any("Press Ctrl-C" in line for line in out):
-            assert time.monotonic() < deadline and up.poll() is None, "".join(out)
-            out.append(up.stdout.readline())
-        text = "".join(out)
+        text = output_until_started(up, 90)
         assert "local agent:  running claude 2.1.328" in text, text
         code = re.search(rf"open {re.escape(base)}/pair\.html#(\S+)", text)
         assert code is not None, text

@@ -28,6 +28,7 @@ from cli import doctor
 from cli.doctor import ServiceProbe, decide_service, probe_service
 from cli.service import UP_LABEL, UP_UNIT, up_command, up_service
 from tests.support.bridge import FAKE, REPO
+from tests.support.cli import output_until_started
 from tests.support.relay import free_port
 
 FAKES = REPO / "tests" / "fakes"
@@ -215,12 +216,7 @@ def test_up_install_runs_the_relay_and_agent_at_login_and_uninstall_removes_it(
     up = subprocess.Popen(command, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                           stderr=subprocess.STDOUT, text=True, env=service_env)  # fmt: skip
     try:
-        out: list[str] = []
-        assert up.stdout is not None
-        while not any("Press Ctrl-C" in line for line in out):
-            assert time.monotonic() < started + 60 and up.poll() is None, "".join(out)
-            out.append(up.stdout.readline())
-        text = "".join(out)
+        text = output_until_started(up)
         print(f"service ready in {time.monotonic() - started:.2f} s")
         assert "control page: https://relay.example/" in text  # the remembered choice
         assert "local agent:  running claude 2.1.328 in" in text
@@ -308,12 +304,7 @@ def test_up_says_once_how_to_start_it_at_login(tmp_path: Path) -> None:
         stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env, cwd=REPO,
     )  # fmt: skip
     try:
-        out: list[str] = []
-        deadline = time.monotonic() + 60
-        assert up.stdout is not None
-        while not any("Press Ctrl-C" in line for line in out):
-            assert time.monotonic() < deadline and up.poll() is None, "".join(out)
-            out.append(up.stdout.readline())
+        text = output_until_started(up)
         up.send_signal(signal.SIGINT)
         assert up.wait(30) in {0, 130}
     finally:
@@ -324,6 +315,5 @@ def test_up_says_once_how_to_start_it_at_login(tmp_path: Path) -> None:
             up.stdout.close()
         subprocess.run(["tmux", "-L", socket_name, "kill-server"], capture_output=True,
                        env=env, check=False)  # fmt: skip
-    text = "".join(out)
     assert "/pair.html#" in text  # run by a person: a pairing link, as before
     assert text.count("claude-bridge up install") == 1, text

@@ -16,7 +16,6 @@ import signal
 import stat
 import subprocess
 import sys
-import time
 from pathlib import Path
 from typing import Any
 
@@ -26,6 +25,7 @@ import pytest
 from cli import publish
 from cli import tailscale as ts
 from tests.support.bridge import FAKE as FAKE_CLAUDE
+from tests.support.cli import output_until_started
 from tests.support.relay import free_port
 from wire import config as configmod
 
@@ -197,13 +197,7 @@ class Up:
             [*self.base, *args], stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
             env=self.env,
         )  # fmt: skip
-        out: list[str] = []
-        deadline = time.monotonic() + 60
-        assert proc.stdout is not None
-        while not any("Press Ctrl-C" in line for line in out):
-            assert time.monotonic() < deadline and proc.poll() is None, "".join(out)
-            out.append(proc.stdout.readline())
-        return proc, "".join(out)
+        return proc, output_until_started(proc)
 
     def stop(self, proc: subprocess.Popen[str], sig: int = signal.SIGTERM) -> str:
         proc.send_signal(sig)

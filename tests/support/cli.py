@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+import time
 
 from tests.support.relay import RelayServer
 
@@ -34,3 +35,15 @@ def cli(
     if code == 2:
         assert result.stderr.startswith("claude-bridge: "), result.stderr
     return result
+
+
+def output_until_started(up: subprocess.Popen[str], timeout: float = 60) -> str:
+    """What ``claude-bridge up`` printed up to its "Press Ctrl-C" line (it serves from then on);
+    fails with all of it if the process ends first or ``timeout`` seconds pass."""
+    out: list[str] = []
+    deadline = time.monotonic() + timeout
+    assert up.stdout is not None
+    while not any("Press Ctrl-C" in line for line in out):
+        assert time.monotonic() < deadline and up.poll() is None, "".join(out)
+        out.append(up.stdout.readline())
+    return "".join(out)
