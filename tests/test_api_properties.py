@@ -58,6 +58,12 @@ API_SETTINGS = settings(
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.function_scoped_fixture],
 )
 
+# The relay and the Macs run in threads beside the test, and websockets draws its ping payloads
+# from the global `random` module: Hypothesis would take that for a strategy using `random`.
+pytestmark = pytest.mark.filterwarnings(
+    "ignore:Do not use the `random` module inside strategies:hypothesis.errors.HypothesisDeprecationWarning"
+)
+
 
 def _reject_constant(name: str) -> Any:
     raise ValueError(f"{name} is not JSON (JSON.parse refuses it)")

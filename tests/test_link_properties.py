@@ -73,6 +73,12 @@ PROPS_SETTINGS = settings(
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
 )
 
+# The relay and the Macs run in threads beside the test, and websockets draws its ping payloads
+# from the global `random` module: Hypothesis would take that for a strategy using `random`.
+pytestmark = pytest.mark.filterwarnings(
+    "ignore:Do not use the `random` module inside strategies:hypothesis.errors.HypothesisDeprecationWarning"
+)
+
 _LIMITS = ConversionLimits.from_config(configmod.load({}, environ={}))
 
 
