@@ -18,11 +18,11 @@ from starlette.requests import HTTPConnection
 
 from relay.auth import authenticate
 from relay.bodies import Body, CardAnswer
-from relay.errors import BadRequest, Conflict, NotFound
+from relay.errors import BadRequest, Conflict, NotFound, PayloadTooLarge
 from relay.state import RelayState
 from relay.store import Principal, Session
 from wire.policy import MAX_ALLOW_ALL_SECONDS, Policy, PolicyError
-from wire.protocol import CommandArgs, CommandResult
+from wire.protocol import MAX_MESSAGE_CHARS, CommandArgs, CommandResult
 
 __all__ = [
     "READ_ONLY_HEADER",
@@ -130,6 +130,16 @@ def check_policy(data: Any) -> Policy:
 
 
 # -- sessions and commands ---------------------------------------------------------------------
+
+
+def check_message_length(state: RelayState, text: str) -> None:
+    """A message to a Mac, sent now or queued: longer than the link's send args take
+    (MAX_MESSAGE_CHARS) or the ``max_message_chars`` setting, it could never be sent."""
+    limit = min(state.config.int("max_message_chars"), MAX_MESSAGE_CHARS)
+    if len(text) > limit:
+        raise PayloadTooLarge(
+            f"a message is limited to {limit:,} characters", code="text_too_large"
+        )
 
 
 async def session_or_404(state: RelayState, principal: Principal, session_id: str) -> Session:

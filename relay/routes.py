@@ -25,13 +25,14 @@ from relay.deps import (
     Phone,
     State,
     allow_all_for,
+    check_message_length,
     check_policy,
     check_result,
     refuse_read_only,
     send_command,
     session_or_404,
 )
-from relay.errors import BadRequest, Conflict, NotFound, PayloadTooLarge, Unprocessable
+from relay.errors import BadRequest, Conflict, NotFound, Unprocessable
 from relay.history import fetch_page
 from relay.sse import account_updates, last_event_id, session_events
 from relay.state import RelayState, iso
@@ -40,7 +41,6 @@ from wire.protocol import (
     CLOSE_UNAUTHORIZED,
     HELD_MESSAGE_ID,
     MAX_CWD_CHARS,
-    MAX_MESSAGE_CHARS,
     MAX_MODEL_CHARS,
     SENDER_MESSAGE_ID,
     AnswerCardArgs,
@@ -347,12 +347,7 @@ async def account_stream(principal: Phone, state: State) -> EventSourceResponse:
 async def send_message(
     session_id: str, body: MessageBody, principal: Phone, state: State
 ) -> dict[str, Any]:
-    # A message longer than the link's send args take (MAX_MESSAGE_CHARS) could not be sent.
-    limit = min(state.config.int("max_message_chars"), MAX_MESSAGE_CHARS)
-    if len(body.text) > limit:
-        raise PayloadTooLarge(
-            f"a message is limited to {limit:,} characters", code="text_too_large"
-        )
+    check_message_length(state, body.text)
     session = await session_or_404(state, principal, session_id)
     return await send_command(
         state, session, SendArgs(text=body.text, now=body.now, message_id=body.id)

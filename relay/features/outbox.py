@@ -30,12 +30,12 @@ from fastapi import APIRouter
 from pydantic import Field
 
 from relay.bodies import Body
-from relay.deps import Phone, State, send_command, session_or_404
-from relay.errors import NotFound, PayloadTooLarge, RelayError
+from relay.deps import Phone, State, check_message_length, send_command, session_or_404
+from relay.errors import NotFound, RelayError
 from relay.feature import Feature
 from relay.state import RelayState, iso
 from relay.store import Session
-from wire.protocol import MAX_MESSAGE_CHARS, SENDER_MESSAGE_ID, SendArgs, SessionInfo
+from wire.protocol import SENDER_MESSAGE_ID, SendArgs, SessionInfo
 
 _log = logging.getLogger("relay.features.outbox")
 
@@ -237,11 +237,7 @@ async def queue_message(
     session_id: str, body: QueueBody, principal: Phone, state: State
 ) -> dict[str, Any]:
     """Queue a message for the session's Mac, delivered once and in order when it is back."""
-    limit = min(state.config.int("max_message_chars"), MAX_MESSAGE_CHARS)
-    if len(body.text) > limit:
-        raise PayloadTooLarge(
-            f"a message is limited to {limit:,} characters", code="text_too_large"
-        )
+    check_message_length(state, body.text)
     session = await session_or_404(state, principal, session_id)
     for guard in state.command_guards:  # an archived session takes no message, queued or not
         await guard(session)
