@@ -201,6 +201,33 @@ SETTINGS: tuple[Setting, ...] = (
     Setting(
         "writer_batch_max", 512, "Most write jobs committed together in one transaction.", "relay"
     ),
+    Setting(
+        "database_url",
+        "",
+        "PostgreSQL URL of the relay's store (postgresql://user:password@host/db); several relay "
+        "nodes may share it. Empty = SQLite in data_dir.",
+        "relay",
+    ),
+    Setting(
+        "database_pool_size",
+        8,
+        "Most connections one relay node opens to PostgreSQL (its readers; the writer and the "
+        "listener have one each).",
+        "relay",
+    ),
+    Setting(
+        "node_heartbeat_interval",
+        2.0,
+        "Seconds between a relay node's heartbeats in PostgreSQL (its lease on its Macs' links).",
+        "relay",
+    ),
+    Setting(
+        "node_lease_seconds",
+        10.0,
+        "Seconds after its last heartbeat a relay node is taken for dead: its Macs count as "
+        "offline until they link again, to any node.",
+        "relay",
+    ),
     # Relay: Web Push notifications (relay/push.py)
     Setting(
         "push_subject",
