@@ -243,7 +243,7 @@ def create_app(config: Config) -> FastAPI:
         started = await start_all(FEATURES, state)
         for name, part in started.items():
             setattr(app.state, name, part)  # e.g. app.state.retention, for tests and tools
-        _log.info("relay store at %s", store.path)
+        _log.info("relay store at %s", store.describe())
         try:
             yield
         finally:

@@ -1,24 +1,25 @@
-"""The relay's embedded store: SQLite in WAL mode, every write through one writer thread.
+"""The relay's store: every write through one writer thread, on SQLite or PostgreSQL (relay/db/).
 
 Tables: accounts, devices (Macs), phones, tokens (hashed), pair_codes, sessions, conversations
 (how far each transcript was stored), line_uuids (lines already stored, by uuid), last_known (what
 each session's Mac last said of it, shown while the Mac is offline) and events (the latest
 ``events_kept`` per session). Seq numbers are given inside the same transaction that
-stores the events, so a crash can never leave a number given without its event, or the reverse.
+stores the events, so a crash can never leave a number given without its event, or the reverse:
+the session row is locked first (``FOR UPDATE`` on PostgreSQL, where several relay nodes write),
+the idempotency check (conversation offset, line uuid) comes next, and only then is the session's
+``last_seq`` moved (``UPDATE … RETURNING``), so a retry or a second node never numbers a line twice
+or leaves a hole.
 """
 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import functools
 import hashlib
 import hmac
 import json
 import re
 import secrets
-import sqlite3
-import threading
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Iterable, Sequence
@@ -27,10 +28,8 @@ from typing import Any, Protocol, TypeVar
 
 from relay import seq as seqrules
 from relay.convert import Conversion, ConversionLimits, convert_line
-from relay.datadir import DATABASE, secure_folder
+from relay.db import Database, Schema, StepLog, open_database
 from relay.errors import BadRequest, Conflict, NotFound, RelayError, Unauthorized
-from relay.writer import Writer
-from relay.writer import translate as translate_db_error
 from wire.config import Config
 from wire.markers import BRIDGE_CONVERSATION
 from wire.protocol import (
@@ -45,98 +44,7 @@ from wire.protocol import (
     replace_surrogates,
 )
 
-SCHEMA_VERSION = 1
 T = TypeVar("T")
-CHECKPOINT_EVERY = 1.0  # seconds between WAL checkpoints
-
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS accounts (
-    id TEXT PRIMARY KEY,
-    name TEXT NOT NULL UNIQUE,
-    created_at REAL NOT NULL
-);
-CREATE TABLE IF NOT EXISTS devices (
-    id TEXT PRIMARY KEY,
-    account_id TEXT NOT NULL REFERENCES accounts(id),
-    name TEXT NOT NULL,
-    created_at REAL NOT NULL,
-    last_seen REAL,
-    info TEXT NOT NULL DEFAULT '{}',
-    revoked_at REAL
-);
-CREATE TABLE IF NOT EXISTS phones (
-    id TEXT PRIMARY KEY,
-    account_id TEXT NOT NULL REFERENCES accounts(id),
-    name TEXT NOT NULL,
-    created_at REAL NOT NULL,
-    last_seen REAL,
-    revoked_at REAL
-);
-CREATE TABLE IF NOT EXISTS tokens (
-    hash TEXT PRIMARY KEY,
-    id TEXT NOT NULL UNIQUE,
-    account_id TEXT NOT NULL REFERENCES accounts(id),
-    kind TEXT NOT NULL CHECK (kind IN ('device', 'phone')),
-    subject_id TEXT NOT NULL,
-    created_at REAL NOT NULL,
-    expires_at REAL,
-    revoked_at REAL
-);
-DROP TABLE IF EXISTS pair_codes;
-CREATE TABLE IF NOT EXISTS pairing_codes (
-    id TEXT PRIMARY KEY,
-    secret_hash TEXT NOT NULL,
-    account_id TEXT NOT NULL REFERENCES accounts(id),
-    kind TEXT NOT NULL,
-    name TEXT NOT NULL,
-    expires_at REAL NOT NULL,
-    used_at REAL,
-    failures INTEGER NOT NULL DEFAULT 0
-);
-CREATE TABLE IF NOT EXISTS sessions (
-    id TEXT PRIMARY KEY,
-    account_id TEXT NOT NULL REFERENCES accounts(id),
-    device_id TEXT NOT NULL REFERENCES devices(id),
-    cwd TEXT NOT NULL DEFAULT '',
-    title TEXT NOT NULL DEFAULT '',
-    title_set_by_person INTEGER NOT NULL DEFAULT 0,
-    grp TEXT NOT NULL DEFAULT '',
-    position REAL NOT NULL DEFAULT 0,
-    locked INTEGER NOT NULL DEFAULT 0,
-    mark TEXT,
-    created_at REAL NOT NULL,
-    updated_at REAL NOT NULL,
-    conversation_id TEXT,
-    conversation_ids TEXT NOT NULL DEFAULT '[]',
-    permission_mode TEXT,
-    epoch TEXT NOT NULL,
-    last_seq INTEGER NOT NULL DEFAULT 0,
-    oldest_seq INTEGER NOT NULL DEFAULT 1,
-    epoch_start INTEGER NOT NULL DEFAULT 1
-);
-CREATE INDEX IF NOT EXISTS sessions_account ON sessions(account_id, position);
-CREATE TABLE IF NOT EXISTS conversations (
-    session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
-    conversation_id TEXT NOT NULL,
-    last_offset INTEGER NOT NULL,
-    PRIMARY KEY (session_id, conversation_id)
-) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS line_uuids (
-    session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
-    uuid TEXT NOT NULL,
-    PRIMARY KEY (session_id, uuid)
-) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS last_known (
-    session_id TEXT PRIMARY KEY REFERENCES sessions(id) ON DELETE CASCADE,
-    data TEXT NOT NULL
-) WITHOUT ROWID;
-CREATE TABLE IF NOT EXISTS events (
-    session_id TEXT NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
-    seq INTEGER NOT NULL,
-    data TEXT NOT NULL,
-    PRIMARY KEY (session_id, seq)
-) WITHOUT ROWID;
-"""
 
 DEFAULT_ACCOUNT = "default"
 TOKEN_BYTES = 24
@@ -261,94 +169,46 @@ class LineObserver(Protocol):
     ``setup`` creates its tables; ``on_lines`` runs inside the ingest transaction with the lines
     stored for the first time (never for a line sent again) and their conversions."""
 
-    def setup(self, conn: sqlite3.Connection) -> None: ...
+    def setup(self, conn: Any) -> None: ...
 
-    def on_lines(self, conn: sqlite3.Connection, new: NewLines) -> None: ...
+    def on_lines(self, conn: Any, new: NewLines) -> None: ...
 
 
-# A feature's tables: made on the writer's connection as the store opens (relay/feature.py),
-# outside any transaction (it may open its own).
-Schema = Callable[[sqlite3.Connection], None]
+__all__ = ["Schema", "Store"]
+
+# Inside the ingest transaction, after the events are numbered: (connection, account_id,
+# session_id, [(seq, json), ...]); e.g. the notification to the other relay nodes (relay/cluster.py).
+CommitNotice = Callable[[Any, str, str, list[tuple[int, str]]], None]
 
 # Called after COMMIT, in commit order: (account_id, session_id, [(seq, json), ...]).
 EventListener = Callable[[str, str, list[tuple[int, str]]], None]
 
 
 class Store:
-    def __init__(self, config: Config, schemas: Sequence[Schema] = ()) -> None:
+    def __init__(
+        self, config: Config, schemas: Sequence[Schema] = (), log: StepLog | None = None
+    ) -> None:
         self.config = config
-        self._schemas = tuple(schemas)
-        self.path = config.data_path / DATABASE
-        secure_folder(self.path.parent)  # 0700 / 0600 whatever the umask (relay/datadir.py)
+        self.db: Database = open_database(config, tuple(schemas), log)
+        self.dialect = self.db.dialect
+        # The SQLite file (None on PostgreSQL): what tools and tests open beside the relay.
+        self.path = getattr(self.db, "path", None)
         self._limits = ConversionLimits.from_config(config)
-        self._local = threading.local()
         self._listeners: list[EventListener] = []
         self._observers: list[LineObserver] = []
-        self._writer = Writer(self._connect_writer, batch_max=config.int("writer_batch_max"))
-        self._stop = threading.Event()
-        self._checkpointer = threading.Thread(
-            target=self._checkpoint_loop, name="relay-checkpoint", daemon=True
-        )
-        self._checkpointer.start()
+        self._notices: list[CommitNotice] = []
+        self._writer = self.db.writer
 
-    # -- connections ---------------------------------------------------------
-
-    def _connect(self) -> sqlite3.Connection:
-        conn = sqlite3.connect(self.path, isolation_level=None, check_same_thread=False)
-        conn.execute("PRAGMA busy_timeout = 10000")
-        conn.execute("PRAGMA foreign_keys = ON")
-        return conn
-
-    def _connect_writer(self) -> sqlite3.Connection:
-        conn = self._connect()
-        conn.execute("PRAGMA journal_mode = WAL")
-        synchronous = self.config.str("store_synchronous").upper()
-        if synchronous not in {"NORMAL", "FULL", "EXTRA"}:
-            synchronous = "NORMAL"
-        conn.execute(f"PRAGMA synchronous = {synchronous}")
-        # Checkpoints run in their own thread (below), not inside a COMMIT: an automatic one
-        # stalls the writer for ~10 ms every few hundred commits, the whole tail of fan-out.
-        conn.execute("PRAGMA wal_autocheckpoint = 0")
-        conn.executescript(SCHEMA)
-        columns = {row[1] for row in conn.execute("PRAGMA table_info(sessions)")}
-        if "epoch_start" not in columns:  # a database made before the column existed
-            conn.execute("ALTER TABLE sessions ADD COLUMN epoch_start INTEGER NOT NULL DEFAULT 1")
-        for schema in self._schemas:  # the features' tables (e.g. the subagent index)
-            schema(conn)
-        conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
-        return conn
-
-    def _reader(self) -> sqlite3.Connection:
-        conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
-        if conn is None:
-            conn = self._connect()
-            conn.execute("PRAGMA query_only = ON")
-            self._local.conn = conn
-        return conn
+    def describe(self) -> str:
+        """Where the store keeps its data, for a person (no password)."""
+        return self.db.describe()
 
     def close(self) -> None:
-        self._stop.set()
-        self._checkpointer.join()
-        self._writer.close()
-        with contextlib.suppress(sqlite3.Error):
-            conn = self._connect()
-            conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
-            conn.close()
+        self.db.close()
 
-    def _checkpoint_loop(self) -> None:
-        """Copy the WAL back into the database about once a second, beside the writer."""
-        conn: sqlite3.Connection | None = None
-        try:
-            while not self._stop.wait(CHECKPOINT_EVERY):
-                try:
-                    if conn is None:
-                        conn = self._connect()
-                    conn.execute("PRAGMA wal_checkpoint(PASSIVE)")
-                except sqlite3.Error:
-                    continue  # busy or briefly locked: the next round catches up
-        finally:
-            if conn is not None:
-                conn.close()
+    def add_notice(self, notice: CommitNotice) -> None:
+        """Run ``notice`` inside each ingest transaction that numbered events."""
+        self._notices.append(notice)
 
     def add_listener(self, listener: EventListener) -> None:
         self._listeners.append(listener)
@@ -358,7 +218,7 @@ class Store:
         self._writer.run_sync(lambda conn, _: observer.setup(conn))
         self._observers.append(observer)
 
-    def write(self, job: Callable[[sqlite3.Connection], T]) -> Awaitable[T]:
+    def write(self, job: Callable[[Any], T]) -> Awaitable[T]:
         """Run ``job`` in the writer's transaction (for modules that keep their own tables)."""
         return self._writer.run(lambda conn, _: job(conn))
 
@@ -368,7 +228,7 @@ class Store:
     # -- accounts, tokens, pairing (sync: used by the CLI and at start-up) ----
 
     def ensure_account(self, name: str = DEFAULT_ACCOUNT) -> str:
-        def job(conn: sqlite3.Connection, _: list[Callable[[], None]]) -> str:
+        def job(conn: Any, _: list[Callable[[], None]]) -> str:
             row = conn.execute("SELECT id FROM accounts WHERE name = ?", (name,)).fetchone()
             if row:
                 return str(row[0])
@@ -392,7 +252,7 @@ class Store:
         now = time.time()
         expires = now + days * 86400 if days > 0 else None
 
-        def job(conn: sqlite3.Connection, _: list[Callable[[], None]]) -> tuple[str, str]:
+        def job(conn: Any, _: list[Callable[[], None]]) -> tuple[str, str]:
             subject_id = _new_id("mac" if kind == "device" else "phone")
             table = "devices" if kind == "device" else "phones"
             conn.execute(
@@ -415,32 +275,28 @@ class Store:
         return self.authenticate_hash(hash_secret(token), now)
 
     def authenticate_hash(self, token_hash: str, now: float | None = None) -> Principal:
-        row = (
-            self._reader()
-            .execute(
-                "SELECT id, account_id, kind, subject_id, expires_at, revoked_at FROM tokens"
-                " WHERE hash = ?",
-                (token_hash,),
-            )
-            .fetchone()
+        rows = self.db.query(
+            "SELECT id, account_id, kind, subject_id, expires_at, revoked_at FROM tokens"
+            " WHERE hash = ?",
+            (token_hash,),
         )
-        if row is None:
-            raise Unauthorized(
-                "this token is not known to the relay; pair again", code="unauthorized"
-            )
-        token_id, account_id, kind, subject_id, expires_at, revoked_at = row
-        if revoked_at is not None:
-            raise Unauthorized("this token was revoked; pair again", code="token_revoked")
-        if expires_at is not None and (now or time.time()) >= expires_at:
-            raise Unauthorized("this token has expired; pair again", code="token_expired")
-        return Principal(token_id, token_hash, account_id, kind, subject_id)
+        return _principal(token_hash, rows[0] if rows else None, now)
+
+    async def authenticate_async(self, token_hash: str, now: float | None = None) -> Principal:
+        """``authenticate_hash`` off the event loop (a network round trip on PostgreSQL)."""
+        rows = await self._read(
+            "SELECT id, account_id, kind, subject_id, expires_at, revoked_at FROM tokens"
+            " WHERE hash = ?",
+            (token_hash,),
+        )
+        return _principal(token_hash, rows[0] if rows else None, now)
 
     def create_pair_code(self, account_id: str, kind: str, name: str) -> str:
         """A one-time code, ``ABCD-EFGH-JKLM-NPQR``: its first group is its id, the rest secret."""
         now = time.time()
         expires = now + self.config.float("pair_code_ttl")
 
-        def job(conn: sqlite3.Connection, _: list[Callable[[], None]]) -> str:
+        def job(conn: Any, _: list[Callable[[], None]]) -> str:
             conn.execute("DELETE FROM pairing_codes WHERE expires_at <= ?", (now,))
             while True:
                 code_id = _pair_chars(PAIR_CODE_ID_LENGTH)
@@ -468,9 +324,7 @@ class Store:
         normalized = "".join(code.split()).replace("-", "").upper()
         code_id = normalized[:PAIR_CODE_ID_LENGTH]
 
-        def job(
-            conn: sqlite3.Connection, _: list[Callable[[], None]]
-        ) -> tuple[str, str, str] | str:
+        def job(conn: Any, _: list[Callable[[], None]]) -> tuple[str, str, str] | str:
             row = conn.execute(
                 "SELECT secret_hash, account_id, kind, name, expires_at, used_at, failures"
                 " FROM pairing_codes WHERE id = ?",
@@ -506,7 +360,7 @@ class Store:
         """Revoke a phone or a device and every token it holds; return the token hashes."""
         table = "devices" if kind == "device" else "phones"
 
-        def job(conn: sqlite3.Connection, _: list[Callable[[], None]]) -> list[str]:
+        def job(conn: Any, _: list[Callable[[], None]]) -> list[str]:
             found = conn.execute(
                 f"SELECT 1 FROM {table} WHERE id = ? AND account_id = ?", (subject_id, account_id)
             ).fetchone()
@@ -530,25 +384,21 @@ class Store:
         return await self._writer.run(job)
 
     def revoke_token_sync(self, token_id: str) -> bool:
-        def job(conn: sqlite3.Connection, _: list[Callable[[], None]]) -> bool:
+        def job(conn: Any, _: list[Callable[[], None]]) -> bool:
             cur = conn.execute(
                 "UPDATE tokens SET revoked_at = ? WHERE id = ? AND revoked_at IS NULL",
                 (time.time(), token_id),
             )
-            return cur.rowcount > 0
+            return bool(cur.rowcount > 0)
 
         return self._writer.run_sync(job)
 
     def list_tokens_sync(self) -> list[dict[str, Any]]:
-        rows = (
-            self._reader()
-            .execute(
-                "SELECT t.id, a.name, t.kind, t.subject_id, COALESCE(d.name, p.name), t.created_at,"
-                " t.expires_at, t.revoked_at FROM tokens t JOIN accounts a ON a.id = t.account_id"
-                " LEFT JOIN devices d ON d.id = t.subject_id LEFT JOIN phones p ON p.id = t.subject_id"
-                " ORDER BY t.created_at"
-            )
-            .fetchall()
+        rows = self.db.query(
+            "SELECT t.id, a.name, t.kind, t.subject_id, COALESCE(d.name, p.name), t.created_at,"
+            " t.expires_at, t.revoked_at FROM tokens t JOIN accounts a ON a.id = t.account_id"
+            " LEFT JOIN devices d ON d.id = t.subject_id LEFT JOIN phones p ON p.id = t.subject_id"
+            " ORDER BY t.created_at"
         )
         keys = (
             "id",
@@ -581,7 +431,7 @@ class Store:
         return [Phone(r[0], r[1], r[2], r[3], r[4] is not None) for r in rows]
 
     async def device_seen(self, device_id: str, info: dict[str, Any] | None = None) -> None:
-        def job(conn: sqlite3.Connection, _: list[Callable[[], None]]) -> None:
+        def job(conn: Any, _: list[Callable[[], None]]) -> None:
             if info is not None:
                 conn.execute(
                     "UPDATE devices SET last_seen = ?, info = ?,"
@@ -602,7 +452,7 @@ class Store:
         await self._writer.run(job)
 
     async def phone_seen(self, phone_id: str) -> None:
-        def job(conn: sqlite3.Connection, _: list[Callable[[], None]]) -> None:
+        def job(conn: Any, _: list[Callable[[], None]]) -> None:
             conn.execute("UPDATE phones SET last_seen = ? WHERE id = ?", (time.time(), phone_id))
 
         await self._writer.run(job)
@@ -661,7 +511,7 @@ class Store:
     async def create_session(
         self, account_id: str, device_id: str, session_id: str, cwd: str, title: str = ""
     ) -> Session:
-        def job(conn: sqlite3.Connection, _: list[Callable[[], None]]) -> Session:
+        def job(conn: Any, _: list[Callable[[], None]]) -> Session:
             existing = conn.execute(
                 "SELECT account_id FROM sessions WHERE id = ?", (session_id,)
             ).fetchone()
@@ -677,12 +527,12 @@ class Store:
     async def discard_empty_session(self, account_id: str, session_id: str) -> bool:
         """Forget a session that never stored an event (its start was refused)."""
 
-        def job(conn: sqlite3.Connection, _: list[Callable[[], None]]) -> bool:
+        def job(conn: Any, _: list[Callable[[], None]]) -> bool:
             cur = conn.execute(
                 "DELETE FROM sessions WHERE id = ? AND account_id = ? AND last_seq = 0",
                 (session_id, account_id),
             )
-            return cur.rowcount > 0
+            return bool(cur.rowcount > 0)
 
         return await self._writer.run(job)
 
@@ -691,7 +541,7 @@ class Store:
         a session of an offline Mac still shows it."""
         text = json.dumps(data, separators=(",", ":"))
 
-        def job(conn: sqlite3.Connection, _: list[Callable[[], None]]) -> None:
+        def job(conn: Any, _: list[Callable[[], None]]) -> None:
             conn.execute(
                 "INSERT INTO last_known (session_id, data) SELECT id, ? FROM sessions WHERE id = ?"
                 " ON CONFLICT (session_id) DO UPDATE SET data = excluded.data",
@@ -714,7 +564,7 @@ class Store:
             "mark": "mark",
         }
 
-        def job(conn: sqlite3.Connection, _: list[Callable[[], None]]) -> Session:
+        def job(conn: Any, _: list[Callable[[], None]]) -> Session:
             row = conn.execute(
                 "SELECT 1 FROM sessions WHERE id = ? AND account_id = ?", (session_id, account_id)
             ).fetchone()
@@ -756,18 +606,24 @@ class Store:
         limits = self._limits
         listeners = self._listeners
         observers = self._observers
+        notices = self._notices
+        lock = self.dialect.for_update
 
-        def job(conn: sqlite3.Connection, after_commit: list[Callable[[], None]]) -> IngestResult:
+        def job(conn: Any, after_commit: list[Callable[[], None]]) -> IngestResult:
+            # The session row first, locked: two nodes ingesting one session take turns here,
+            # and each sees what the other committed before it checks for duplicates.
             row = conn.execute(
-                "SELECT account_id, device_id FROM sessions WHERE id = ?", (session_id,)
+                "SELECT account_id, device_id FROM sessions WHERE id = ?" + lock, (session_id,)
             ).fetchone()
             created = False
             if row is None:
-                _insert_session(
+                created = _insert_session(
                     conn, account_id, device_id, session_id, cwd or "", "", seqrules.new_epoch(), 0
                 )
-                created = True
-            elif row[0] != account_id:
+                row = conn.execute(
+                    "SELECT account_id, device_id FROM sessions WHERE id = ?" + lock, (session_id,)
+                ).fetchone()
+            if row[0] != account_id:
                 raise NotFound(
                     f"no session {session_id}", code="unknown_session", session_id=session_id
                 )
@@ -861,7 +717,7 @@ class Store:
                 )
             if new_uuids:
                 conn.executemany(
-                    "INSERT OR IGNORE INTO line_uuids (session_id, uuid) VALUES (?, ?)",
+                    "INSERT INTO line_uuids (session_id, uuid) VALUES (?, ?) ON CONFLICT DO NOTHING",
                     [(session_id, u) for u in new_uuids],
                 )
             if through != last_offset:
@@ -875,23 +731,32 @@ class Store:
             is_claudes = _is_claude_conversation(conversation_id)
             if is_claudes and conversation_id not in conv_ids:
                 conv_ids.append(conversation_id)
-            conn.execute(
-                "UPDATE sessions SET last_seq = ?, oldest_seq = ?, updated_at = ?,"
-                " conversation_id = CASE WHEN ? THEN ? ELSE conversation_id END,"
+            # The number moves here, once, in the transaction that stores the events (under
+            # the row lock taken above): what was given is what the row now says.
+            moved = conn.execute(
+                "UPDATE sessions SET last_seq = last_seq + ?, oldest_seq = ?, updated_at = ?,"
+                " conversation_id = CASE WHEN ? = 1 THEN ? ELSE conversation_id END,"
                 " conversation_ids = ?,"
-                " permission_mode = COALESCE(?, permission_mode) WHERE id = ?",
+                " permission_mode = COALESCE(?, permission_mode) WHERE id = ? RETURNING last_seq",
                 (
-                    numbering.last_seq,
+                    len(pending),
                     numbering.oldest_seq,
                     time.time(),
-                    is_claudes,
+                    1 if is_claudes else 0,
                     conversation_id,
                     json.dumps(conv_ids),
                     permission_mode,
                     session_id,
                 ),
-            )
+            ).fetchone()
+            if moved is None or int(moved[0]) != numbering.last_seq:
+                raise RuntimeError(
+                    f"session {session_id} was numbered beside this write (seq {moved}, expected "
+                    f"{numbering.last_seq}): nothing of this batch was stored"
+                )
             if stored:
+                for notice in notices:
+                    notice(conn, account_id, session_id, stored)
                 after_commit.extend(
                     functools.partial(listener, account_id, session_id, stored)
                     for listener in listeners
@@ -918,13 +783,15 @@ class Store:
         starts a new epoch numbered after the Mac's seq (relay/seq.py), but what the relay has
         stored stays: a Mac's word never deletes an event."""
         positions = list(positions)
+        set_epoch = self.dialect.set_json_key("data", "epoch")
+        lock = self.dialect.for_update
 
-        def job(conn: sqlite3.Connection, _: list[Callable[[], None]]) -> Reconciliation:
+        def job(conn: Any, _: list[Callable[[], None]]) -> Reconciliation:
             out = Reconciliation()
             for pos in positions:
                 row = conn.execute(
                     "SELECT account_id, device_id, epoch, last_seq, oldest_seq FROM sessions"
-                    " WHERE id = ?",
+                    " WHERE id = ?" + lock,
                     (pos.session_id,),
                 ).fetchone()
                 if row is not None and row[0] != account_id:
@@ -960,7 +827,7 @@ class Store:
                     # The stored events stay, below the new epoch's start, and are read from
                     # here (relay/history.py); they belong to the new epoch now.
                     conn.execute(
-                        "UPDATE events SET data = json_set(data, '$.epoch', ?) WHERE session_id = ?",
+                        f"UPDATE events SET data = {set_epoch} WHERE session_id = ?",
                         (decision.seq.epoch, pos.session_id),
                     )
                 session = self._session(_select_session(conn, pos.session_id))
@@ -996,45 +863,54 @@ class Store:
         def run() -> list[tuple[int, str]]:
             out: list[tuple[int, str]] = []
             size = 0
-            cursor = self._reader().execute(sql, (session_id, first, last))
-            try:
-                for seq, data in cursor:
-                    size += len(data) + 1
-                    if max_bytes is not None and out and size > max_bytes:
-                        break
-                    out.append((int(seq), str(data)))
-            finally:
-                cursor.close()
+
+            def take(row: Any) -> bool:
+                nonlocal size
+                seq, data = row
+                size += len(data) + 1
+                if max_bytes is not None and out and size > max_bytes:
+                    return False
+                out.append((int(seq), str(data)))
+                return True
+
+            self.db.stream(sql, (session_id, first, last), take)
             if newest:
                 out.reverse()
             return out
 
-        return await asyncio.to_thread(run)
+        try:
+            return await asyncio.to_thread(run)
+        except self.db.errors as exc:
+            raise self.db.translate(exc) from exc
 
     def read_events_sync(self, session_id: str, first: int, last: int) -> list[tuple[int, str]]:
-        rows = (
-            self._reader()
-            .execute(
-                "SELECT seq, data FROM events WHERE session_id = ? AND seq BETWEEN ? AND ? ORDER BY seq",
-                (session_id, first, last),
-            )
-            .fetchall()
+        rows = self.db.query(
+            "SELECT seq, data FROM events WHERE session_id = ? AND seq BETWEEN ? AND ? ORDER BY seq",
+            (session_id, first, last),
         )
         return [(int(r[0]), str(r[1])) for r in rows]
 
     async def _read(self, sql: str, params: Sequence[Any]) -> list[Any]:
-        def run() -> list[Any]:
-            rows: list[Any] = self._reader().execute(sql, params).fetchall()
-            return rows
-
         try:
-            return await asyncio.to_thread(run)
-        except sqlite3.Error as exc:
-            raise translate_db_error(exc) from exc
+            return await self.db.aquery(sql, params)
+        except self.db.errors as exc:
+            raise self.db.translate(exc) from exc
+
+
+def _principal(token_hash: str, row: Any, now: float | None) -> Principal:
+    """The principal of a token row; Unauthorized when unknown, revoked or expired."""
+    if row is None:
+        raise Unauthorized("this token is not known to the relay; pair again", code="unauthorized")
+    token_id, account_id, kind, subject_id, expires_at, revoked_at = row
+    if revoked_at is not None:
+        raise Unauthorized("this token was revoked; pair again", code="token_revoked")
+    if expires_at is not None and (now or time.time()) >= expires_at:
+        raise Unauthorized("this token has expired; pair again", code="token_expired")
+    return Principal(token_id, token_hash, account_id, kind, subject_id)
 
 
 def _insert_session(
-    conn: sqlite3.Connection,
+    conn: Any,
     account_id: str,
     device_id: str,
     session_id: str,
@@ -1042,15 +918,16 @@ def _insert_session(
     title: str,
     epoch: str,
     last_seq: int,
-) -> None:
+) -> bool:
+    """Insert a session row; False when another writer (another relay node) inserted it first."""
     now = time.time()
     position = conn.execute(
         "SELECT COALESCE(MAX(position), 0) + 1 FROM sessions WHERE account_id = ?", (account_id,)
     ).fetchone()[0]
-    conn.execute(
+    cursor = conn.execute(
         "INSERT INTO sessions (id, account_id, device_id, cwd, title, position, created_at,"
         " updated_at, epoch, last_seq, oldest_seq, epoch_start)"
-        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (id) DO NOTHING",
         (
             session_id,
             account_id,
@@ -1066,6 +943,7 @@ def _insert_session(
             last_seq + 1,
         ),
     )
+    return bool(cursor.rowcount > 0)
 
 
 def _is_claude_conversation(conversation_id: str) -> bool:
@@ -1077,7 +955,7 @@ def _is_claude_conversation(conversation_id: str) -> bool:
 UUIDS_PER_QUERY = 500  # ids per IN (…) query, well under SQLite's limit on bound variables
 
 
-def _known_uuids(conn: sqlite3.Connection, session_id: str, uuids: list[str | None]) -> set[str]:
+def _known_uuids(conn: Any, session_id: str, uuids: list[str | None]) -> set[str]:
     """Which of these line uuids the session has stored already (one query per chunk)."""
     known: set[str] = set()
     for start in range(0, len(uuids), UUIDS_PER_QUERY):
@@ -1091,7 +969,7 @@ def _known_uuids(conn: sqlite3.Connection, session_id: str, uuids: list[str | No
     return known
 
 
-def _select_session(conn: sqlite3.Connection, session_id: str) -> Sequence[Any]:
+def _select_session(conn: Any, session_id: str) -> Sequence[Any]:
     row = conn.execute(
         f"SELECT {Store._SESSION_COLUMNS} FROM sessions WHERE id = ?", (session_id,)
     ).fetchone()

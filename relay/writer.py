@@ -1,22 +1,31 @@
-"""The one writer of the relay's SQLite database.
+"""The one writer of the relay's database (one per relay process).
 
 Every write goes through a single thread that owns the only writing connection (SQLite allows one
-writer at a time anyway; doing it in one thread removes lock waits and makes ordering explicit).
-Jobs queued while a transaction runs are committed together (group commit), each inside its own
-savepoint so one failing job does not undo the others. A job's future resolves only after COMMIT,
-so whoever awaits it knows the data is durable; ``after_commit`` callbacks run in commit order,
-which is how events are published in the same order their seq numbers were assigned.
+writer at a time anyway; doing it in one thread removes lock waits and makes ordering explicit;
+on PostgreSQL it is the node's one writing connection, and its group commit). Jobs queued while a
+transaction runs are committed together (group commit), each inside its own savepoint so one
+failing job does not undo the others. A job's future resolves only after COMMIT, so whoever
+awaits it knows the data is durable; ``after_commit`` callbacks run in commit order, which is how
+events are published in the same order their seq numbers were assigned.
+
+The database backend (relay/db/) gives the writer its connection, says which errors mean "the
+database is unavailable" (a 503, the request may be retried) and which mean "run the batch
+again" (a deadlock between two relay nodes): a broken connection is opened again for the next
+batch, so the writer recovers by itself when the database is back.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import queue
 import sqlite3
 import threading
+import time
 from collections.abc import Callable
 from concurrent.futures import Future
+from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from relay.errors import StoreUnavailable
@@ -25,25 +34,30 @@ T = TypeVar("T")
 _log = logging.getLogger("relay.writer")
 
 # A job gets the connection and a list to which it may append callbacks to run after COMMIT.
-Job = Callable[[sqlite3.Connection, list[Callable[[], None]]], T]
+Job = Callable[[Any, list[Callable[[], None]]], T]
+
+BATCH_ATTEMPTS = 3  # a batch aborted by a deadlock between nodes runs again, this many times in all
+RECONNECT_PAUSE = 0.2  # seconds between attempts to open a broken writer connection again
 
 
 class WriterClosed(StoreUnavailable):
     """The store is shutting down; the write was not done."""
 
 
-def unavailable(exc: sqlite3.Error) -> StoreUnavailable:
-    """The database failed under a job (disk full, I/O error, a lock, a damaged file): what a
-    person sees, with SQLite's own words. Constraint and programming errors are not this: they
-    are bugs and stay as they are."""
+def unavailable(exc: BaseException) -> StoreUnavailable:
+    """The database failed under a job (disk full, I/O error, a lock, a damaged file, a lost
+    connection): what a person sees, with the database's own words. Constraint and programming
+    errors are not this: they are bugs and stay as they are."""
+    words = str(exc).strip().splitlines()[0] if str(exc).strip() else type(exc).__name__
     return StoreUnavailable(
-        f"the relay's database failed ({exc}); nothing of this request was stored. Check the "
-        "disk and the data folder, then try again",
+        f"the relay's database failed ({words}); nothing of this request was stored. Check the "
+        "database (the disk and data folder, or the PostgreSQL server), then try again",
         code="store_unavailable",
     )
 
 
 def translate(exc: BaseException) -> BaseException:
+    """SQLite's errors as the relay's (relay/db/sqlite.py)."""
     if isinstance(exc, sqlite3.OperationalError | sqlite3.DatabaseError) and not isinstance(
         exc, sqlite3.IntegrityError | sqlite3.ProgrammingError
     ):
@@ -51,9 +65,26 @@ def translate(exc: BaseException) -> BaseException:
     return exc
 
 
+@dataclass(frozen=True)
+class WriterBackend:
+    """What the writer needs of a database: a connection, and how to read its errors."""
+
+    connect: Callable[[], Any]
+    # The error as the relay's (StoreUnavailable for an unavailable database), or itself.
+    translate: Callable[[BaseException], BaseException] = translate
+    # A failure after which the whole batch may simply run again (a deadlock, a serialization
+    # failure): nothing of it was committed.
+    retryable: Callable[[BaseException], bool] = lambda exc: False
+    # Whether the connection is unusable after this error (it is opened again).
+    broken: Callable[[Any, BaseException], bool] = lambda conn, exc: False
+    begin: str = "BEGIN IMMEDIATE"
+    errors: tuple[type[BaseException], ...] = (sqlite3.Error,)
+
+
 class Writer:
-    def __init__(self, connect: Callable[[], sqlite3.Connection], batch_max: int) -> None:
-        self._connect = connect
+    def __init__(self, connect: Callable[[], Any] | WriterBackend, batch_max: int) -> None:
+        self._backend = connect if isinstance(connect, WriterBackend) else WriterBackend(connect)
+        self._connect = self._backend.connect
         self._batch_max = batch_max
         self._queue: queue.SimpleQueue[tuple[Job[Any], Future[Any]] | None] = queue.SimpleQueue()
         self._thread = threading.Thread(target=self._run, name="relay-writer", daemon=True)
@@ -78,14 +109,14 @@ class Writer:
     async def run(self, job: Job[T]) -> T:
         try:
             return await asyncio.wrap_future(self.submit(job))
-        except sqlite3.Error as exc:
-            raise translate(exc) from exc
+        except self._backend.errors as exc:
+            raise self._backend.translate(exc) from exc
 
     def run_sync(self, job: Job[T]) -> T:
         try:
             return self.submit(job).result()
-        except sqlite3.Error as exc:
-            raise translate(exc) from exc
+        except self._backend.errors as exc:
+            raise self._backend.translate(exc) from exc
 
     def close(self) -> None:
         if self._closed:
@@ -118,11 +149,13 @@ class Writer:
                         stop = True
                         break
                     batch.append(more)
-                self._commit(conn, batch)
+                conn = self._commit_batch(conn, batch)
                 if stop:
                     break
         finally:
-            conn.close()
+            if conn is not None:
+                with contextlib.suppress(Exception):
+                    conn.close()
             # Anything still queued is refused rather than left waiting forever.
             while True:
                 try:
@@ -138,22 +171,57 @@ class Writer:
                         )
                     )
 
-    @staticmethod
-    def _commit(conn: sqlite3.Connection, batch: list[tuple[Job[Any], Future[Any]]]) -> None:
+    def _commit_batch(self, conn: Any, batch: list[tuple[Job[Any], Future[Any]]]) -> Any:
+        """Commit one batch (again after a deadlock); answers the connection for the next one:
+        the same, a new one, or None while the database cannot be reached."""
+        for attempt in range(BATCH_ATTEMPTS):
+            if conn is None:
+                try:
+                    conn = self._connect()
+                except Exception as exc:
+                    # The database is down: this batch fails now (503), the next tries again.
+                    time.sleep(RECONNECT_PAUSE)
+                    for _, future in batch:
+                        if not future.done():
+                            future.set_exception(exc)
+                    return None
+            failure = self._commit(conn, batch, last_attempt=attempt == BATCH_ATTEMPTS - 1)
+            if failure is None:
+                return conn
+            if self._backend.broken(conn, failure):
+                with contextlib.suppress(Exception):
+                    conn.close()
+                conn = None
+            if not self._backend.retryable(failure):
+                return conn
+            _log.info("a write batch was aborted (%s); running it again", failure)
+        return conn
+
+    def _commit(
+        self, conn: Any, batch: list[tuple[Job[Any], Future[Any]]], *, last_attempt: bool = True
+    ) -> BaseException | None:
+        """One attempt at a batch; answers the error that failed the whole transaction (the
+        jobs' futures are then failed, unless it may be retried and this is not the last
+        attempt), or None."""
         outcomes: list[tuple[Future[Any], Any, BaseException | None]] = []
         callbacks: list[Callable[[], None]] = []
         try:
-            conn.execute("BEGIN IMMEDIATE")
+            conn.execute(self._backend.begin)
             for job, future in batch:
                 job_callbacks: list[Callable[[], None]] = []
                 conn.execute("SAVEPOINT job")
                 try:
                     result = job(conn, job_callbacks)
                 except Exception as exc:
-                    if not conn.in_transaction:
-                        # SQLite rolled the whole transaction back itself (disk full, I/O
-                        # error): nothing of this batch holds, so every job in it fails with
-                        # that error, not with "no such savepoint".
+                    if (
+                        not conn.in_transaction
+                        or self._backend.retryable(exc)
+                        or (self._backend.broken(conn, exc))
+                    ):
+                        # The whole transaction is gone (SQLite rolled it back itself: disk
+                        # full, I/O error; a deadlock or a lost connection on PostgreSQL):
+                        # nothing of this batch holds, so every job in it fails with that
+                        # error (or the batch runs again), not with "no such savepoint".
                         raise
                     conn.execute("ROLLBACK TO job")
                     conn.execute("RELEASE job")
@@ -165,12 +233,15 @@ class Writer:
             conn.execute("COMMIT")
         except BaseException as exc:
             # The transaction itself failed (disk full, I/O error): nothing in it is durable.
-            if conn.in_transaction:
-                conn.rollback()
+            with contextlib.suppress(Exception):
+                if conn.in_transaction:
+                    conn.rollback()
+            if self._backend.retryable(exc) and not last_attempt:
+                return exc
             for _, future in batch:
                 if not future.done():
                     future.set_exception(exc)
-            return
+            return exc
         for callback in callbacks:
             try:
                 callback()
@@ -181,3 +252,4 @@ class Writer:
                 future.set_exception(error)
             else:
                 future.set_result(result)
+        return None
