@@ -149,6 +149,7 @@ def templated_caddyfile(addresses: list[str]) -> str:
 class Cluster:
     nodes: list[Node]
     https_port: int
+    admin_port: int
     ca: Path
     log: Path
 
@@ -163,17 +164,23 @@ class Cluster:
     def node(self, name: str) -> Node:
         return next(n for n in self.nodes if n.name == name)
 
+    def open_requests(self, node: Node) -> int:
+        """The requests Caddy has open at ``node`` (what least_conn compares)."""
+        upstreams = httpx.get(f"http://127.0.0.1:{self.admin_port}/reverse_proxy/upstreams")
+        (entry,) = [u for u in upstreams.json() if u["address"] == node.address]
+        return int(entry["num_requests"])
+
 
 @contextlib.contextmanager
 def caddy_in_front(root: Path, nodes: list[Node]) -> Iterator[Cluster]:
     root.mkdir(parents=True, exist_ok=True)
     site = root / "Caddyfile.cluster"
     site.write_text(templated_caddyfile([n.address for n in nodes]))
-    https_port = free_port()
+    https_port, admin_port = free_port(), free_port()
     config_file = root / "Caddyfile"
     config_file.write_text(
         "{\n"
-        "\tadmin off\n"
+        f"\tadmin 127.0.0.1:{admin_port}\n"  # the test reads the open requests per node there
         "\tdebug\n"  # the proxy logs each attempt at a node, the failed ones too
         f"\thttp_port {free_port()}\n"
         f"\thttps_port {https_port}\n"
@@ -200,7 +207,7 @@ def caddy_in_front(root: Path, nodes: list[Node]) -> Iterator[Cluster]:
             env=env,
         )
     ca = root / "data" / "caddy" / "pki" / "authorities" / "local" / "root.crt"
-    cluster = Cluster(nodes, https_port, ca, log)
+    cluster = Cluster(nodes, https_port, admin_port, ca, log)
     try:
         deadline = time.monotonic() + STARTUP_SECONDS
         while True:
@@ -340,7 +347,11 @@ def test_a_stopped_node_is_skipped_and_its_requests_retried_elsewhere(cluster: C
         dead.release.set()
         (rest,) = [lines for name, lines in streams if name == dead.name]
         assert first_data(rest) == "done"
-        time.sleep(0.2)  # Caddy finishes copying the ended stream and counts it closed
+        deadline = time.monotonic() + HOLD_SECONDS
+        while cluster.open_requests(dead):  # until Caddy counts the ended stream closed
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        assert all(cluster.open_requests(n) == 1 for n in cluster.nodes if n is not dead)
         dead.stop()
         assert refuses(dead.address)
 
