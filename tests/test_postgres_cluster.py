@@ -94,6 +94,19 @@ def test_while_stopped_it_refuses_connections_and_comes_back(own_cluster: Postgr
     assert scalar(url, "SELECT n FROM kept") == 42
 
 
+def test_a_crash_like_stop_keeps_what_was_committed(own_cluster: PostgresCluster) -> None:
+    url = own_cluster.new_database("crash")
+    with psycopg.connect(url) as conn:
+        conn.execute("CREATE TABLE kept AS SELECT 9 AS n")
+    with own_cluster.stopped("immediate"):
+        # Left as a crash leaves it: not shut down, so the next start recovers.
+        control = own_cluster.run("pg_controldata", str(own_cluster.data))
+        assert "Database cluster state:               in production" in control
+        with pytest.raises(psycopg.OperationalError):
+            psycopg.connect(url, connect_timeout=2)
+    assert scalar(url, "SELECT n FROM kept") == 9
+
+
 @pytest.mark.skipif(os.geteuid() != 0, reason="as root only: then it runs as the postgres user")
 def test_as_root_the_cluster_belongs_to_the_postgres_user(postgres: PostgresCluster) -> None:
     owner = pwd.getpwnam(pgmod.SYSTEM_USER)

@@ -98,7 +98,9 @@ class PostgresCluster:
 
     # -- running the programs -------------------------------------------------------------------
 
-    def _run(self, program: str, *args: str, timeout: float = 60) -> str:
+    def run(self, program: str, *args: str, timeout: float = 60) -> str:
+        """One of the cluster's programs (pg_ctl, pg_controldata, psql, ...) as its owner; its
+        output, or a RuntimeError with that and the server log's tail."""
         command = [str(self.bin / program), *args]
         if self.as_root:
             command = ["runuser", "-u", SYSTEM_USER, "--", *command]
@@ -119,7 +121,7 @@ class PostgresCluster:
         return "\n".join(self.log.read_text(errors="replace").splitlines()[-lines:])
 
     def _initdb(self) -> None:
-        self._run(
+        self.run(
             "initdb", "-D", str(self.data), "-U", self.user, "--auth=trust",
             "--encoding=UTF8", "--locale=C", "--no-sync",
         )  # fmt: skip
@@ -137,7 +139,7 @@ class PostgresCluster:
             os.chown(path, owner.pw_uid, owner.pw_gid)
 
     def _pg_ctl(self, *args: str) -> None:
-        self._run(
+        self.run(
             "pg_ctl", "-D", str(self.data), "-l", str(self.log), "-w", "-t", str(START_TIMEOUT),
             *args, timeout=START_TIMEOUT + 10,
         )  # fmt: skip
@@ -162,9 +164,10 @@ class PostgresCluster:
         self.wait_ready()
         return self
 
-    def stop(self) -> None:
-        """Fast shutdown: open sessions are cut, committed work is kept."""
-        self._pg_ctl("stop", "-m", "fast")
+    def stop(self, mode: str = "fast") -> None:
+        """Fast shutdown: open sessions are cut, committed work is kept. ``mode="immediate"``
+        stops it as a crash would (no checkpoint: the next start recovers from the WAL)."""
+        self._pg_ctl("stop", "-m", mode)
 
     def restart(self) -> None:
         """Fast shutdown then start again; returns once it accepts connections."""
@@ -172,9 +175,9 @@ class PostgresCluster:
         self.wait_ready()
 
     @contextlib.contextmanager
-    def stopped(self) -> Iterator[None]:
+    def stopped(self, mode: str = "fast") -> Iterator[None]:
         """PostgreSQL down for the ``with`` block, up again (same port, same data) after it."""
-        self.stop()
+        self.stop(mode)
         try:
             yield
         finally:
@@ -182,7 +185,7 @@ class PostgresCluster:
 
     def running(self) -> bool:
         try:
-            self._run("pg_ctl", "-D", str(self.data), "status")
+            self.run("pg_ctl", "-D", str(self.data), "status")
         except RuntimeError:
             return False
         return True
@@ -190,7 +193,7 @@ class PostgresCluster:
     def destroy(self) -> None:
         """Stop it (immediately: nothing in it is kept) and remove its folder."""
         if self.data.exists() and self.running():
-            self._run("pg_ctl", "-D", str(self.data), "-w", "stop", "-m", "immediate")
+            self.run("pg_ctl", "-D", str(self.data), "-w", "stop", "-m", "immediate")
         shutil.rmtree(self.base, ignore_errors=True)
 
     # -- databases ------------------------------------------------------------------------------
