@@ -240,6 +240,15 @@ def create_app(config: Config) -> FastAPI:
         state = RelayState(config=config, store=store, hub=hub)
         state.last_known = await store.read_last_known()
         app.state.relay = state
+        if store.dialect.postgres:
+            from relay.cluster import Cluster
+            from relay.db.postgres import PostgresDatabase
+
+            assert isinstance(store.db, PostgresDatabase)
+            state.cluster = Cluster(state, store.db)
+            hub.forward = state.cluster
+            store.add_notice(state.cluster.event_notice)
+            await state.cluster.start()
         started = await start_all(FEATURES, state)
         for name, part in started.items():
             setattr(app.state, name, part)  # e.g. app.state.retention, for tests and tools
@@ -250,6 +259,8 @@ def create_app(config: Config) -> FastAPI:
             await close_all(state)
             for device_link in list(app.state.relay.live.links.values()):
                 device_link.fail_pending()
+            if state.cluster is not None:
+                await state.cluster.close()
             store.close()
 
     app = FastAPI(

@@ -39,7 +39,7 @@ def last_event_id(conn: HTTPConnection) -> int | None:
 
 async def _still_allowed(state: RelayState, principal: Principal) -> Close | None:
     try:
-        state.store.authenticate_hash(principal.token_hash)
+        await state.store.authenticate_async(principal.token_hash)
     except RelayError as exc:
         return Close("revoked", {"code": exc.code, "message": exc.message})
     return None
