@@ -6,11 +6,10 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
-import os
-import secrets
 import time
 import uuid
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -18,6 +17,8 @@ import pytest
 
 from relay.errors import BadRequest, NotFound
 from relay.features.search import (
+    Filters,
+    SearchIndex,
     Term,
     day_text,
     match_expression,
@@ -25,8 +26,14 @@ from relay.features.search import (
     pg_tsquery,
     pg_words,
 )
-from relay.features.titles import prompt_gist, rename
+from relay.features.search import search as search_sessions
+from relay.features.titles import TitleObserver, prompt_gist, rename
+from relay.hub import Hub
+from relay.state import RelayState
+from relay.store import Store
+from tests.support.postgres import PostgresCluster
 from tests.support.relay import Account, RelayServer, SSEReader, mac, phone_client, transcript
+from wire import config as configmod
 from wire.protocol import LineRecord, SessionInfo
 from wire.transcript import read_lines
 
@@ -678,21 +685,27 @@ def test_postgres_query_words_are_made_as_fts5_makes_them() -> None:
     ]  # fmt: skip
 
 
-@pytest.fixture
-def postgres_url() -> str:
-    """A new database on the PostgreSQL server named by CB_TEST_PG (postgresql://user@host:port)."""
-    server = os.environ.get("CB_TEST_PG", "").rstrip("/")
-    if not server:
-        pytest.skip("set CB_TEST_PG=postgresql://user@host:port to run against PostgreSQL")
-    import psycopg
+class Index:
+    """A store on one database with the titles and search observers, as the relay runs them, and
+    the relay state ``search`` answers from (what GET /api/search answers)."""
 
-    name = f"search_{secrets.token_hex(6)}"
-    with psycopg.connect(f"{server}/postgres", autocommit=True) as conn:
-        conn.execute(f"CREATE DATABASE {name}")
-    return f"{server}/{name}"
+    def __init__(self, data_dir: Path, **settings: Any) -> None:
+        config = configmod.load({"data_dir": str(data_dir), **settings}, environ={})
+        self.store = Store(config)
+        self.store.add_observer(TitleObserver())
+        self.store.add_observer(SearchIndex(self.store))
+        self.state = RelayState(config=config, store=self.store, hub=Hub(16))
+        self.account_id = self.store.ensure_account()
+        self.device_id = self.store.create_token(self.account_id, "device", "test mac")[2]
+
+    async def push(self, session_id: str, lines: list[LineRecord], cwd: str) -> None:
+        await self.store.ingest(self.account_id, self.device_id, session_id, "conv", lines, cwd)
+
+    async def search(self, query: str, **filters: Any) -> dict[str, Any]:
+        return await search_sessions(self.state, self.account_id, query, Filters(**filters))
 
 
-def test_postgres_answers_as_sqlite_does(make_relay: Any, postgres_url: str) -> None:
+def test_postgres_answers_as_sqlite_does(tmp_path: Path, postgres: PostgresCluster) -> None:
     # The same sessions on both databases: every query answers the same sessions in the same
     # order (a title match above a body match, word prefixes, phrases, fields, places, limits).
     t = Transcript()
@@ -727,31 +740,33 @@ def test_postgres_answers_as_sqlite_does(make_relay: Any, postgres_url: str) -> 
         ("", {"cwd": "/work/birds", "limit": 1}),
         *((query, {}) for query, _ in NASTY),
     ]
-    answers: dict[str, list[Any]] = {}
-    for url in (postgres_url, ""):
-        server = make_relay(database_url=url)
-        account = server.account()
+
+    async def answers(index: Index) -> list[Any]:
         sessions = {name: new_id() for name, _, _ in pushes}
         for name, lines, cwd in pushes:
-            push(server, account.device_token, sessions[name], lines, cwd=cwd)
+            await index.push(sessions[name], lines, cwd)
         named = {session_id: name for name, session_id in sessions.items()}
-        with phone_client(server, account.phone_token) as client:
-            bodies = [search(client, query, **params) for query, params in queries]
-        answers[server.state.store.dialect.name] = [
+        bodies = [await index.search(query, **filters) for query, filters in queries]
+        return [
             (
                 [named[i] for i in ids(b["here"])],
                 [named[i] for i in ids(b["elsewhere"])],
                 b["has_more"],
+                b["terms"],
             )
             for b in bodies
         ]
-    for (query, params), pg, lite in zip(
-        queries, answers["postgres"], answers["sqlite"], strict=True
-    ):
-        assert pg == lite, (query, params)
-    elsewhere = {
-        query: answer[1] for (query, _), answer in zip(queries, answers["postgres"], strict=True)
-    }
+
+    found: dict[str, list[Any]] = {}
+    for settings in ({"database_url": postgres.new_database("search")}, {}):
+        index = Index(tmp_path / f"relay{len(found)}", **settings)
+        try:
+            found[index.store.dialect.name] = asyncio.run(answers(index))
+        finally:
+            index.store.close()
+    for (query, filters), pg, lite in zip(queries, found["postgres"], found["sqlite"], strict=True):
+        assert pg == lite, (query, filters)
+    elsewhere = {q: a[1] for (q, _), a in zip(queries, found["postgres"], strict=True)}
     assert elsewhere["quokka"] == elsewhere["quo"] == ["title", "file", "summary"]
     assert elsewhere["title:quokka"] == ["title"] and elsewhere["file:quokka"] == ["file"]
     assert elsewhere['"nest count"'] == [] and elsewhere["heron eggs"] == ["nest"]
