@@ -312,9 +312,14 @@ def pg_words(text: str) -> list[str]:
     return _PG_SEPARATORS_RE.sub(" ", folded).split()
 
 
-_PG_DOCUMENT: Final = " || ".join(
-    f"setweight(search_vector(${i}), '{PG_CLASSES[name]}')" for i, name in enumerate(WEIGHTS, 1)
+# Each field's words are kept (``<field>_words``: a term limited to a field is matched and ranked
+# on them) and made again only when the field changed; ``doc`` joins them, in weight classes.
+_PG_FIELD_WORDS: Final = " ".join(
+    f"IF TG_OP = 'INSERT' OR NEW.{c} IS DISTINCT FROM OLD.{c} THEN"
+    f" NEW.{c}_words := search_vector(NEW.{c}); END IF;"
+    for c in WEIGHTS
 )
+_PG_DOCUMENT: Final = " || ".join(f"setweight(NEW.{c}_words, '{PG_CLASSES[c]}')" for c in WEIGHTS)
 _PG_FUNCTIONS: Final = (
     f"""CREATE OR REPLACE FUNCTION search_words(text) RETURNS text
         LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
@@ -326,8 +331,6 @@ _PG_FUNCTIONS: Final = (
         LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
         SELECT ts_delete(to_tsvector('simple', '{_PG_GAP} ' || search_words($1)), '{_PG_GAP}')
     $$""",
-    f"""CREATE OR REPLACE FUNCTION search_document({", ".join("text" for _ in WEIGHTS)})
-        RETURNS tsvector LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$ SELECT {_PG_DOCUMENT} $$""",
     # The relay's time zone is not known to the database: a session's date is written in the
     # database's time zone here, and in the relay's as soon as its first lines come in.
     """CREATE OR REPLACE FUNCTION search_day(double precision) RETURNS text
@@ -355,9 +358,14 @@ PG_SCHEMA: Final = (
     f"""CREATE TABLE IF NOT EXISTS session_fts (
         doc_id BIGINT PRIMARY KEY,
         {" ".join(f"{c} TEXT NOT NULL DEFAULT ''," for c in WEIGHTS)}
+        {" ".join(f"{c}_words tsvector NOT NULL DEFAULT ''," for c in WEIGHTS)}
         session_id TEXT NOT NULL,
-        doc tsvector GENERATED ALWAYS AS (search_document({", ".join(WEIGHTS)})) STORED
+        doc tsvector NOT NULL DEFAULT ''
     )""",
+    f"""CREATE OR REPLACE FUNCTION search_fts_words() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN {_PG_FIELD_WORDS} NEW.doc := {_PG_DOCUMENT}; RETURN NEW; END $$""",
+    "CREATE OR REPLACE TRIGGER search_fts_words BEFORE INSERT OR UPDATE ON session_fts"
+    " FOR EACH ROW EXECUTE FUNCTION search_fts_words()",
     "CREATE INDEX IF NOT EXISTS session_fts_doc ON session_fts USING gin (doc)",
     "CREATE INDEX IF NOT EXISTS session_fts_session ON session_fts (session_id)",
     *_pg_trigger(
@@ -904,11 +912,11 @@ async def _stage_sql(store: Store) -> str | None:
     """SQL for a session's retention stage (features/retention.py keeps it in its own table), or
     None when this relay keeps no stages."""
     if store.dialect.postgres:
+        # The catalog itself: information_schema takes longer than the search.
         sql = (
-            "SELECT table_name FROM information_schema.tables WHERE table_schema ="
-            " current_schema() AND table_name = 'session_retention' UNION ALL SELECT 'column'"
-            " FROM information_schema.columns WHERE table_schema = current_schema()"
-            " AND table_name = 'sessions' AND column_name = 'stage'"
+            "SELECT 'session_retention' WHERE to_regclass('session_retention') IS NOT NULL"
+            " UNION ALL SELECT 'column' FROM pg_attribute WHERE attrelid ="
+            " to_regclass('sessions') AND attname = 'stage' AND NOT attisdropped"
         )
     else:
         sql = (
@@ -1064,7 +1072,7 @@ def _pg_match(terms: Sequence[Term]) -> _Match | None:
     top = max(WEIGHTS.values())
     for term in terms:
         if term.column:
-            words = f"search_vector(f.{term.column})"
+            words = f"f.{term.column}_words"
             where.append(f"{words} @@ to_tsquery('simple', ?)")
             params.append(pg_tsquery(term, labelled=False))
             scores.append(
