@@ -1081,8 +1081,7 @@ def _pg_match(terms: Sequence[Term]) -> _Match | None:
             )
             order_params.append(pg_tsquery(term, labelled=False))
     return _Match(
-        "session_fts f JOIN session_digest d ON d.doc_id = f.doc_id"
-        " JOIN sessions s ON s.id = d.session_id",
+        "session_fts f JOIN sessions s ON s.id = f.session_id",  # it names its session itself
         where,
         params,
         f"({' + '.join(scores)}) DESC, s.updated_at DESC",
