@@ -73,6 +73,7 @@ NOTIFY_LIMIT = 7900  # bytes of a notification payload (PostgreSQL's limit is 8,
 REQUEST_MARGIN = 2.0  # seconds a caller waits beyond the Mac's own timeout for the other node
 MESSAGE_KEEP = 120.0  # seconds large bus messages and answered requests are kept
 RECONNECT_PAUSE = 0.5  # seconds between attempts to listen again
+SEND_BATCH = 100  # bus messages sent in one transaction
 NOW = "EXTRACT(EPOCH FROM clock_timestamp())"  # the database's clock: one for every node
 
 
@@ -464,8 +465,8 @@ class Cluster:
 
     def _on_bus(self, message: dict[str, Any]) -> None:
         kind = message.get("t")
-        if message.get("n") == self.node_id and kind in ("link", "unlink"):
-            return
+        if message.get("from") == self.node_id:
+            return  # PostgreSQL delivers a node its own notifications too
         state = self.state
         if kind == "acct":
             state.hub.publish_account(message["a"], message["e"], message["b"], forward=False)
@@ -506,6 +507,7 @@ class Cluster:
 
     def _broadcast(self, message: dict[str, Any]) -> None:
         if not self._closing:
+            message["from"] = self.node_id
             self._outbox.put_nowait(json.dumps(message, separators=(",", ":"), default=str))
 
     async def _send(self) -> None:
@@ -513,37 +515,46 @@ class Cluster:
         import psycopg
 
         conn: Any = None
-        while True:
-            payloads = [await self._outbox.get()]
-            while not self._outbox.empty() and len(payloads) < 100:
-                payloads.append(self._outbox.get_nowait())
-            try:
-                if conn is None or conn.closed:
-                    conn = await psycopg.AsyncConnection.connect(
-                        self.db.url, autocommit=True, connect_timeout=5
-                    )
-                async with conn.transaction():
-                    for payload in payloads:
-                        if len(payload.encode()) > NOTIFY_LIMIT:
-                            cursor = await conn.execute(
-                                "INSERT INTO node_messages (created_at, body) VALUES (%s, %s)"
-                                " RETURNING id",
-                                (time.time(), payload),
-                            )
-                            row = await cursor.fetchone()
-                            payload = f"@{row[0]}"
-                        await conn.execute("SELECT pg_notify(%s, %s)", (BUS, payload))
-            except asyncio.CancelledError:
-                raise
-            except Exception as exc:
-                # The database is away: these updates are lost to the other nodes, which send
-                # their streams a resync when they hear again (``_resume``).
-                _log.warning("relay node %s could not tell the others: %s", self.node_id, exc)
-                if conn is not None:
-                    with contextlib.suppress(Exception):
-                        await conn.close()
-                conn = None
-                await asyncio.sleep(RECONNECT_PAUSE)
+        try:
+            while True:
+                payloads = [await self._outbox.get()]
+                while not self._outbox.empty() and len(payloads) < SEND_BATCH:
+                    payloads.append(self._outbox.get_nowait())
+                try:
+                    if conn is None or conn.closed:
+                        conn = await psycopg.AsyncConnection.connect(
+                            self.db.url, autocommit=True, connect_timeout=5
+                        )
+                    async with conn.transaction():
+                        for payload in payloads:
+                            await self._notify_bus(conn, payload)
+                except asyncio.CancelledError:
+                    raise
+                except Exception as exc:
+                    # The database is away: these updates are lost to the other nodes, which
+                    # send their streams a resync when they hear again (``_resume``).
+                    _log.warning("relay node %s could not tell the others: %s", self.node_id, exc)
+                    if conn is not None:
+                        with contextlib.suppress(Exception):
+                            await conn.close()
+                    conn = None
+                    await asyncio.sleep(RECONNECT_PAUSE)
+        finally:
+            if conn is not None:
+                with contextlib.suppress(Exception):
+                    await conn.close()
+
+    async def _notify_bus(self, conn: Any, payload: str) -> None:
+        if len(payload.encode()) > NOTIFY_LIMIT:
+            # Too large for a notification: the message waits in a table, the notification
+            # names it.
+            cursor = await conn.execute(
+                "INSERT INTO node_messages (created_at, body) VALUES (%s, %s) RETURNING id",
+                (time.time(), payload),
+            )
+            row = await cursor.fetchone()
+            payload = f"@{row[0]}"
+        await conn.execute("SELECT pg_notify(%s, %s)", (BUS, payload))
 
     async def _resume(self) -> None:
         """Listening (again): read what the other nodes hold, catch the viewers up."""

@@ -25,6 +25,7 @@ from relay.state import RelayState
 from wire.protocol import (
     CLOSE_PROTOCOL,
     CLOSE_REPLACED,
+    CLOSE_TRY_AGAIN,
     CLOSE_UNAUTHORIZED,
     PROTOCOL_VERSION,
     Ack,
@@ -66,8 +67,10 @@ async def agent_link(ws: WebSocket) -> None:
         principal = await asyncio.to_thread(authenticate, ws, state.store, kind="device")
     except RelayError as exc:
         # Accept, then close with a reason: a refused handshake would only show the Mac "403".
+        # A database that is away is not a bad token: the Mac retries, it need not pair again.
         await ws.accept()
-        await ws.close(code=CLOSE_UNAUTHORIZED, reason=f"{exc.code}: {exc.message}"[:120])
+        code = CLOSE_TRY_AGAIN if exc.status == 503 else CLOSE_UNAUTHORIZED
+        await ws.close(code=code, reason=f"{exc.code}: {exc.message}"[:120])
         return
     await ws.accept()
     try:

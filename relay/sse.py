@@ -41,6 +41,8 @@ async def _still_allowed(state: RelayState, principal: Principal) -> Close | Non
     try:
         await state.store.authenticate_async(principal.token_hash)
     except RelayError as exc:
+        if exc.status == 503:
+            return None  # the database is away, not the login: check again later
         return Close("revoked", {"code": exc.code, "message": exc.message})
     return None
 

@@ -31,6 +31,7 @@ KILL_AFTER_BATCHES = 45
 
 
 def start_relay(data: Path, port: int, env: dict[str, str]) -> subprocess.Popen[bytes]:
+    data.mkdir(parents=True, exist_ok=True)  # on PostgreSQL the store makes no folder
     log = data / "relay.log"
     with log.open("ab") as sink:
         proc = subprocess.Popen(
