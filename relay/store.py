@@ -705,10 +705,7 @@ class Store:
                 )
                 stored.append((seq, json.dumps(data, ensure_ascii=False, separators=(",", ":"))))
             if stored:
-                conn.executemany(
-                    "INSERT INTO events (session_id, seq, data) VALUES (?, ?, ?)",
-                    [(session_id, s, data) for s, data in stored],
-                )
+                _insert_events(conn, session_id, stored)
                 # Only what just aged out of the window: events kept from before a new epoch
                 # (below its start, see reconcile) stay readable.
                 conn.execute(
@@ -716,10 +713,7 @@ class Store:
                     (session_id, aged_from, numbering.oldest_seq),
                 )
             if new_uuids:
-                conn.executemany(
-                    "INSERT INTO line_uuids (session_id, uuid) VALUES (?, ?) ON CONFLICT DO NOTHING",
-                    [(session_id, u) for u in new_uuids],
-                )
+                _insert_uuids(conn, session_id, new_uuids)
             if through != last_offset:
                 conn.execute(
                     "INSERT INTO conversations (session_id, conversation_id, last_offset)"
@@ -956,7 +950,19 @@ UUIDS_PER_QUERY = 500  # ids per IN (…) query, well under SQLite's limit on bo
 
 
 def _known_uuids(conn: Any, session_id: str, uuids: list[str | None]) -> set[str]:
-    """Which of these line uuids the session has stored already (one query per chunk)."""
+    """Which of these line uuids the session has stored already (one query per chunk; on
+    PostgreSQL one query with an array, a statement it prepares once)."""
+    if conn.dialect.postgres:
+        if not uuids:
+            return set()
+        # Driven by the batch's ids: one primary-key probe each (``uuid = ANY(…)`` would read
+        # every uuid of the session).
+        rows = conn.execute(
+            "SELECT l.uuid FROM unnest(?::text[]) AS batch(u)"
+            " JOIN line_uuids l ON l.session_id = ? AND l.uuid = batch.u",
+            ([u for u in uuids if u], session_id),
+        )
+        return {str(r[0]) for r in rows}
     known: set[str] = set()
     for start in range(0, len(uuids), UUIDS_PER_QUERY):
         chunk = uuids[start : start + UUIDS_PER_QUERY]
@@ -967,6 +973,35 @@ def _known_uuids(conn: Any, session_id: str, uuids: list[str | None]) -> set[str
         )
         known.update(str(r[0]) for r in rows)
     return known
+
+
+def _insert_events(conn: Any, session_id: str, stored: list[tuple[int, str]]) -> None:
+    if conn.dialect.postgres:
+        # One statement for the batch (arrays), not one per row: a round trip each on a server.
+        conn.execute(
+            "INSERT INTO events (session_id, seq, data)"
+            " SELECT ?, s, d FROM unnest(?::bigint[], ?::text[]) AS batch(s, d)",
+            (session_id, [seq for seq, _ in stored], [data for _, data in stored]),
+        )
+        return
+    conn.executemany(
+        "INSERT INTO events (session_id, seq, data) VALUES (?, ?, ?)",
+        [(session_id, seq, data) for seq, data in stored],
+    )
+
+
+def _insert_uuids(conn: Any, session_id: str, uuids: list[str]) -> None:
+    if conn.dialect.postgres:
+        conn.execute(
+            "INSERT INTO line_uuids (session_id, uuid)"
+            " SELECT ?, u FROM unnest(?::text[]) AS batch(u) ON CONFLICT DO NOTHING",
+            (session_id, uuids),
+        )
+        return
+    conn.executemany(
+        "INSERT INTO line_uuids (session_id, uuid) VALUES (?, ?) ON CONFLICT DO NOTHING",
+        [(session_id, u) for u in uuids],
+    )
 
 
 def _select_session(conn: Any, session_id: str) -> Sequence[Any]:

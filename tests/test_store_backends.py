@@ -52,6 +52,10 @@ def test_placeholders_and_percent_signs_become_psycopgs() -> None:
     assert to_postgres("SELECT 'it''s ?', ?") == "SELECT 'it''s ?', %s"
     assert to_postgres('SELECT "odd?name" FROM t') == 'SELECT "odd?name" FROM t'
     assert to_postgres("BEGIN IMMEDIATE") == "BEGIN"
+    # An array parameter goes in binary (a batch's rows in one statement).
+    assert to_postgres("SELECT u FROM unnest(?::text[]) AS b(u) WHERE x = ?::text") == (
+        "SELECT u FROM unnest(%b::text[]) AS b(u) WHERE x = %s::text"
+    )
     assert to_postgres("INSERT OR IGNORE INTO t (a) VALUES (?)") == (
         "INSERT INTO t (a) VALUES (%s) ON CONFLICT DO NOTHING"
     )

@@ -62,15 +62,20 @@ _DDL_TYPES = (
 )  # fmt: skip
 
 
+_ARRAY_CAST = re.compile(r"::\w+\[\]")
+
+
 @functools.lru_cache(maxsize=8192)
 def to_postgres(sql: str) -> str:
-    """SQLite-spelled SQL as PostgreSQL's: ``?`` placeholders become ``%s`` (outside quotes), a
-    literal ``%`` is doubled (psycopg reads ``%`` as a placeholder), ``BEGIN IMMEDIATE`` is plain
-    ``BEGIN``, ``INSERT OR IGNORE`` is ``ON CONFLICT DO NOTHING``, and CREATE / ALTER TABLE get
-    PostgreSQL's column types (INTEGER is 64-bit as in SQLite, REAL is DOUBLE PRECISION)."""
+    """SQLite-spelled SQL as PostgreSQL's: ``?`` placeholders become ``%s`` (outside quotes; an
+    array parameter, ``?::text[]``, becomes ``%b``: sent in binary, several times faster for a
+    batch's rows), a literal ``%`` is doubled (psycopg reads ``%`` as a placeholder),
+    ``BEGIN IMMEDIATE`` is plain ``BEGIN``, ``INSERT OR IGNORE`` is ``ON CONFLICT DO NOTHING``,
+    and CREATE / ALTER TABLE get PostgreSQL's column types (INTEGER is 64-bit as in SQLite, REAL
+    is DOUBLE PRECISION)."""
     out: list[str] = []
     quote = ""
-    for ch in sql:
+    for i, ch in enumerate(sql):
         if quote:
             out.append("%%" if ch == "%" else ch)
             if ch == quote:
@@ -80,7 +85,7 @@ def to_postgres(sql: str) -> str:
             quote = ch
             out.append(ch)
         elif ch == "?":
-            out.append("%s")
+            out.append("%b" if _ARRAY_CAST.match(sql, i + 1) else "%s")
         elif ch == "%":
             out.append("%%")
         else:
@@ -104,6 +109,8 @@ def _param(value: Any) -> Any:
     if isinstance(value, str) and "\x00" in value:
         # PostgreSQL text cannot hold NUL (SQLite can): kept as U+FFFD, as a bad byte is.
         return value.replace("\x00", "\ufffd")
+    if isinstance(value, list):  # an array parameter (e.g. a batch's rows for unnest)
+        return [_param(v) for v in value]
     return value
 
 
