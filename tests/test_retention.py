@@ -99,13 +99,24 @@ def session_rows(server: RelayServer, session_id: str) -> dict[str, int]:
 
     async def count() -> dict[str, int]:
         store = server.state.store
-        tables = await store.read(
-            "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'"
-        )
         found: dict[str, int] = {}
-        for (name,) in tables:
-            columns = {r[1] for r in await store.read(f'PRAGMA table_info("{name}")')}
-            if "session_id" in columns and not name.startswith("session_fts_"):
+        if store.dialect.postgres:
+            tables = await store.read(
+                "SELECT table_name FROM information_schema.columns WHERE column_name = 'session_id'"
+                " AND table_schema = current_schema()"
+            )
+            with_ids = [str(r[0]) for r in tables]
+        else:
+            tables = await store.read(
+                "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'"
+            )
+            with_ids = [
+                str(name)
+                for (name,) in tables
+                if "session_id" in {r[1] for r in await store.read(f'PRAGMA table_info("{name}")')}
+            ]
+        for name in with_ids:
+            if not name.startswith("session_fts_"):
                 rows = await store.read(
                     f'SELECT COUNT(*) FROM "{name}" WHERE session_id = ?', (session_id,)
                 )
