@@ -21,7 +21,6 @@ import asyncio
 import contextlib
 import logging
 import secrets
-import sqlite3
 import time
 from collections.abc import Mapping
 from typing import Any
@@ -53,7 +52,7 @@ CREATE TABLE IF NOT EXISTS outbox (
 """
 
 
-def setup(conn: sqlite3.Connection) -> None:
+def setup(conn: Any) -> None:
     conn.execute(TABLE)
 
 
@@ -90,13 +89,13 @@ class Outbox:
         message_id = message_id or "q" + secrets.token_hex(8)
         now = time.time()
 
-        def job(conn: sqlite3.Connection) -> bool:
+        def job(conn: Any) -> bool:
             cur = conn.execute(
                 "INSERT OR IGNORE INTO outbox (session_id, account_id, message_id, text, created_at)"
                 " VALUES (?, ?, ?, ?, ?)",
                 (session.id, session.account_id, message_id, text, now),
             )
-            return cur.rowcount == 1
+            return bool(cur.rowcount == 1)
 
         added = await self.state.store.write(job)
         if added:
@@ -108,12 +107,12 @@ class Outbox:
         return {"message_id": message_id, "state": "queued", "duplicate": not added}
 
     async def drop(self, session: Session, message_id: str) -> bool:
-        def job(conn: sqlite3.Connection) -> bool:
+        def job(conn: Any) -> bool:
             cur = conn.execute(
                 "DELETE FROM outbox WHERE session_id = ? AND message_id = ?",
                 (session.id, message_id),
             )
-            return cur.rowcount == 1
+            return bool(cur.rowcount == 1)
 
         async with self._lock(session.id):  # never in the middle of its delivery
             dropped = await self.state.store.write(job)

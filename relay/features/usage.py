@@ -26,7 +26,6 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import sqlite3
 from collections.abc import Iterable, Sequence
 from typing import Annotated, Any, Final
 
@@ -65,6 +64,12 @@ EMPTY_JSON: Final = json.dumps(EMPTY_REPORT.to_json())
 EMPTY_SUMMARY: Final = EMPTY_REPORT.summary()
 
 
+def setup(conn: Any) -> None:
+    """The feature's tables (its schema, made as the store opens; safe to run again)."""
+    for statement in SCHEMA:  # one by one: executescript would COMMIT the writer's transaction
+        conn.execute(statement)
+
+
 def _chunks(items: Sequence[str]) -> Iterable[Sequence[str]]:
     for start in range(0, len(items), _CHUNK):
         yield items[start : start + _CHUNK]
@@ -84,11 +89,10 @@ class UsageTracker:
 
     # -- LineObserver --------------------------------------------------------------
 
-    def setup(self, conn: sqlite3.Connection) -> None:
-        for statement in SCHEMA:  # one by one: executescript would COMMIT the writer's transaction
-            conn.execute(statement)
+    def setup(self, conn: Any) -> None:
+        setup(conn)  # made as the store opens already; again for a store opened without it
 
-    def on_lines(self, conn: sqlite3.Connection, new: NewLines) -> None:
+    def on_lines(self, conn: Any, new: NewLines) -> None:
         session_id, conversation_id, lines = new.session_id, new.conversation_id, new.lines
         account_id = new.account_id
         facts = [
@@ -169,7 +173,7 @@ class UsageTracker:
         task.add_done_callback(self._tasks.discard)
 
     async def _refresh(self) -> None:
-        def job(conn: sqlite3.Connection) -> list[Any]:
+        def job(conn: Any) -> list[Any]:
             # A later transaction than the lines': reads only what was committed with them.
             try:
                 ids = sorted(self._dirty)
@@ -292,4 +296,4 @@ async def costs(
     return Response(text, media_type="application/json")
 
 
-FEATURE = Feature("usage", start=start, router=router)
+FEATURE = Feature("usage", schema=setup, start=start, router=router)
