@@ -6,13 +6,14 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import httpx
 import pytest
 
-from relay.features.retention import DAY, Ages, SessionAge, plan
+from relay.features.retention import DAY, RUN_LOCK, Ages, SessionAge, plan
+from tests.support import pgtemp
 from tests.support.api import SMALL, error_of, new_id, push
 from tests.support.relay import RelayServer, mac, phone_client
 from tests.support.retention import FAST, Clock, Mac, retention_of, run
@@ -23,6 +24,12 @@ from wire.protocol import SessionInfo
 AGES = Ages(archive_after=30 * DAY, delete_after=180 * DAY)
 
 # -- the rules (pure) ------------------------------------------------------------------------
+
+
+@pytest.fixture
+def pg_url() -> Iterator[str]:
+    """An empty PostgreSQL database of the test's own (skipped without CB_TEST_PG)."""
+    yield from pgtemp.fresh_database()
 
 
 def age(sid: str, idle_days: float, now: float, **kw: Any) -> SessionAge:
@@ -384,3 +391,47 @@ def test_retention_routes_need_a_login_and_a_known_session(
             "audit_keep_days": 365.0,
             "retention_interval": 3600.0,
         }
+
+
+# -- several relay nodes on one PostgreSQL database --------------------------------------------
+
+
+def test_a_run_is_skipped_while_another_node_holds_the_run_lock(
+    pg_url: str, make_relay: Callable[..., RelayServer], caplog: pytest.LogCaptureFixture
+) -> None:
+    import psycopg
+
+    caplog.set_level(logging.INFO, logger="relay.features.retention")
+    second = make_relay(database_url=pg_url, **FAST)
+    # Another node's run, as it holds the lock: a session of its own (waiting, if the start-up
+    # run of the node just started holds it now).
+    with psycopg.connect(pg_url, autocommit=True) as holder:
+        holder.execute("SELECT pg_advisory_lock(%s)", (RUN_LOCK,))
+        first = make_relay(database_url=pg_url, **FAST)  # its start-up run finds the lock taken
+        wait_for(
+            lambda: (
+                "retention (schedule): skipped, another relay node is running it" in caplog.text
+            ),
+            10,
+            "the start-up run of a node skipping its turn",
+        )
+        acct = first.account()
+        with phone_client(second, acct.phone_token) as client:
+            refused = error_of(client.post("/api/retention/run"), 409, "retention_running")
+            assert "another relay node" in refused["message"]
+    session_id = new_id()
+
+    async def go() -> None:
+        async with mac(first, acct.device_token) as link:
+            await push(link, session_id, SMALL)
+
+    asyncio.run(go())
+    clock = Clock()
+    clock.days(45)  # due for archiving
+    retention_of(second).clock = clock
+    # The lock is free again: a run on either node happens, and both see what it did.
+    with phone_client(second, acct.phone_token) as client:
+        report = run(client)
+        assert ids(report["archived"]) == [session_id]
+    with phone_client(first, acct.phone_token) as client:
+        assert client.get(f"/api/sessions/{session_id}/retention").json()["stage"] == "archived"
