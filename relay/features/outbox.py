@@ -76,11 +76,31 @@ class Outbox:
         rows = await self.state.store.read(
             "SELECT session_id, message_id, text, created_at, error FROM outbox ORDER BY position"
         )
-        self.waiting = {}
+        waiting: dict[str, list[dict[str, Any]]] = {}
         for session_id, message_id, text, created_at, error in rows:
-            self.waiting.setdefault(session_id, []).append(
-                {"id": message_id, "text": text, "created_at": iso(created_at), "error": error}
-            )
+            waiting.setdefault(session_id, []).append(_message(message_id, text, created_at, error))
+        for session_id, lock in self.locks.items():
+            if lock.locked() and session_id in self.waiting:  # being flushed: its own view holds
+                waiting[session_id] = self.waiting[session_id]
+        self.waiting = waiting
+
+    async def reload(self, session_id: str) -> None:
+        """One session's queue as the table holds it (PostgreSQL: another relay node may have
+        queued a message for a Mac linked to this one)."""
+        rows = await self.state.store.read(
+            "SELECT message_id, text, created_at, error FROM outbox WHERE session_id = ?"
+            " ORDER BY position",
+            (session_id,),
+        )
+        if rows:
+            self.waiting[session_id] = [_message(*r) for r in rows]
+        else:
+            self.waiting.pop(session_id, None)
+
+    @property
+    def shared(self) -> bool:
+        """Whether other relay nodes write the same table (PostgreSQL)."""
+        return bool(self.state.store.dialect.postgres)
 
     def fields(self, session: Session) -> Mapping[str, Any]:
         return {"queued": list(self.waiting.get(session.id, []))}
@@ -135,8 +155,18 @@ class Outbox:
         self, account_id: str, session: Session, before: SessionInfo | None, after: SessionInfo
     ) -> None:
         """A Mac reported the session (it does on linking): deliver what waits for it."""
-        if session.id in self.waiting:
+        if self.shared:  # what waits may have been queued through another node
+            task = asyncio.get_running_loop().create_task(self._reload_and_kick(session.id))
+            self.tasks.add(task)
+            task.add_done_callback(self.tasks.discard)
+        elif session.id in self.waiting:
             self.kick(session.id)
+
+    async def _reload_and_kick(self, session_id: str) -> None:
+        if self._lock(session_id).locked():
+            return  # being flushed now, from what the table held
+        await self.reload(session_id)
+        self.kick(session_id)
 
     def kick(self, session_id: str) -> None:
         if session_id not in self.waiting or self._lock(session_id).locked():
@@ -202,6 +232,11 @@ class Outbox:
         every = self.state.config.float("outbox_retry_interval")
         while True:
             await asyncio.sleep(every)
+            if self.shared:
+                try:
+                    await self.load()  # what the other relay nodes queued meanwhile
+                except RelayError as exc:  # the database is away: the next round tries again
+                    _log.info("outbox not read again: %s", exc.message)
             for session_id in list(self.waiting):
                 self.kick(session_id)
 
@@ -211,6 +246,10 @@ class Outbox:
         for task in [*self.tasks, *([self.sweeper] if self.sweeper else [])]:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
+
+
+def _message(message_id: str, text: str, created_at: float, error: str | None) -> dict[str, Any]:
+    return {"id": message_id, "text": text, "created_at": iso(created_at), "error": error}
 
 
 async def start(state: RelayState) -> Outbox:
