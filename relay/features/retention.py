@@ -413,7 +413,15 @@ class Retention:
 
     async def setup(self) -> None:
         def job(conn: Any) -> list[str]:
-            setup(conn)  # made as the store opens already; again for a store opened without it
+            # Made as the store opens already; again for a store opened without the schema. Not
+            # on PostgreSQL when there: CREATE INDEX IF NOT EXISTS would lock the table.
+            if (
+                not conn.dialect.postgres
+                or not conn.execute(
+                    "SELECT to_regclass('session_retention') IS NOT NULL"
+                ).fetchone()[0]
+            ):
+                setup(conn)
             return [str(r[0]) for r in conn.execute("SELECT device_id FROM retention_deleted")]
 
         self._pending_devices = set(await self.state.store.write(job))

@@ -70,6 +70,11 @@ def setup(conn: Any) -> None:
         conn.execute(statement)
 
 
+def _exists(conn: Any, table: str) -> bool:
+    row = conn.execute("SELECT to_regclass(?) IS NOT NULL", (table,)).fetchone()
+    return bool(row[0])
+
+
 def _chunks(items: Sequence[str]) -> Iterable[Sequence[str]]:
     for start in range(0, len(items), _CHUNK):
         yield items[start : start + _CHUNK]
@@ -90,7 +95,10 @@ class UsageTracker:
     # -- LineObserver --------------------------------------------------------------
 
     def setup(self, conn: Any) -> None:
-        setup(conn)  # made as the store opens already; again for a store opened without it
+        # Made as the store opens already; again for a store opened without the schema. Not on
+        # PostgreSQL when there: CREATE INDEX IF NOT EXISTS would lock the table for writes.
+        if not conn.dialect.postgres or not _exists(conn, "session_costs"):
+            setup(conn)
 
     def on_lines(self, conn: Any, new: NewLines) -> None:
         session_id, conversation_id, lines = new.session_id, new.conversation_id, new.lines
