@@ -12,9 +12,10 @@ from typing import Any
 import httpx
 import pytest
 
-from relay.features.retention import DAY, RUN_LOCK, Ages, SessionAge, plan
+from relay.features.retention import BUSY, DAY, RUN_LOCK, Ages, SessionAge, plan
 from tests.support import pgtemp
 from tests.support.api import SMALL, error_of, new_id, push
+from tests.support.cli import cli
 from tests.support.relay import RelayServer, mac, phone_client
 from tests.support.retention import FAST, Clock, Mac, retention_of, run
 from tests.support.waits import await_until, wait_for
@@ -419,6 +420,8 @@ def test_a_run_is_skipped_while_another_node_holds_the_run_lock(
         with phone_client(second, acct.phone_token) as client:
             refused = error_of(client.post("/api/retention/run"), 409, "retention_running")
             assert "another relay node" in refused["message"]
+        told = cli(second, acct.phone_token, "retention", "--run", code=2).stderr
+        assert told.splitlines()[0] == f"claude-bridge: {BUSY} (retention_running)"
     session_id = new_id()
 
     async def go() -> None:
@@ -430,8 +433,7 @@ def test_a_run_is_skipped_while_another_node_holds_the_run_lock(
     clock.days(45)  # due for archiving
     retention_of(second).clock = clock
     # The lock is free again: a run on either node happens, and both see what it did.
-    with phone_client(second, acct.phone_token) as client:
-        report = run(client)
-        assert ids(report["archived"]) == [session_id]
+    ran = cli(second, acct.phone_token, "retention", "--run").stdout.splitlines()
+    assert ran[0] == "Ran retention now: archived 1, made active again 0, deleted 0."
     with phone_client(first, acct.phone_token) as client:
         assert client.get(f"/api/sessions/{session_id}/retention").json()["stage"] == "archived"
