@@ -494,7 +494,12 @@ class Retention:
         async with self._run_lock:
             if not self.state.store.dialect.postgres:
                 return await self._run(account_id, trigger)
-            conn = await asyncio.to_thread(self._take_run_lock)
+            taking = asyncio.ensure_future(asyncio.to_thread(self._take_run_lock))
+            try:
+                conn = await asyncio.shield(taking)
+            except asyncio.CancelledError:  # the relay stopping: the lock is let go when taken
+                taking.add_done_callback(self._release_when_taken)
+                raise
             if conn is None:
                 raise RetentionBusy()
             try:
@@ -514,6 +519,10 @@ class Retention:
             conn.close()
             return None
         return conn
+
+    def _release_when_taken(self, taking: asyncio.Future[Any]) -> None:
+        if not taking.cancelled() and taking.exception() is None and taking.result() is not None:
+            self._release_run_lock(taking.result())
 
     @staticmethod
     def _release_run_lock(conn: Any) -> None:
