@@ -41,7 +41,7 @@ DEFAULT_DATA = "~/.claude-bridge/relay"
 
 def _config(args: argparse.Namespace) -> configmod.Config:
     overrides: dict[str, Any] = {}
-    for name in ("data_dir", "host", "port", "public_url"):
+    for name in ("data_dir", "database_url", "host", "port", "public_url"):
         value = getattr(args, name, None)
         if value is not None:
             overrides[name] = value
@@ -60,12 +60,32 @@ def _fail(message: str, hint: str = "") -> NoReturn:
     raise SystemExit(2)
 
 
+def _say_step(message: str) -> None:
+    print(f"claude-bridge: {message}", file=sys.stderr, flush=True)
+
+
+def _where(cfg: configmod.Config) -> str:
+    """Where the relay's data is, for a person: the folder, or the database URL (no password)."""
+    url = cfg.str("database_url").strip()
+    if not url:
+        return str(cfg.data_path)
+    from relay.db.postgres import safe_url
+
+    return safe_url(url)
+
+
 def _store(cfg: configmod.Config) -> Any:
     from relay.store import Store
 
     try:
-        return Store(cfg)
+        return Store(cfg, log=_say_step)  # migrations, if any, say what they do
     except Exception as exc:  # a person should see why, not a traceback
+        if cfg.str("database_url").strip():
+            _fail(
+                f"cannot open the relay's database at {_where(cfg)}: {exc}",
+                "check that PostgreSQL is running and the URL (--database-url or "
+                "CB_DATABASE_URL) names its host, user, password and database",
+            )
         _fail(
             f"cannot open the relay's database in {cfg.data_path}: {exc}",
             "check the folder exists and is writable, or pass --data DIR",
@@ -135,11 +155,13 @@ def cmd_relay(args: argparse.Namespace) -> int:
     store = _store(cfg)
     store.ensure_account()
     store.close()
-    print(f"claude-bridge relay: data in {cfg.data_path}", flush=True)
+    where = _where(cfg)
+    store_arg = "--database-url URL" if cfg.str("database_url").strip() else f"--data {where}"
+    print(f"claude-bridge relay: data in {where}", flush=True)
     print(f"  control page:  {cfg.base_url}/", flush=True)
-    print(f"  pair a phone:  claude-bridge pair --data {cfg.data_path}", flush=True)
+    print(f"  pair a phone:  claude-bridge pair {store_arg}", flush=True)
     print(
-        f"  connect a Mac: claude-bridge pair --data {cfg.data_path} --kind device --name MAC",
+        f"  connect a Mac: claude-bridge pair {store_arg} --kind device --name MAC",
         flush=True,
     )
     return _serve(cfg, args.log_level)
@@ -189,7 +211,7 @@ def cmd_up(args: argparse.Namespace) -> int:
 
 def _print_up(cfg: configmod.Config, agent_dir: Path, code: str | None, note: str) -> None:
     print("claude-bridge is starting on this machine.")
-    print(f"  relay data:   {cfg.data_path}")
+    print(f"  relay data:   {_where(cfg)}")
     print(f"  agent data:   {agent_dir}")
     print(f"  control page: {cfg.base_url}/")
     if code is None:
@@ -476,6 +498,12 @@ def _data_arg(parser: argparse.ArgumentParser) -> None:
         dest="data_dir",
         metavar="DIR",
         help=f"relay data folder (default {DEFAULT_DATA}, or $CB_DATA_DIR)",
+    )
+    parser.add_argument(
+        "--database-url",
+        metavar="URL",
+        help="keep the relay's data in PostgreSQL (postgresql://user:password@host/db, or "
+        "$CB_DATABASE_URL), shared by every relay node on it; default: SQLite in the data folder",
     )
 
 

@@ -229,6 +229,19 @@ FEATURES: tuple[Feature, ...] = (
 )
 
 
+async def _join_cluster(state: RelayState) -> None:
+    """On PostgreSQL the relay is one node of a cluster (relay/cluster.py), even when alone."""
+    from relay.cluster import Cluster
+    from relay.db.postgres import PostgresDatabase
+
+    db = state.store.db
+    assert isinstance(db, PostgresDatabase)
+    state.cluster = Cluster(state, db)
+    state.hub.forward = state.cluster
+    state.store.add_notice(state.cluster.event_notice)
+    await state.cluster.start()
+
+
 def create_app(config: Config) -> FastAPI:
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
@@ -236,11 +249,21 @@ def create_app(config: Config) -> FastAPI:
         hub = Hub(config.int("sse_queue_size"))
         hub.bind(asyncio.get_running_loop())
         store.add_listener(hub.publish_events_threadsafe)
-        store.ensure_account()
         state = RelayState(config=config, store=store, hub=hub)
-        state.last_known = await store.read_last_known()
         app.state.relay = state
-        started = await start_all(FEATURES, state)
+        try:
+            store.ensure_account()
+            state.last_known = await store.read_last_known()
+            if store.dialect.postgres:
+                await _join_cluster(state)
+            started = await start_all(FEATURES, state)
+        except BaseException:
+            # A start that fails half-way still closes what it opened (connections, threads).
+            await close_all(state)
+            if state.cluster is not None:
+                await state.cluster.close()
+            store.close()
+            raise
         for name, part in started.items():
             setattr(app.state, name, part)  # e.g. app.state.retention, for tests and tools
         _log.info("relay store at %s", store.describe())
@@ -250,6 +273,8 @@ def create_app(config: Config) -> FastAPI:
             await close_all(state)
             for device_link in list(app.state.relay.live.links.values()):
                 device_link.fail_pending()
+            if state.cluster is not None:
+                await state.cluster.close()
             store.close()
 
     app = FastAPI(

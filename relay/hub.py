@@ -11,7 +11,7 @@ from __future__ import annotations
 import asyncio
 from collections import defaultdict
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from relay.jsontext import dumps
 
@@ -32,6 +32,16 @@ class Close:
 
     event: str
     data: dict[str, Any]
+
+
+class Forward(Protocol):
+    """What the hub tells the other relay nodes (relay/cluster.py ``Cluster``)."""
+
+    def forward_account(self, account_id: str, event: str, data: dict[str, Any]) -> None: ...
+
+    def forward_resync(self, session_id: str, reason: str) -> None: ...
+
+    def forward_revoke(self, token_hashes: list[str]) -> None: ...
 
 
 Frames = list[tuple[int, bytes]]  # (seq, frame); seq 0 for unnumbered frames
@@ -86,6 +96,12 @@ class Hub:
         self._sessions: dict[str, set[Subscriber]] = defaultdict(set)
         self._accounts: dict[str, set[Subscriber]] = defaultdict(set)
         self._loop: asyncio.AbstractEventLoop | None = None
+        # The newest seq published per session that has viewers (relay/cluster.py reads on
+        # from it when a notification is too large to carry the events).
+        self.latest: dict[str, int] = {}
+        # Where account updates, resyncs and revocations go beyond this process (the other
+        # relay nodes: relay/cluster.py); None on one node.
+        self.forward: Forward | None = None
 
     def bind(self, loop: asyncio.AbstractEventLoop) -> None:
         self._loop = loop
@@ -110,6 +126,14 @@ class Hub:
             subs.discard(sub)
             if not subs:
                 del table[ident]
+                if kind == "session":
+                    self.latest.pop(ident, None)
+
+    def has_viewers(self, session_id: str) -> bool:
+        return bool(self._sessions.get(session_id))
+
+    def viewed_sessions(self) -> list[str]:
+        return list(self._sessions)
 
     def subscriber_count(self) -> int:
         return sum(len(s) for s in self._sessions.values()) + sum(
@@ -127,13 +151,19 @@ class Hub:
 
     def publish_events(self, session_id: str, events: list[tuple[int, str]]) -> None:
         subs = self._sessions.get(session_id)
-        if not subs:
+        if not subs or not events:
             return
+        self.latest[session_id] = max(self.latest.get(session_id, 0), events[-1][0])
         frames = [(seq, sse_frame(data, event="event", id=seq)) for seq, data in events]
         for sub in list(subs):
             sub.offer(frames)
 
-    def publish_account(self, account_id: str, event: str, data: dict[str, Any]) -> None:
+    def publish_account(
+        self, account_id: str, event: str, data: dict[str, Any], *, forward: bool = True
+    ) -> None:
+        """To the account's streams here, and (``forward``) on the other relay nodes."""
+        if forward and self.forward is not None:
+            self.forward.forward_account(account_id, event, data)
         subs = self._accounts.get(account_id)
         if not subs:
             return
@@ -141,14 +171,24 @@ class Hub:
         for sub in list(subs):
             sub.offer(frames)
 
-    def resync_session(self, session_id: str, reason: str) -> None:
+    def resync_session(self, session_id: str, reason: str, *, forward: bool = True) -> None:
         """The session's history was restarted (new epoch): every viewer must reload."""
+        if forward and self.forward is not None:
+            self.forward.forward_resync(session_id, reason)
         for sub in list(self._sessions.get(session_id, ())):
             sub.close(
                 "resync", {"reason": reason, "message": "this session's history restarted; reload"}
             )
 
-    def revoke(self, token_hashes: list[str]) -> None:
+    def resync_accounts(self, reason: str) -> None:
+        """Every account stream here must start again from a snapshot (updates were missed)."""
+        for subs in self._accounts.values():
+            for sub in list(subs):
+                sub.close("resync", {"reason": reason, "message": "reconnect for a fresh list"})
+
+    def revoke(self, token_hashes: list[str], *, forward: bool = True) -> None:
+        if forward and self.forward is not None:
+            self.forward.forward_revoke(token_hashes)
         wanted = set(token_hashes)
         for table in (self._sessions, self._accounts):
             for subs in table.values():

@@ -25,6 +25,7 @@ from relay.state import RelayState
 from wire.protocol import (
     CLOSE_PROTOCOL,
     CLOSE_REPLACED,
+    CLOSE_TRY_AGAIN,
     CLOSE_UNAUTHORIZED,
     PROTOCOL_VERSION,
     Ack,
@@ -62,11 +63,14 @@ def events_message(session_id: str, epoch: str, events: list[tuple[int, str]]) -
 async def agent_link(ws: WebSocket) -> None:
     state: RelayState = ws.app.state.relay
     try:
-        principal = authenticate(ws, state.store, kind="device")
+        # Off the event loop: on PostgreSQL the token is a round trip away.
+        principal = await asyncio.to_thread(authenticate, ws, state.store, kind="device")
     except RelayError as exc:
         # Accept, then close with a reason: a refused handshake would only show the Mac "403".
+        # A database that is away is not a bad token: the Mac retries, it need not pair again.
         await ws.accept()
-        await ws.close(code=CLOSE_UNAUTHORIZED, reason=f"{exc.code}: {exc.message}"[:120])
+        code = CLOSE_TRY_AGAIN if exc.status == 503 else CLOSE_UNAUTHORIZED
+        await ws.close(code=code, reason=f"{exc.code}: {exc.message}"[:120])
         return
     await ws.accept()
     try:
@@ -101,6 +105,8 @@ async def agent_link(ws: WebSocket) -> None:
             old.fail_pending()
             await old.close(CLOSE_REPLACED, "replaced by a newer link from the same Mac")
         await state.store.device_seen(device_id, hello.device.model_dump())
+        if state.cluster is not None:
+            await state.cluster.linked(link)  # this node holds the Mac now (its lease)
         outcome = await state.store.reconcile(account_id, device_id, hello.sessions)
         positions = [
             SessionPosition(
@@ -144,6 +150,9 @@ async def agent_link(ws: WebSocket) -> None:
         if state.live.detach(link):
             with contextlib.suppress(Exception):  # still the cleanup: never skip what follows
                 await state.store.device_seen(device_id)
+            if state.cluster is not None:
+                with contextlib.suppress(Exception):
+                    await state.cluster.unlinked(link)
             state.publish_device(account_id, device_id)
         if link.replaced:
             _log.info("Mac %s (%s): link replaced by a newer one", name, device_id)
@@ -232,8 +241,10 @@ async def _watch_token(state: RelayState, link: DeviceLink, token_hash: str) -> 
     while True:
         await asyncio.sleep(interval)
         try:
-            state.store.authenticate_hash(token_hash)
+            await state.store.authenticate_async(token_hash)
         except RelayError as exc:
+            if exc.code == "store_unavailable":
+                continue  # the database is away, not the token: check again later
             link.fail_pending()
             await link.close(CLOSE_UNAUTHORIZED, f"{exc.code}: {exc.message}"[:120])
             return

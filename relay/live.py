@@ -12,7 +12,7 @@ import contextlib
 import secrets
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from relay.errors import Conflict, GatewayTimeout
 from wire.protocol import (
@@ -23,6 +23,9 @@ from wire.protocol import (
     HistoryRequest,
     SessionInfo,
 )
+
+if TYPE_CHECKING:
+    from relay.cluster import RemoteLink
 
 SendText = Callable[[str], Awaitable[None]]
 CloseSocket = Callable[[int, str], Awaitable[None]]
@@ -96,16 +99,47 @@ class DeviceLink:
                 )
 
 
+class Link(Protocol):
+    """A Mac's link as callers use it: this node's own (DeviceLink) or another node's
+    (relay/cluster.py RemoteLink), with the same methods, timeouts and errors."""
+
+    device_id: str
+    account_id: str
+    name: str
+    closed: bool
+
+    async def command(
+        self, session_id: str, args: CommandArgs, timeout: float
+    ) -> CommandResult: ...
+
+    async def history(
+        self, session_id: str, before: int, limit: int, timeout: float
+    ) -> History: ...
+
+    async def close(self, code: int, reason: str) -> None: ...
+
+    def fail_pending(self) -> None: ...
+
+
 class Live:
     def __init__(self) -> None:
-        self.links: dict[str, DeviceLink] = {}
+        self.local: dict[str, DeviceLink] = {}  # the Macs linked to this node
+        # Macs linked to another relay node of the cluster (relay/cluster.py), by device id.
+        self.remote: dict[str, RemoteLink] = {}
         self.sessions: dict[str, SessionInfo] = {}
 
-    def link(self, device_id: str) -> DeviceLink | None:
-        return self.links.get(device_id)
+    @property
+    def links(self) -> dict[str, Link]:
+        """Every linked Mac, here or on another node."""
+        if not self.remote:
+            return dict(self.local)
+        return {**self.remote, **self.local}
 
-    def require_link(self, device_id: str, device_name: str = "") -> DeviceLink:
-        link = self.links.get(device_id)
+    def link(self, device_id: str) -> Link | None:
+        return self.local.get(device_id) or self.remote.get(device_id)
+
+    def require_link(self, device_id: str, device_name: str = "") -> Link:
+        link = self.link(device_id)
         if link is None or link.closed:
             label = f"'{device_name}'" if device_name else device_id
             raise Conflict(
@@ -117,13 +151,13 @@ class Live:
 
     def attach(self, link: DeviceLink) -> DeviceLink | None:
         """Register a link; return the one it replaces (the newest connection wins)."""
-        old = self.links.get(link.device_id)
-        self.links[link.device_id] = link
+        old = self.local.get(link.device_id)
+        self.local[link.device_id] = link
         return old
 
     def detach(self, link: DeviceLink) -> bool:
-        if self.links.get(link.device_id) is link:
-            del self.links[link.device_id]
+        if self.local.get(link.device_id) is link:
+            del self.local[link.device_id]
             return True
         return False
 

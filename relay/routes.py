@@ -124,7 +124,7 @@ async def pair(body: PairBody, request: Request, state: State) -> Response:
     # The peer's address, or the client's as a trusted proxy names it (relay/app.py
     # ForwardedHeaders): a header a client sends itself never picks its bucket.
     client = request.client.host if request.client else "unknown"
-    state.pair_limiter.check(client)
+    await state.check_pair_rate(client)
     token, kind, subject_id = await state.store.redeem_pair_code(body.code, body.name)
     response = JSONResponse({"token": token, "kind": kind, "id": subject_id})
     if kind == "phone":

@@ -39,8 +39,10 @@ def last_event_id(conn: HTTPConnection) -> int | None:
 
 async def _still_allowed(state: RelayState, principal: Principal) -> Close | None:
     try:
-        state.store.authenticate_hash(principal.token_hash)
+        await state.store.authenticate_async(principal.token_hash)
     except RelayError as exc:
+        if exc.status == 503:
+            return None  # the database is away, not the login: check again later
         return Close("revoked", {"code": exc.code, "message": exc.message})
     return None
 

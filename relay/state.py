@@ -7,7 +7,7 @@ import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from starlette.requests import Request
 
@@ -17,6 +17,9 @@ from relay.errors import NotFound
 from relay.hub import Hub
 from relay.live import DeviceLink, Live
 from relay.store import Device, Principal, Session, Store
+
+if TYPE_CHECKING:
+    from relay.cluster import Cluster
 from wire.claude_versions import claude_standing
 from wire.config import Config
 from wire.protocol import Card, Decision, SessionInfo
@@ -95,6 +98,9 @@ class RelayState:
     # What each session's Mac last said (``last_known``), as stored: read at start-up so a
     # session of a Mac that is offline across a relay restart still shows it.
     last_known: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # This node's part in a cluster of relay nodes on PostgreSQL (relay/cluster.py); None when
+    # the relay is one process (SQLite).
+    cluster: Cluster | None = None
 
     def __post_init__(self) -> None:
         self.pair_limiter = RateLimiter(self.config.int("pair_attempts_per_minute"))
@@ -195,8 +201,22 @@ class RelayState:
             body["summary"] = summary
         self.hub.publish_account(session.account_id, "session", body)
 
+    async def check_pair_rate(self, client: str) -> None:
+        """Pairing attempts per client address: counted by every node together in a cluster."""
+        if self.cluster is not None:
+            await self.cluster.check_rate(
+                f"pair:{client}", self.config.int("pair_attempts_per_minute"), 60.0
+            )
+        else:
+            self.pair_limiter.check(client)
+
     def publish_device(
-        self, account_id: str, device_id: str, info: dict[str, Any] | None = None
+        self,
+        account_id: str,
+        device_id: str,
+        info: dict[str, Any] | None = None,
+        *,
+        forward: bool = True,
     ) -> None:
         """``info``: what the Mac's hello just said about itself (its Claude Code version too)."""
         link = self.live.link(device_id)
@@ -208,7 +228,7 @@ class RelayState:
         if info is not None:
             body["info"] = info
             body["claude_standing"] = claude_standing(info)
-        self.hub.publish_account(account_id, "device", body)
+        self.hub.publish_account(account_id, "device", body, forward=forward)
 
     async def session_update(self, link: DeviceLink, info: SessionInfo) -> None:
         try:
@@ -217,10 +237,13 @@ class RelayState:
             return  # an update for a session the relay has not stored yet: lines will create it
         before = self.live.sessions.get(info.session_id)
         merged = self.live.update(info)
+        preview_only = info.model_fields_set <= {"session_id", "preview"}
+        if self.cluster is not None:
+            self.cluster.share_live(link.account_id, link.device_id, merged, keep=not preview_only)
         await self.keep_last_known(session.id, merged)
         for watch in self.watchers:
             watch(link.account_id, session, before, merged)
-        if info.model_fields_set <= {"session_id", "preview"}:
+        if preview_only:
             # A preview alone: send just the text, not the whole session.
             self.hub.publish_account(
                 link.account_id, "preview", {"session_id": info.session_id, "text": merged.preview}

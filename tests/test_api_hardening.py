@@ -535,9 +535,10 @@ def test_the_origin_check_trusts_no_client_forwarded_host_and_compares_scheme(
 def test_a_full_disk_answers_503_store_unavailable_and_nothing_stored_is_lost(
     make_relay: Any,
 ) -> None:
-    """A database that cannot be written (here SQLite's own "database or disk is full") is a
-    clear 503 on the API and an error on the link, which stays up; once there is room again the
-    Mac's lines are stored, and what was stored before is all still there."""
+    """A database that cannot be written (SQLite's own "database or disk is full"; on PostgreSQL
+    a server that refuses writes, as one does in read-only mode or out of disk) is a clear 503 on
+    the API and an error on the link, which stays up; once there is room again the Mac's lines are
+    stored, and what was stored before is all still there."""
     from tests.support.api import SMALL
     from tests.support.api import push as push_lines
     from wire.protocol import LineRecord
@@ -547,16 +548,34 @@ def test_a_full_disk_answers_503_store_unavailable_and_nothing_stored_is_lost(
     store = server.state.store
     sid = str(uuid.uuid4())
 
+    postgres = store.dialect.postgres
+
     def pages(conn: Any) -> int:
         return int(conn.execute("PRAGMA page_count").fetchone()[0])
+
+    async def fill_the_disk() -> None:
+        if postgres:  # the writer's own sessions refuse to write from its next transaction on
+            await store.write(
+                lambda conn: conn.execute("SET SESSION CHARACTERISTICS AS TRANSACTION READ ONLY")
+            )
+            return
+        full = await store.write(pages)
+        await store.write(lambda conn: conn.execute(f"PRAGMA max_page_count = {full}"))
+
+    async def make_room() -> None:
+        if postgres:
+            await store.write(
+                lambda conn: conn.execute("SET SESSION CHARACTERISTICS AS TRANSACTION READ WRITE")
+            )
+            return
+        await store.write(lambda conn: conn.execute("PRAGMA max_page_count = 1073741823"))
 
     async def go() -> None:
         async with mac(server, acct.device_token) as link:
             await push_lines(link, sid, SMALL)
             with phone_client(server, acct.phone_token) as phone:
                 before = (await asyncio.to_thread(phone.get, f"/api/sessions/{sid}/events")).json()
-                full = await store.write(pages)
-                await store.write(lambda conn: conn.execute(f"PRAGMA max_page_count = {full}"))
+                await fill_the_disk()
                 try:
                     big = {"title": "x" * 400}
                     for _ in range(50):  # until a page more is needed
@@ -568,7 +587,8 @@ def test_a_full_disk_answers_503_store_unavailable_and_nothing_stored_is_lost(
                         big = {"title": big["title"][::-1] + "y"}
                     assert answer.status_code == 503, answer.text
                     assert answer.json()["error"]["code"] == "store_unavailable"
-                    assert "full" in answer.json()["error"]["message"]
+                    words = "read-only transaction" if postgres else "full"
+                    assert words in answer.json()["error"]["message"]
                     lines = [
                         LineRecord(offset=10**6 + i, text=_user(f"late {i}")) for i in range(30)
                     ]
@@ -576,9 +596,7 @@ def test_a_full_disk_answers_503_store_unavailable_and_nothing_stored_is_lost(
                         await link.send_lines(sid, "conv-late", lines)
                     assert link.connected  # the link stays up
                 finally:
-                    await store.write(
-                        lambda conn: conn.execute("PRAGMA max_page_count = 1073741823")
-                    )
+                    await make_room()
                 await link.send_lines(sid, "conv-late", lines)
                 after = (await asyncio.to_thread(phone.get, f"/api/sessions/{sid}/events")).json()
         kept = [e["seq"] for e in after["events"]]

@@ -30,7 +30,7 @@ import json
 import os
 import threading
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -149,8 +149,11 @@ def _all_events(client: httpx.Client, session_id: str) -> list[dict[str, Any]]:
 
 
 @pytest.fixture(scope="module")
-def api_relay(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RelayServer]:
-    server = RelayServer(Path(tmp_path_factory.mktemp("props-api")), command_timeout=3.0).start()
+def api_relay(
+    tmp_path_factory: pytest.TempPathFactory, relay_overrides: Callable[[], dict[str, Any]]
+) -> Iterator[RelayServer]:
+    data = Path(tmp_path_factory.mktemp("props-api"))
+    server = RelayServer(data, command_timeout=3.0, **relay_overrides()).start()
     print(
         f"\nAPI properties: Hypothesis max_examples={API_SETTINGS.max_examples} per test, "
         "deadline=None, derandomize=True, database=None"

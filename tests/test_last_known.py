@@ -4,6 +4,7 @@ waiting on a Mac that is offline is still listed as needing you after the relay 
 from __future__ import annotations
 
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -22,10 +23,11 @@ def sessions(server: RelayServer, token: str) -> dict[str, dict[str, Any]]:
 
 
 def test_last_known_state_of_an_offline_mac_survives_a_relay_restart(
-    tmp_path: Path, loop: LoopThread
+    tmp_path: Path, loop: LoopThread, relay_overrides: Callable[[], dict[str, Any]]
 ) -> None:
     data = tmp_path / "relay"
-    first = RelayServer(data).start()
+    store = relay_overrides()  # one store, kept across the restart
+    first = RelayServer(data, **store).start()
     try:
         account = first.account()
         mac = ScriptedMac(first, account.device_token, loop).connect()
@@ -44,7 +46,7 @@ def test_last_known_state_of_an_offline_mac_survives_a_relay_restart(
         first.stop()
 
     # The relay restarts while the Mac stays offline.
-    second = RelayServer(data).start()
+    second = RelayServer(data, **store).start()
     try:
         after = sessions(second, account.phone_token)
         assert after[waiting]["mark"] == "offline"

@@ -871,7 +871,9 @@ def _brief(event: dict[str, Any] | None) -> str:
 
 
 @pytest.fixture(scope="module")
-def link_relay(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RelayServer]:
+def link_relay(
+    tmp_path_factory: pytest.TempPathFactory, relay_overrides: Callable[[], dict[str, Any]]
+) -> Iterator[RelayServer]:
     """A relay with small line and message limits (so too large input is cheap) and a short
     history timeout (this Mac never answers history requests)."""
     server = RelayServer(
@@ -879,6 +881,7 @@ def link_relay(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RelayServer
         max_line_bytes=MAX_LINE_BYTES,
         max_link_message_bytes=MAX_LINK_MESSAGE_BYTES,
         history_timeout=1.0,
+        **relay_overrides(),
     ).start()
     yield server
     server.stop()

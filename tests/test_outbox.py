@@ -7,7 +7,7 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -41,11 +41,12 @@ def made_session(server: RelayServer, token: str, loop: LoopThread) -> tuple[Scr
 
 
 def test_queued_while_offline_survives_a_restart_and_is_delivered_once_in_order(
-    tmp_path: Path, loop: LoopThread
+    tmp_path: Path, loop: LoopThread, relay_overrides: Callable[[], dict[str, Any]]
 ) -> None:
     data, port = tmp_path / "data", free_port()
+    store = relay_overrides()  # one store, kept across the restart
     # a long retry interval: delivery must start from the Mac's own report when it links
-    server: RelayServer = PortRelay(data, port, outbox_retry_interval=60.0).start()
+    server: RelayServer = PortRelay(data, port, outbox_retry_interval=60.0, **store).start()
     account = server.account()
     mac, sid = made_session(server, account.device_token, loop)
     try:
@@ -67,7 +68,7 @@ def test_queued_while_offline_survives_a_restart_and_is_delivered_once_in_order(
     finally:
         server.stop()
 
-    server = PortRelay(data, port, outbox_retry_interval=60.0).start()
+    server = PortRelay(data, port, outbox_retry_interval=60.0, **store).start()
     try:
         with relay_client(server, account) as c:
             listed = c.get(f"/api/sessions/{sid}/outbox").json()["queued"]

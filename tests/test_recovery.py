@@ -12,7 +12,9 @@ import subprocess
 import sys
 import time
 import uuid
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -28,7 +30,8 @@ BATCH = 100
 KILL_AFTER_BATCHES = 45
 
 
-def start_relay(data: Path, port: int) -> subprocess.Popen[bytes]:
+def start_relay(data: Path, port: int, env: dict[str, str]) -> subprocess.Popen[bytes]:
+    data.mkdir(parents=True, exist_ok=True)  # on PostgreSQL the store makes no folder
     log = data / "relay.log"
     with log.open("ab") as sink:
         proc = subprocess.Popen(
@@ -36,6 +39,7 @@ def start_relay(data: Path, port: int) -> subprocess.Popen[bytes]:
              "--log-level", "warning"],
             stdout=subprocess.DEVNULL,
             stderr=sink,
+            env=env,
         )  # fmt: skip
     deadline = time.monotonic() + 20
     while time.monotonic() < deadline:
@@ -125,9 +129,12 @@ async def phone(url: str, token: str, session_id: str, total: int, out: list[int
 
 
 @pytest.mark.slow
-def test_kill_9_during_a_10000_event_replay_loses_and_doubles_nothing(tmp_path: Path) -> None:
+def test_kill_9_during_a_10000_event_replay_loses_and_doubles_nothing(
+    tmp_path: Path, relay_overrides: Callable[[], dict[str, Any]]
+) -> None:
     data = tmp_path / "relay"
-    cfg = configmod.load({"data_dir": str(data), "events_kept": TOTAL_LINES}, environ={})
+    settings = {"events_kept": TOTAL_LINES, **relay_overrides()}
+    cfg = configmod.load({"data_dir": str(data), **settings}, environ={})
     store = Store(cfg)
     account = store.ensure_account()
     device_token, _, _ = store.create_token(account, "device", "mac")
@@ -135,11 +142,9 @@ def test_kill_9_during_a_10000_event_replay_loses_and_doubles_nothing(tmp_path: 
     store.close()
     port = free_port()
     url = f"http://127.0.0.1:{port}"
-    os.environ["CB_EVENTS_KEPT"] = str(TOTAL_LINES)
-    try:
-        proc = start_relay(data, port)
-    finally:
-        del os.environ["CB_EVENTS_KEPT"]
+    # The relay's process reads the same settings from its environment (CB_EVENTS_KEPT, ...).
+    env = {**os.environ, **{f"CB_{k.upper()}": str(v) for k, v in settings.items()}}
+    proc = start_relay(data, port, env)
     session_id = str(uuid.uuid4())
     all_lines = lines(TOTAL_LINES)
 
@@ -159,11 +164,7 @@ def test_kill_9_during_a_10000_event_replay_loses_and_doubles_nothing(tmp_path: 
                 await asyncio.sleep(0.005)
                 proc.send_signal(signal.SIGKILL)
                 proc.wait()
-                os.environ["CB_EVENTS_KEPT"] = str(TOTAL_LINES)
-                try:
-                    proc = start_relay(data, port)
-                finally:
-                    del os.environ["CB_EVENTS_KEPT"]
+                proc = start_relay(data, port, env)
                 await pending
                 continue
             await mac.push(session_id, all_lines[start : start + BATCH])

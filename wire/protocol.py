@@ -40,6 +40,7 @@ MAX_CWD_CHARS = 4096
 CLOSE_REPLACED = 4000  # a newer link of the same Mac took over
 CLOSE_PROTOCOL = 4002  # the first message was not a valid hello
 CLOSE_UNAUTHORIZED = 4401  # the device token is unknown, revoked or expired: pair again
+CLOSE_TRY_AGAIN = 1013  # the relay cannot check the token now (its database is away): retry
 
 Seq = Annotated[int, Field(ge=1, le=MAX_SEQ)]
 SeqOrZero = Annotated[int, Field(ge=0, le=MAX_SEQ)]

@@ -152,10 +152,63 @@ def _last_known(conn: Any, dialect: Dialect) -> None:
     )
 
 
+CLUSTER_TABLES = """
+CREATE TABLE IF NOT EXISTS relay_nodes (
+    node_id TEXT PRIMARY KEY,
+    name TEXT NOT NULL DEFAULT '',
+    started_at REAL NOT NULL,
+    heartbeat_at REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS device_links (
+    device_id TEXT PRIMARY KEY,
+    account_id TEXT NOT NULL,
+    node_id TEXT NOT NULL,
+    name TEXT NOT NULL DEFAULT '',
+    linked_at REAL NOT NULL
+);
+CREATE TABLE IF NOT EXISTS live_sessions (
+    session_id TEXT PRIMARY KEY,
+    account_id TEXT NOT NULL,
+    device_id TEXT NOT NULL,
+    node_id TEXT NOT NULL,
+    data TEXT NOT NULL,
+    updated_at REAL NOT NULL
+);
+CREATE INDEX IF NOT EXISTS live_sessions_device ON live_sessions(device_id);
+CREATE TABLE IF NOT EXISTS node_requests (
+    id TEXT PRIMARY KEY,
+    origin TEXT NOT NULL,
+    target TEXT NOT NULL,
+    device_id TEXT NOT NULL,
+    kind TEXT NOT NULL,
+    body TEXT NOT NULL,
+    created_at REAL NOT NULL,
+    answer TEXT
+);
+CREATE TABLE IF NOT EXISTS node_messages (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    created_at REAL NOT NULL,
+    body TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS rate_hits (
+    bucket TEXT NOT NULL,
+    at REAL NOT NULL
+);
+CREATE INDEX IF NOT EXISTS rate_hits_bucket ON rate_hits(bucket, at)
+"""
+
+
+def _cluster_tables(conn: Any, dialect: Dialect) -> None:
+    """Only PostgreSQL serves several relay nodes (relay/cluster.py); SQLite has one process."""
+    if dialect.postgres:
+        _run_script(conn, CLUSTER_TABLES)
+
+
 CORE: tuple[Step, ...] = (
     Step(1, "the core tables (accounts, Macs, phones, tokens, sessions, events)", _core_tables),
     Step(2, "where each session's current epoch starts (sessions.epoch_start)", _epoch_start),
     Step(3, "what each session's Mac last said of it (last_known)", _last_known),
+    Step(4, "the relay nodes, their leases on Macs' links, requests between them", _cluster_tables),
 )
 CORE_VERSION = CORE[-1].version
 

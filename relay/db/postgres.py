@@ -243,7 +243,11 @@ class PostgresDatabase(Database):
             psycopg.connect(self.url, autocommit=True, connect_timeout=CONNECT_TIMEOUT)
         )
         if not self._migrated:  # once per process: the first connection migrates
-            migrate(conn, POSTGRES, self._schemas, self._log, where=safe_url(self.url))
+            try:
+                migrate(conn, POSTGRES, self._schemas, self._log, where=safe_url(self.url))
+            except BaseException:
+                conn.close()
+                raise
             self._migrated = True
         return conn
 

@@ -75,7 +75,11 @@ class SqliteDatabase(Database):
             synchronous = "NORMAL"
         conn.execute(f"PRAGMA synchronous = {synchronous}")
         conn.execute("PRAGMA wal_autocheckpoint = 0")  # the checkpointer thread does it
-        migrate(conn, SQLITE, self._schemas, self._log, where=str(self.path))
+        try:
+            migrate(conn, SQLITE, self._schemas, self._log, where=str(self.path))
+        except BaseException:
+            conn.close()
+            raise
         return conn
 
     def _reader(self) -> sqlite3.Connection:

@@ -54,7 +54,7 @@ from relay.deps import Phone, State, refuse_read_only, relay_state, session_or_4
 from relay.errors import Conflict, RelayError
 from relay.feature import Feature
 from relay.features import audit
-from relay.live import DeviceLink
+from relay.live import Link
 from relay.state import RelayState, iso
 from relay.store import Principal, Session
 from wire.config import Config
@@ -404,7 +404,7 @@ class Retention:
         self._deliver_lock = asyncio.Lock()
         self._run_lock = asyncio.Lock()
         self._pending_devices: set[str] = set()
-        self._seen: dict[str, DeviceLink] = {}  # a link seen once has surely had its welcome
+        self._seen: dict[str, Link] = {}  # a link seen once has surely had its welcome
         self.next_run_at: float | None = None  # wall-clock time of the next scheduled run
 
     @property

@@ -1,8 +1,10 @@
 """The tests' pytest plug-in: every shared fixture, registered once by tests/conftest.py through
 ``pytest_plugins`` (as libtmux ships its ``pytest_plugin.py``), so no test module imports another's.
 
-- a real relay: ``relay`` (one per run, tests isolated by ``account``), ``make_relay`` (private,
-  with its own settings);
+- a real relay: ``relay`` (one per run and store backend, tests isolated by ``account``),
+  ``make_relay`` (private, with its own settings), on the backend ``relay_backend`` names
+  ("sqlite", or "postgres": a fresh database of ``postgres``, one real cluster per run, for each
+  relay); ``relay_overrides()`` gives the settings of a fresh store on that backend;
 - a Mac: ``bridge`` (the real agent with the real Claude Code, against ``mock_api``, the fake
   Anthropic API; ``claude_bin``), ``fake`` (the real agent with the fake claude);
 - a phone's browser: ``browser`` (Debian's Chromium), ``phone`` (logged-in page), ``loop`` (an event
@@ -14,10 +16,11 @@ The helpers these fixtures hand out live in the importable modules next to this 
 from __future__ import annotations
 
 import contextlib
+import os
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -26,27 +29,108 @@ import pytest
 from playwright.sync_api import Browser, sync_playwright
 
 from tests.support.bridge import E2E, FAKE, Bridge, claude_binary, seed_home
+from tests.support.postgres import PostgresCluster, PostgresMissingError
 from tests.support.relay import Account, RelayServer, free_port
 from tests.support.web import CHROMIUM, CHROMIUM_ARGS, LoopThread, Phone, ScriptedMac
+
+# -- the relay's store backends ------------------------------------------------------------------
+
+BACKENDS = ("sqlite", "postgres")
+# The relay's API and link suites: each of their tests that runs a relay runs once per backend
+# (test_x[sqlite], test_x[postgres]). A module here must get its relays from ``relay``,
+# ``make_relay`` or ``relay_overrides``. (tests/test_commands.py, of the link's models alone,
+# runs no relay.)
+BACKEND_MODULES = frozenset(
+    {
+        "test_api.py",
+        "test_api_hardening.py",
+        "test_api_properties.py",
+        "test_link.py",
+        "test_link_hardening.py",
+        "test_link_properties.py",
+        "test_sse.py",
+        "test_outbox.py",
+        "test_last_known.py",
+        "test_recovery.py",
+    }
+)
+BACKENDS_ENV = "CB_TEST_BACKENDS"  # e.g. CB_TEST_BACKENDS=postgres: one backend only
+
+
+def chosen_backends() -> list[str]:
+    names = [n.strip() for n in os.environ.get(BACKENDS_ENV, ",".join(BACKENDS)).split(",")]
+    chosen = [n for n in names if n]
+    unknown = sorted(set(chosen) - set(BACKENDS))
+    if unknown or not chosen:
+        raise pytest.UsageError(f"{BACKENDS_ENV}: {unknown or 'empty'}; known: {BACKENDS}")
+    return chosen
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    in_suite = Path(str(metafunc.definition.fspath)).name in BACKEND_MODULES
+    if in_suite and "relay_backend" in metafunc.fixturenames:
+        # Session scope: the shared ``relay`` exists once per backend, not once per test.
+        metafunc.parametrize("relay_backend", chosen_backends(), indirect=True, scope="session")
+
+
+@pytest.fixture(scope="session")
+def postgres() -> Iterator[PostgresCluster]:
+    """One real PostgreSQL cluster for the run (Debian's), removed at its end."""
+    try:
+        cluster = PostgresCluster()
+    except PostgresMissingError as exc:
+        pytest.fail(str(exc))
+    try:
+        yield cluster.start()
+    finally:
+        cluster.destroy()
+
+
+@pytest.fixture(scope="session")
+def relay_backend(request: pytest.FixtureRequest) -> str:
+    """The relay store's backend: "sqlite" unless the test is parametrised over backends."""
+    backend: str = getattr(request, "param", "sqlite")
+    return backend
+
+
+@pytest.fixture(scope="session")
+def relay_overrides(
+    relay_backend: str, request: pytest.FixtureRequest
+) -> Callable[[], dict[str, Any]]:
+    """Each call: the settings of a fresh, empty store on ``relay_backend``, to pass to
+    ``RelayServer(data_dir, **relay_overrides())``. The cluster starts only if one is needed."""
+
+    cluster: PostgresCluster | None = None
+    if relay_backend == "postgres":
+        cluster = request.getfixturevalue("postgres")
+
+    def overrides() -> dict[str, Any]:
+        return {"database_url": cluster.new_database("relay")} if cluster else {}
+
+    return overrides
+
 
 # -- the relay -----------------------------------------------------------------------------------
 
 
 @pytest.fixture(scope="session")
-def relay(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RelayServer]:
+def relay(
+    tmp_path_factory: pytest.TempPathFactory, relay_overrides: Callable[[], dict[str, Any]]
+) -> Iterator[RelayServer]:
     """One relay shared by the tests that only need isolation by account."""
-    server = RelayServer(tmp_path_factory.mktemp("relay")).start()
+    server = RelayServer(tmp_path_factory.mktemp("relay"), **relay_overrides()).start()
     yield server
     server.stop()
 
 
 @pytest.fixture
-def make_relay(tmp_path: Path) -> Iterator[Any]:
-    """A private relay with its own settings, for tests that change limits."""
+def make_relay(tmp_path: Path, relay_overrides: Callable[[], dict[str, Any]]) -> Iterator[Any]:
+    """A private relay with its own settings (and its own store), for tests that change limits."""
     servers: list[RelayServer] = []
 
     def make(**overrides: Any) -> RelayServer:
-        server = RelayServer(tmp_path / f"relay{len(servers)}", **overrides).start()
+        settings = {**relay_overrides(), **overrides}
+        server = RelayServer(tmp_path / f"relay{len(servers)}", **settings).start()
         servers.append(server)
         return server
 

@@ -162,7 +162,8 @@ class SSEReader:
         return await asyncio.wait_for(self._next(), timeout)
 
     async def _next(self) -> SSEMessage:
-        event, data, ident = "message", [], None
+        event, ident = "message", None
+        data: list[str] = []
         async for line in self._lines:
             if line == "":
                 if data:
