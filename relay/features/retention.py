@@ -408,6 +408,11 @@ class Retention:
         self.next_run_at: float | None = None  # wall-clock time of the next scheduled run
 
     @property
+    def _shared(self) -> bool:
+        """Whether other relay nodes share the database (PostgreSQL)."""
+        return bool(self.state.store.dialect.postgres)
+
+    @property
     def ages(self) -> Ages:
         return Ages.from_config(self.state.config)
 
@@ -457,7 +462,7 @@ class Retention:
                 due = loop.time() + interval
                 self.next_run_at = time.time() + interval
             try:
-                if self.state.store.dialect.postgres:
+                if self._shared:
                     await self._reload_pending()  # another node may have deleted sessions
                 await self.deliver_pending()
             except Exception:
@@ -670,7 +675,13 @@ class Retention:
             done: list[str] = []
             timeout = self.state.config.float("command_timeout")
             for device_id, items in by_device.items():
-                link = self.state.live.link(device_id)
+                # A Mac linked to another relay node is told by that node (it reads this ledger
+                # too): one node sends each delete_history, not every node that sees the link.
+                link: Link | None = (
+                    self.state.live.local.get(device_id)
+                    if self._shared
+                    else self.state.live.link(device_id)
+                )
                 if link is None or link.closed:
                     continue
                 if self._seen.get(device_id) is not link:
