@@ -14,7 +14,7 @@ import json
 import secrets
 import sqlite3
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -24,11 +24,11 @@ import pytest
 
 from agent.decisions import decision_for, rule_text
 from agent.state import RunningTool
-from tests.support import pgtemp
 from tests.support.api import SMALL, error_of, new_id, push
 from tests.support.bridge import Bridge
 from tests.support.cli import cli
 from tests.support.journeys import events, start_session
+from tests.support.postgres import PostgresCluster
 from tests.support.relay import Account, RelayServer, mac, phone_client
 from tests.support.retention import FAST, Clock, Mac, retention_of, run
 from tests.support.waits import await_until, wait_for
@@ -39,9 +39,9 @@ from wire.protocol import Command, CommandResult, Decision, SessionInfo, input_d
 
 
 @pytest.fixture
-def pg_url() -> Iterator[str]:
-    """An empty PostgreSQL database of the test's own (skipped without CB_TEST_PG)."""
-    yield from pgtemp.fresh_database()
+def pg_url(postgres: PostgresCluster) -> str:
+    """An empty database of the test's own on the run's PostgreSQL cluster."""
+    return postgres.new_database("audit")
 
 
 BASH_INPUT = {"command": "touch bash_made.txt && echo hi", "description": "Create a file"}

@@ -7,13 +7,12 @@ from __future__ import annotations
 import asyncio
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.support import pgtemp
 from tests.support.relay import RelayServer, free_port
 from tests.support.web import (
     LoopThread,
@@ -168,15 +167,15 @@ def test_a_refused_message_waits_saying_why_and_can_be_dropped(
         assert anon.post(f"/api/sessions/{sid}/outbox", json={"text": "x"}).status_code == 401
 
 
-@pytest.fixture
-def pg_url() -> Iterator[str]:
-    """An empty PostgreSQL database of the test's own (skipped without CB_TEST_PG)."""
-    yield from pgtemp.fresh_database()
-
-
 def test_queued_through_one_node_is_delivered_by_the_node_the_mac_links_to(
-    pg_url: str, make_relay: Any, loop: LoopThread
+    relay_backend: str,
+    relay_overrides: Callable[[], dict[str, Any]],
+    make_relay: Any,
+    loop: LoopThread,
 ) -> None:
+    if relay_backend != "postgres":
+        pytest.skip("relay nodes share a store on PostgreSQL only")
+    pg_url = relay_overrides()["database_url"]  # one store, two nodes
     # The node the phone uses reads the table again often; the Mac's node only when it links.
     phones = make_relay(database_url=pg_url, outbox_retry_interval=0.3)
     macs = make_relay(database_url=pg_url, outbox_retry_interval=60.0)

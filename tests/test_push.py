@@ -25,7 +25,7 @@ from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 from relay.features import push
 from relay.store import Session, Store
-from tests.support import pgtemp
+from tests.support.postgres import PostgresCluster
 from tests.support.push import LOCAL_PUSH_HOST, BrowserKeys, PushService
 from tests.support.relay import RelayServer, mac, phone_client, transcript
 from wire import config as configmod
@@ -161,9 +161,9 @@ def test_vapid_key_is_made_once_and_kept_private(tmp_path: Path) -> None:
 
 
 @pytest.fixture
-def pg_url() -> Iterator[str]:
-    """An empty PostgreSQL database of the test's own (skipped without CB_TEST_PG)."""
-    yield from pgtemp.fresh_database()
+def pg_url(postgres: PostgresCluster) -> str:
+    """An empty database of the test's own on the run's PostgreSQL cluster."""
+    return postgres.new_database("push")
 
 
 def _pg_store(url: str, folder: Path) -> Store:

@@ -6,16 +6,16 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import httpx
 import pytest
 
 from relay.features.retention import BUSY, DAY, RUN_LOCK, Ages, SessionAge, plan
-from tests.support import pgtemp
 from tests.support.api import SMALL, error_of, new_id, push
 from tests.support.cli import cli
+from tests.support.postgres import PostgresCluster
 from tests.support.relay import RelayServer, mac, phone_client
 from tests.support.retention import FAST, Clock, Mac, retention_of, run
 from tests.support.waits import await_until, wait_for
@@ -28,9 +28,9 @@ AGES = Ages(archive_after=30 * DAY, delete_after=180 * DAY)
 
 
 @pytest.fixture
-def pg_url() -> Iterator[str]:
-    """An empty PostgreSQL database of the test's own (skipped without CB_TEST_PG)."""
-    yield from pgtemp.fresh_database()
+def pg_url(postgres: PostgresCluster) -> str:
+    """An empty database of the test's own on the run's PostgreSQL cluster."""
+    return postgres.new_database("retention")
 
 
 def age(sid: str, idle_days: float, now: float, **kw: Any) -> SessionAge:

@@ -23,7 +23,7 @@ import pytest
 
 from relay.features import subagents
 from relay.store import Store
-from tests.support.pgtemp import pg_url  # noqa: F401  (a fixture)
+from tests.support.postgres import PostgresCluster
 from tests.support.relay import TRANSCRIPTS, Account, RelayServer, mac, phone_client
 from wire import config as configmod
 from wire.transcript import read_lines
@@ -37,6 +37,12 @@ TOOL_USE = "toolu_af8f2c1bb1ca48698824454c"
 PROMPT = "SUBTASK_PROMPT: please list the folder with LS_SUB and report."
 OUTCOME = "Subagent report: the folder was listed."
 SUB_EVENTS = 4  # the subagent's prompt, its Bash call and result, its report
+
+
+@pytest.fixture
+def pg_url(postgres: PostgresCluster) -> str:
+    """An empty database of the test's own on the run's PostgreSQL cluster."""
+    return postgres.new_database("subagents")
 
 
 def new_id() -> str:
