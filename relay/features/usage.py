@@ -14,7 +14,8 @@ The session listing (``RelayState.session_json``) is synchronous, so its compact
 (``{"usd", "tokens", "source"}``) comes from an in-memory cache: loaded from the table at start,
 then refreshed after each commit that changed a cost — the tracker queues a small writer job
 that reads the committed rows and fills the cache once that job has committed too, so the cache
-never shows a figure a rolled-back batch computed.
+never shows a figure a rolled-back batch computed. On PostgreSQL, where lines may come in through
+any relay node, the listing and the snapshot read the stored figures instead of the cache.
 
 Prices are those of the relay's configuration at ingest time (``model_prices`` overrides on top
 of relay/features/prices.json); changing them re-prices a session's estimated part when it next
@@ -24,9 +25,10 @@ gets lines.
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import logging
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Annotated, Any, Final
 
 from fastapi import APIRouter, Query, Request
@@ -36,7 +38,7 @@ from relay.deps import Phone
 from relay.feature import Feature
 from relay.features.cost import EMPTY_REPORT, CostCounter, Ledger, Prices, Usage, load_prices
 from relay.state import RelayState
-from relay.store import NewLines, Store
+from relay.store import NewLines, Session, Store
 
 _log = logging.getLogger("relay.features.usage")
 
@@ -221,7 +223,26 @@ async def start(state: RelayState) -> UsageTracker:
     state.store.add_observer(tracker)
     await tracker.start()
     state.session_fields.append(lambda session: {"cost": tracker.summary(session.id)})
+    if state.store.dialect.postgres:
+        # The cache holds what this node counted; lines may come in through any node, so the
+        # listing and the snapshot read the stored figures (one indexed query each).
+        state.list_fields.append(functools.partial(_listed_costs, state.store))
+        state.snapshot_fields.append(functools.partial(_session_cost, state.store))
     return tracker
+
+
+_SUMMARY_SQL: Final = "SELECT session_id, usd, tokens, source FROM session_costs"
+
+
+async def _listed_costs(store: Store, account_id: str) -> Callable[[str], dict[str, Any]]:
+    rows = await store.read(_SUMMARY_SQL + " WHERE account_id = ?", (account_id,))
+    found = {str(r[0]): _summary(r[1], r[2], r[3]) for r in rows}
+    return lambda session_id: {"cost": dict(found.get(session_id, EMPTY_SUMMARY))}
+
+
+async def _session_cost(store: Store, session: Session) -> dict[str, Any]:
+    rows = await store.read(_SUMMARY_SQL + " WHERE session_id = ?", (session.id,))
+    return {"cost": _summary(rows[0][1], rows[0][2], rows[0][3]) if rows else dict(EMPTY_SUMMARY)}
 
 
 async def session_costs(
