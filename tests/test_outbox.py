@@ -189,6 +189,13 @@ def test_queued_through_one_node_is_delivered_by_the_node_the_mac_links_to(
                 ]
                 for i in range(2)
             ]
+            with relay_client(macs, account) as other:  # every node shows what is queued
+                assert [
+                    m["id"] for m in other.get(f"/api/sessions/{sid}/outbox").json()["queued"]
+                ] == ids
+                assert [m["id"] for m in other.get(f"/api/sessions/{sid}").json()["queued"]] == ids
+                listed = {s["id"]: s for s in other.get("/api/sessions").json()["sessions"]}
+                assert [m["id"] for m in listed[sid]["queued"]] == ids
             mac.server, mac.url = macs, macs.url
             mac.connect()
             mac.update(sid, state="idle")  # reported to the other node

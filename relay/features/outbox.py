@@ -22,7 +22,7 @@ import contextlib
 import logging
 import secrets
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from fastapi import APIRouter
@@ -92,10 +92,29 @@ class Outbox:
             " ORDER BY position",
             (session_id,),
         )
+        if self._lock(session_id).locked():
+            return  # being flushed here: its own view holds
         if rows:
             self.waiting[session_id] = [_message(*r) for r in rows]
         else:
             self.waiting.pop(session_id, None)
+
+    async def snapshot(self, session: Session) -> Mapping[str, Any]:
+        """PostgreSQL: the session's queue as stored, for its snapshot."""
+        await self.reload(session.id)
+        return self.fields(session)
+
+    async def listed(self, account_id: str) -> Callable[[str], Mapping[str, Any]]:
+        """PostgreSQL: every queue of the account as stored, for the session listing."""
+        rows = await self.state.store.read(
+            "SELECT session_id, message_id, text, created_at, error FROM outbox"
+            " WHERE account_id = ? ORDER BY position",
+            (account_id,),
+        )
+        found: dict[str, list[dict[str, Any]]] = {}
+        for session_id, *message in rows:
+            found.setdefault(session_id, []).append(_message(*message))
+        return lambda session_id: {"queued": found.get(session_id, [])}
 
     @property
     def shared(self) -> bool:
@@ -257,6 +276,9 @@ async def start(state: RelayState) -> Outbox:
     await outbox.load()
     state.watchers.append(outbox.watch)
     state.session_fields.append(outbox.fields)
+    if outbox.shared:  # queued through any node: the listing and the snapshot read the table
+        state.list_fields.append(outbox.listed)
+        state.snapshot_fields.append(outbox.snapshot)
     outbox.sweeper = asyncio.get_running_loop().create_task(outbox.sweep())
     return outbox
 
@@ -285,7 +307,10 @@ async def queue_message(
 @router.get("/sessions/{session_id}/outbox")
 async def list_queued(session_id: str, principal: Phone, state: State) -> dict[str, Any]:
     session = await session_or_404(state, principal, session_id)
-    return dict(_outbox(state).fields(session))
+    outbox = _outbox(state)
+    if outbox.shared:
+        await outbox.reload(session.id)  # another node may have queued or delivered meanwhile
+    return dict(outbox.fields(session))
 
 
 @router.delete("/sessions/{session_id}/outbox/{message_id}")
