@@ -15,6 +15,7 @@ splits, state and group filters, and a few browses (empty query). Each is timed 
 parsed JSON.
 
     .venv/bin/python -m bench.search_speed [--sessions 10000] [--queries 200] [--quick]
+        [--database-url postgresql://user@host:port/empty_db]   (on PostgreSQL)
 """
 
 from __future__ import annotations
@@ -278,12 +279,13 @@ def make_session(rng: random.Random, cwd: str) -> list[Any]:
     return list(lines.out)
 
 
-async def _fill(data_dir: Path, sessions: int, rng: random.Random) -> World:
+async def _fill(data_dir: Path, sessions: int, rng: random.Random, database_url: str = "") -> World:
     from relay.features import search, titles
     from relay.store import Store
     from wire import config as configmod
 
-    store = Store(configmod.load({"data_dir": str(data_dir)}, environ={}))
+    settings = {"data_dir": str(data_dir), "database_url": database_url}
+    store = Store(configmod.load(settings, environ={}))
     try:
         store.add_observer(titles.TitleObserver())
         store.add_observer(search.SearchIndex(store))
@@ -325,8 +327,9 @@ async def _fill(data_dir: Path, sessions: int, rng: random.Random) -> World:
                 days = search.day_text(created)
                 if search.day_text(updated) != days:
                     days += " " + search.day_text(updated)
+                key = "doc_id" if conn.dialect.postgres else "rowid"
                 conn.execute(
-                    "UPDATE session_fts SET date = ? WHERE rowid ="
+                    f"UPDATE session_fts SET date = ? WHERE {key} ="
                     " (SELECT doc_id FROM session_digest WHERE session_id = ?)",
                     (days, session_id),
                 )
@@ -344,9 +347,11 @@ class FilledRelay(RelayProcess):
 
     name = "relay-search"
 
-    def __init__(self, sessions: int, **kw: Any) -> None:
-        super().__init__(**kw)
+    def __init__(self, sessions: int, database_url: str = "", **kw: Any) -> None:
+        # On PostgreSQL: the relay, its tokens and the filling all use that (empty) database.
+        super().__init__(env={"CB_DATABASE_URL": database_url} if database_url else None, **kw)
         self.sessions = sessions
+        self.database_url = database_url
         self.world = World()
         self.fill_seconds = 0.0
 
@@ -354,7 +359,9 @@ class FilledRelay(RelayProcess):
         super().prepare()  # device and phone tokens, in the default account
         log(f"[search] generating and storing {self.sessions:,} sessions")
         started = time.perf_counter()
-        self.world = asyncio.run(_fill(self.data_dir, self.sessions, random.Random(SEED)))
+        self.world = asyncio.run(
+            _fill(self.data_dir, self.sessions, random.Random(SEED), self.database_url)
+        )
         self.fill_seconds = time.perf_counter() - started
 
 
@@ -412,10 +419,10 @@ class SearchResult:
     hits: list[int]
 
 
-def measure(sessions: int, queries: int) -> SearchResult:
+def measure(sessions: int, queries: int, database_url: str = "") -> SearchResult:
     import httpx
 
-    with FilledRelay(sessions, start_timeout=120) as relay:
+    with FilledRelay(sessions, database_url, start_timeout=120) as relay:
         plan = make_queries(relay.world, queries, random.Random(SEED + 1))
         headers = {"Authorization": f"Bearer {relay.phone_token}"}
         seconds: list[float] = []
@@ -460,8 +467,8 @@ def report(result: SearchResult) -> list[Row]:
     ]  # fmt: skip
 
 
-def run(sessions: int = 10000, queries: int = 200) -> list[Row]:
-    return report(measure(sessions, queries))
+def run(sessions: int = 10000, queries: int = 200, database_url: str = "") -> list[Row]:
+    return report(measure(sessions, queries, database_url))
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -471,10 +478,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--sessions", type=int, default=10000, help="sessions indexed (10000)")
     parser.add_argument("--queries", type=int, default=200, help="timed searches (200)")
     parser.add_argument("--quick", action="store_true", help="1,000 sessions, 100 queries")
+    parser.add_argument(
+        "--database-url",
+        default="",
+        help="run on PostgreSQL: an empty database, postgresql://user@host:port/db (SQLite if unset)",
+    )
     args = parser.parse_args(argv)
     install_signal_cleanup()
     sessions, queries = (1000, 100) if args.quick else (args.sessions, args.queries)
-    rows = run(sessions, queries)
+    rows = run(sessions, queries, args.database_url)
     print()
     print(markdown_table(rows))
     return 0

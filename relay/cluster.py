@@ -227,17 +227,23 @@ class Cluster:
              "n": self.node_id}
         )  # fmt: skip
 
-    async def unlinked(self, link: DeviceLink) -> None:
+    async def unlinked(self, link: DeviceLink) -> bool:
+        """A Mac's link here ended; answers whether this node still held it (False when it
+        linked to another node meanwhile: it is not offline then)."""
+        held = True
         with contextlib.suppress(RelayError):
-            await self._run(
-                "DELETE FROM device_links WHERE device_id = ? AND node_id = ?",
+            rows = await self._run(
+                "DELETE FROM device_links WHERE device_id = ? AND node_id = ? RETURNING device_id",
                 (link.device_id, self.node_id),
             )
+            held = bool(rows)
             await self._run(
                 "DELETE FROM live_sessions WHERE device_id = ? AND node_id = ?",
                 (link.device_id, self.node_id),
             )
-        self._broadcast({"t": "unlink", "d": link.device_id, "n": self.node_id})
+        if held:
+            self._broadcast({"t": "unlink", "d": link.device_id, "n": self.node_id})
+        return held
 
     def share_live(self, account_id: str, device_id: str, info: SessionInfo, keep: bool) -> None:
         """A session's live side changed on this node (its Mac is linked here). ``keep``: also

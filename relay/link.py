@@ -150,10 +150,12 @@ async def agent_link(ws: WebSocket) -> None:
         if state.live.detach(link):
             with contextlib.suppress(Exception):  # still the cleanup: never skip what follows
                 await state.store.device_seen(device_id)
+            still_ours = True
             if state.cluster is not None:
                 with contextlib.suppress(Exception):
-                    await state.cluster.unlinked(link)
-            state.publish_device(account_id, device_id)
+                    still_ours = await state.cluster.unlinked(link)
+            if still_ours:  # else it linked to another node meanwhile: not offline
+                state.publish_device(account_id, device_id)
         if link.replaced:
             _log.info("Mac %s (%s): link replaced by a newer one", name, device_id)
         else:

@@ -6,19 +6,34 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
-import sqlite3
 import time
 import uuid
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
 from relay.errors import BadRequest, NotFound
-from relay.features.search import day_text, match_expression
-from relay.features.titles import prompt_gist, rename
+from relay.features.search import (
+    Filters,
+    SearchIndex,
+    Term,
+    day_text,
+    match_expression,
+    parse_query,
+    pg_tsquery,
+    pg_words,
+)
+from relay.features.search import search as search_sessions
+from relay.features.titles import TitleObserver, prompt_gist, rename
+from relay.hub import Hub
+from relay.state import RelayState
+from relay.store import Store
+from tests.support.postgres import PostgresCluster
 from tests.support.relay import Account, RelayServer, SSEReader, mac, phone_client, transcript
+from wire import config as configmod
 from wire.protocol import LineRecord, SessionInfo
 from wire.transcript import read_lines
 
@@ -391,7 +406,7 @@ def test_filters_for_group_state_dates_and_stage(relay: RelayServer, account: Ac
             assert response.json()["error"]["code"] == code
 
         # An archived session (features/retention.py's stage) stays searchable and can be filtered.
-        def archive(conn: sqlite3.Connection) -> None:
+        def archive(conn: Any) -> None:
             conn.execute(
                 "INSERT INTO session_retention (session_id, stage, since, archived_at)"
                 " VALUES (?, 'archived', ?, ?)",
@@ -405,7 +420,7 @@ def test_filters_for_group_state_dates_and_stage(relay: RelayServer, account: Ac
         assert search(client, "heron", stage="archived")["elsewhere"][0]["stage"] == "archived"
 
 
-async def _write(relay: RelayServer, job: Callable[[sqlite3.Connection], None]) -> None:
+async def _write(relay: RelayServer, job: Callable[[Any], None]) -> None:
     await relay.state.store.write(job)
 
 
@@ -415,7 +430,7 @@ def test_a_deleted_session_leaves_the_index(relay: RelayServer, account: Account
     with phone_client(relay, account.phone_token) as client:
         assert found(client, "ibis") == [session_id]
 
-        def delete(conn: sqlite3.Connection) -> None:
+        def delete(conn: Any) -> None:
             for table in ("events", "line_uuids", "conversations"):
                 conn.execute(f"DELETE FROM {table} WHERE session_id = ?", (session_id,))
             conn.execute("DELETE FROM sessions WHERE id = ?", (session_id,))
@@ -641,3 +656,118 @@ def test_summary_is_taken_when_a_session_ends_mid_turn(
     with phone_client(relay, account.phone_token) as client:
         body = summary_of(client, session_id)
         assert body["summary"] == "Now ship it to staging → Shipping to staging now."
+
+
+# -- PostgreSQL --------------------------------------------------------------------------------
+
+
+def test_postgres_query_words_are_made_as_fts5_makes_them() -> None:
+    # Typed terms, parsed once for both databases, as PostgreSQL tsquery text.
+    terms = parse_query('file:capybara_io.py "turn end" Crème title:"Plan B"')
+    assert terms == [
+        Term("capybara_io py", "files"),
+        Term("turn end", None, phrase=True),
+        Term("Crème"),
+        Term("Plan B", "title", phrase=True),
+    ]
+    assert [pg_tsquery(t) for t in terms] == [
+        "'capybara':B <-> 'io':B <-> 'py':*B",  # a word prefix, in the class of files
+        "'turn' <-> 'end'",  # a phrase: exact
+        "'Creme':*",  # diacritics dropped (the database folds case)
+        "'Plan':A <-> 'B':A",
+    ]
+    assert pg_tsquery(Term("capybara_io py", "files"), labelled=False) == (
+        "'capybara' <-> 'io' <-> 'py':*"
+    )
+    assert pg_tsquery(Term("_")) is None  # no word in it: it matches nothing, as in FTS5
+    assert pg_words("/Users/me/okapi-service/docs/quokka.md → Über") == [
+        "Users", "me", "okapi", "service", "docs", "quokka", "md", "→", "Uber"
+    ]  # fmt: skip
+
+
+class Index:
+    """A store on one database with the titles and search observers, as the relay runs them, and
+    the relay state ``search`` answers from (what GET /api/search answers)."""
+
+    def __init__(self, data_dir: Path, **settings: Any) -> None:
+        config = configmod.load({"data_dir": str(data_dir), **settings}, environ={})
+        self.store = Store(config)
+        self.store.add_observer(TitleObserver())
+        self.store.add_observer(SearchIndex(self.store))
+        self.state = RelayState(config=config, store=self.store, hub=Hub(16))
+        self.account_id = self.store.ensure_account()
+        self.device_id = self.store.create_token(self.account_id, "device", "test mac")[2]
+
+    async def push(self, session_id: str, lines: list[LineRecord], cwd: str) -> None:
+        await self.store.ingest(self.account_id, self.device_id, session_id, "conv", lines, cwd)
+
+    async def search(self, query: str, **filters: Any) -> dict[str, Any]:
+        return await search_sessions(self.state, self.account_id, query, Filters(**filters))
+
+
+def test_postgres_answers_as_sqlite_does(tmp_path: Path, postgres: PostgresCluster) -> None:
+    # The same sessions on both databases: every query answers the same sessions in the same
+    # order (a title match above a body match, word prefixes, phrases, fields, places, limits).
+    t = Transcript()
+    write = t.tool("Write", file_path="/work/app/docs/quokka.md", content="…")
+    pushes: list[tuple[str, list[LineRecord], str]] = [
+        ("file", [t.title("custom-title", "Docs pass")], "/work/app"),
+        ("file", t.turn("tidy the docs", "Tidied.", write), "/work/app"),
+        ("summary", [t.title("custom-title", "Research")], "/work/zoo"),
+        ("summary", t.turn("what does a quokka eat?", "Leaves."), "/work/zoo"),
+        ("title", [t.title("custom-title", "Quokka migration plan")], "/work/app"),
+        ("nest", [t.title("custom-title", "Heron nest")], "/work/birds"),
+        ("nest", t.turn("count the eggs", "Four."), "/work/birds"),
+        ("oven", t.turn("tune the crème brûlée oven", "Tuned.", t.tool("Bash")), "/srv/x"),
+    ]
+    queries: list[tuple[str, dict[str, Any]]] = [
+        ("quokka", {}),
+        ("quo", {}),  # a word prefix
+        ("q", {}),
+        ("title:quokka", {}),
+        ("file:quokka", {}),
+        ("summary:quokka", {}),
+        ("folder:app", {}),
+        ("tool:bash", {}),
+        ('"migration plan"', {}),
+        ('"plan migration"', {}),
+        ('"nest count"', {}),  # the title's last word, the summary's first: not a phrase
+        ("heron eggs", {}),  # every term, each in a field of its own
+        ("creme brulee", {}),
+        ("CRÈME", {}),
+        ("docs", {"cwd": "/work/app"}),
+        ("", {}),
+        ("", {"cwd": "/work/birds", "limit": 1}),
+        *((query, {}) for query, _ in NASTY),
+    ]
+
+    async def answers(index: Index) -> list[Any]:
+        sessions = {name: new_id() for name, _, _ in pushes}
+        for name, lines, cwd in pushes:
+            await index.push(sessions[name], lines, cwd)
+        named = {session_id: name for name, session_id in sessions.items()}
+        bodies = [await index.search(query, **filters) for query, filters in queries]
+        return [
+            (
+                [named[i] for i in ids(b["here"])],
+                [named[i] for i in ids(b["elsewhere"])],
+                b["has_more"],
+                b["terms"],
+            )
+            for b in bodies
+        ]
+
+    found: dict[str, list[Any]] = {}
+    for settings in ({"database_url": postgres.new_database("search")}, {}):
+        index = Index(tmp_path / f"relay{len(found)}", **settings)
+        try:
+            found[index.store.dialect.name] = asyncio.run(answers(index))
+        finally:
+            index.store.close()
+    for (query, filters), pg, lite in zip(queries, found["postgres"], found["sqlite"], strict=True):
+        assert pg == lite, (query, filters)
+    elsewhere = {q: a[1] for (q, _), a in zip(queries, found["postgres"], strict=True)}
+    assert elsewhere["quokka"] == elsewhere["quo"] == ["title", "file", "summary"]
+    assert elsewhere["title:quokka"] == ["title"] and elsewhere["file:quokka"] == ["file"]
+    assert elsewhere['"nest count"'] == [] and elsewhere["heron eggs"] == ["nest"]
+    assert elsewhere["CRÈME"] == elsewhere["creme brulee"] == ["oven"]

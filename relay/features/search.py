@@ -10,8 +10,15 @@ one row per session. SQL triggers keep its title, folder and Mac columns in step
 renamed, a session moved to another Mac), and remove a deleted session's row; the observer below
 fills summary, files, tools and dates from new transcript lines.
 
+On PostgreSQL (setting ``database_url``) the same ``session_fts`` is a plain table with a
+``tsvector`` column made from the fields (each in a weight class, see :data:`PG_CLASSES`) and a
+GIN index; its words are made as ``unicode61`` makes them (see the PostgreSQL schema below), and
+plpgsql triggers do what SQLite's do. A session's date from a trigger is in the database's time
+zone until its first lines come in (then the relay's, as on SQLite).
+
 **Ranking** — ``bm25`` with field weights (:data:`WEIGHTS`: a title match counts most, then
-files, summary, folder, tools, Mac, date), ties broken by the most recently active session.
+files, summary, folder, tools, Mac, date), ties broken by the most recently active session. On
+PostgreSQL, ``ts_rank`` with the same weights (by class), each term's score added up.
 
 **Queries** — typed words, all required (AND), each matching as a word prefix (``sto`` finds
 ``store.py``); ``"quoted words"`` match as a phrase; ``title:``, ``summary:``, ``file:``,
@@ -69,8 +76,8 @@ import copy
 import json
 import logging
 import re
-import sqlite3
 import time
+import unicodedata
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime
@@ -79,6 +86,7 @@ from typing import Annotated, Any, Final
 from fastapi import APIRouter, Depends, Query
 
 from relay.convert import Conversion
+from relay.db.migrations import MIGRATION_LOCK
 from relay.deps import Phone, State, refuse_read_only
 from relay.errors import BadRequest, NotFound
 from relay.feature import Feature
@@ -190,22 +198,24 @@ _NEW_DOC: Final = f"""
     FROM session_digest d WHERE d.session_id = NEW.id;"""
 _DOC_OF_NEW: Final = "(SELECT doc_id FROM session_digest WHERE session_id = NEW.id)"
 
+_DIGEST_TABLE: Final = """CREATE TABLE IF NOT EXISTS session_digest (
+    doc_id INTEGER PRIMARY KEY,
+    session_id TEXT NOT NULL UNIQUE,
+    topic TEXT NOT NULL DEFAULT '',
+    answer TEXT NOT NULL DEFAULT '',
+    turn_files TEXT NOT NULL DEFAULT '[]',
+    files TEXT NOT NULL DEFAULT '[]',
+    tools TEXT NOT NULL DEFAULT '[]',
+    compaction TEXT NOT NULL DEFAULT '',
+    summary TEXT NOT NULL DEFAULT '',
+    summary_kind TEXT NOT NULL DEFAULT '',
+    summary_at REAL,
+    pending INTEGER NOT NULL DEFAULT 0,
+    active_day TEXT NOT NULL DEFAULT ''
+)"""
+
 SCHEMA: Final = (
-    """CREATE TABLE IF NOT EXISTS session_digest (
-        doc_id INTEGER PRIMARY KEY,
-        session_id TEXT NOT NULL UNIQUE,
-        topic TEXT NOT NULL DEFAULT '',
-        answer TEXT NOT NULL DEFAULT '',
-        turn_files TEXT NOT NULL DEFAULT '[]',
-        files TEXT NOT NULL DEFAULT '[]',
-        tools TEXT NOT NULL DEFAULT '[]',
-        compaction TEXT NOT NULL DEFAULT '',
-        summary TEXT NOT NULL DEFAULT '',
-        summary_kind TEXT NOT NULL DEFAULT '',
-        summary_at REAL,
-        pending INTEGER NOT NULL DEFAULT 0,
-        active_day TEXT NOT NULL DEFAULT ''
-    )""",
+    _DIGEST_TABLE,
     f"""CREATE VIRTUAL TABLE IF NOT EXISTS session_fts USING fts5(
         {", ".join(WEIGHTS)}, session_id UNINDEXED,
         tokenize = 'unicode61 remove_diacritics 2', prefix = '2 3'
@@ -250,6 +260,180 @@ BACKFILL: Final = (
         FROM session_digest d JOIN sessions s ON s.id = d.session_id
         WHERE d.doc_id NOT IN (SELECT rowid FROM session_fts)""",
 )
+
+
+# -- schema (PostgreSQL) ----------------------------------------------------------------------
+#
+# The same tables and triggers, with PostgreSQL's full-text search in place of FTS5:
+# ``session_fts`` is a plain table keyed by ``doc_id`` (SQLite's rowid) whose ``doc`` column, a
+# tsvector made from the fields, has a GIN index. Words are made as FTS5's ``unicode61`` makes
+# them: diacritics dropped (``normalize`` NFD, marks removed), every ASCII character that is not
+# a letter or digit separates words (PostgreSQL's parser alone keeps ``docs/quokka.md`` as one
+# word), no stemming and no stop words (the ``simple`` configuration). Each field's words start
+# one position after the previous field's, so a phrase never matches across two fields.
+
+# PostgreSQL has four weight classes (A–D) for WEIGHTS' seven fields: fields of close weight
+# share one; a class weighs its fields' mean weight (ts_rank's weights, relative to the title's).
+PG_CLASSES: Final[dict[str, str]] = {
+    "title": "A",
+    "files": "B",
+    "summary": "B",
+    "tools": "C",
+    "folder": "C",
+    "mac": "D",
+    "date": "D",
+}
+
+
+def _class_weights() -> str:
+    """ts_rank's weights array, in its order {D, C, B, A}."""
+    top = max(WEIGHTS.values())
+    weights = []
+    for label in "DCBA":
+        fields = [WEIGHTS[f] for f, c in PG_CLASSES.items() if c == label]
+        weights.append(f"{sum(fields) / len(fields) / top:.3g}")
+    return "{" + ",".join(weights) + "}"
+
+
+_PG_RANK_WEIGHTS: Final = _class_weights()
+# The same separators and marks in Python (query words) and in SQL (indexed words).
+_PG_MARKS: Final = r"[\u0300-\u036f]"
+_PG_SEPARATORS: Final = r"[\x01-\x2f\x3a-\x40\x5b-\x60\x7b-\x7f]+"
+_PG_MARKS_RE: Final = re.compile(_PG_MARKS)
+_PG_SEPARATORS_RE: Final = re.compile(_PG_SEPARATORS)
+# A word put before each field's words and removed from its tsvector: the gap between fields.
+# It cannot be one of the words indexed (those have no ASCII punctuation).
+_PG_GAP: Final = "-1"
+
+
+def pg_words(text: str) -> list[str]:
+    """The words PostgreSQL indexes of ``text`` (``search_words`` in SQL, split)."""
+    folded = unicodedata.normalize("NFC", _PG_MARKS_RE.sub("", unicodedata.normalize("NFD", text)))
+    return _PG_SEPARATORS_RE.sub(" ", folded).split()
+
+
+# Each field's words are kept (``<field>_words``: a term limited to a field is matched and ranked
+# on them) and made again only when the field changed; ``doc`` joins them, in weight classes.
+_PG_FIELD_WORDS: Final = " ".join(
+    f"IF TG_OP = 'INSERT' OR NEW.{c} IS DISTINCT FROM OLD.{c} THEN"
+    f" NEW.{c}_words := search_vector(NEW.{c}); END IF;"
+    for c in WEIGHTS
+)
+_PG_DOCUMENT: Final = " || ".join(f"setweight(NEW.{c}_words, '{PG_CLASSES[c]}')" for c in WEIGHTS)
+_PG_FUNCTIONS: Final = (
+    f"""CREATE OR REPLACE FUNCTION search_words(text) RETURNS text
+        LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+        SELECT regexp_replace(
+            normalize(regexp_replace(normalize(coalesce($1, ''), NFD), '{_PG_MARKS}', '', 'g'), NFC),
+            '{_PG_SEPARATORS}', ' ', 'g')
+    $$""",
+    f"""CREATE OR REPLACE FUNCTION search_vector(text) RETURNS tsvector
+        LANGUAGE sql IMMUTABLE PARALLEL SAFE AS $$
+        SELECT ts_delete(to_tsvector('simple', '{_PG_GAP} ' || search_words($1)), '{_PG_GAP}')
+    $$""",
+    # The relay's time zone is not known to the database: a session's date is written in the
+    # database's time zone here, and in the relay's as soon as its first lines come in.
+    """CREATE OR REPLACE FUNCTION search_day(double precision) RETURNS text
+        LANGUAGE sql STABLE AS $$ SELECT to_char(to_timestamp($1), 'YYYY-MM-DD FMMonth YYYY') $$""",
+)
+
+
+def _pg_trigger(name: str, event: str, body: str, when: str = "") -> tuple[str, str]:
+    """A plpgsql function and the row trigger that runs it (SQLite's trigger of that name)."""
+    return (
+        f"""CREATE OR REPLACE FUNCTION {name}() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN {body} RETURN NULL; END $$""",
+        f"CREATE OR REPLACE TRIGGER {name} AFTER {event} FOR EACH ROW"
+        f"{f' WHEN ({when})' if when else ''} EXECUTE FUNCTION {name}()",
+    )
+
+
+_PG_DOC_OF_NEW: Final = "(SELECT doc_id FROM session_digest WHERE session_id = NEW.id)"
+_PG_FTS_VALUES: Final = ", ".join(f"{c} = excluded.{c}" for c in (*WEIGHTS, "session_id"))
+
+PG_SCHEMA: Final = (
+    # SQLite numbers doc_id as its rowid; PostgreSQL by an identity column (relay/db/postgres.py).
+    _DIGEST_TABLE.replace("INTEGER PRIMARY KEY", "INTEGER PRIMARY KEY AUTOINCREMENT", 1),
+    *_PG_FUNCTIONS,
+    f"""CREATE TABLE IF NOT EXISTS session_fts (
+        doc_id BIGINT PRIMARY KEY,
+        {" ".join(f"{c} TEXT NOT NULL DEFAULT ''," for c in WEIGHTS)}
+        {" ".join(f"{c}_words tsvector NOT NULL DEFAULT ''," for c in WEIGHTS)}
+        session_id TEXT NOT NULL,
+        doc tsvector NOT NULL DEFAULT ''
+    )""",
+    f"""CREATE OR REPLACE FUNCTION search_fts_words() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN {_PG_FIELD_WORDS} NEW.doc := {_PG_DOCUMENT}; RETURN NEW; END $$""",
+    "CREATE OR REPLACE TRIGGER search_fts_words BEFORE INSERT OR UPDATE ON session_fts"
+    " FOR EACH ROW EXECUTE FUNCTION search_fts_words()",
+    "CREATE INDEX IF NOT EXISTS session_fts_doc ON session_fts USING gin (doc)",
+    "CREATE INDEX IF NOT EXISTS session_fts_session ON session_fts (session_id)",
+    *_pg_trigger(
+        "search_session_new",
+        "INSERT ON sessions",
+        f"""INSERT INTO session_digest (session_id) VALUES (NEW.id) ON CONFLICT DO NOTHING;
+        INSERT INTO session_fts (doc_id, {_FTS_COLUMNS})
+        SELECT d.doc_id, NEW.title, '', '', '',
+               COALESCE((SELECT name FROM devices WHERE id = NEW.device_id), ''), NEW.cwd,
+               search_day(NEW.created_at), NEW.id
+        FROM session_digest d WHERE d.session_id = NEW.id
+        ON CONFLICT (doc_id) DO UPDATE SET {_PG_FTS_VALUES};""",
+    ),
+    *_pg_trigger(
+        "search_session_title",
+        "UPDATE OF title ON sessions",
+        f"UPDATE session_fts SET title = NEW.title WHERE doc_id = {_PG_DOC_OF_NEW};",
+        "NEW.title IS DISTINCT FROM OLD.title",
+    ),
+    *_pg_trigger(
+        "search_session_cwd",
+        "UPDATE OF cwd ON sessions",
+        f"UPDATE session_fts SET folder = NEW.cwd WHERE doc_id = {_PG_DOC_OF_NEW};",
+        "NEW.cwd IS DISTINCT FROM OLD.cwd",
+    ),
+    *_pg_trigger(
+        "search_session_mac",
+        "UPDATE OF device_id ON sessions",
+        f"""UPDATE session_fts
+        SET mac = COALESCE((SELECT name FROM devices WHERE id = NEW.device_id), '')
+        WHERE doc_id = {_PG_DOC_OF_NEW};""",
+        "NEW.device_id IS DISTINCT FROM OLD.device_id",
+    ),
+    "CREATE INDEX IF NOT EXISTS search_sessions_recent ON sessions(account_id, updated_at)",
+    *_pg_trigger(
+        "search_session_gone",
+        "DELETE ON sessions",
+        """DELETE FROM session_fts
+        WHERE doc_id = (SELECT doc_id FROM session_digest WHERE session_id = OLD.id);
+        DELETE FROM session_digest WHERE session_id = OLD.id;""",
+    ),
+    *_pg_trigger(
+        "search_device_name",
+        "UPDATE OF name ON devices",
+        """UPDATE session_fts SET mac = NEW.name WHERE doc_id IN (
+            SELECT d.doc_id FROM session_digest d JOIN sessions s ON s.id = d.session_id
+            WHERE s.device_id = NEW.id);""",
+        "NEW.name IS DISTINCT FROM OLD.name",
+    ),
+)
+
+PG_BACKFILL: Final = (
+    BACKFILL[0],  # INSERT OR IGNORE: relay/db/postgres.py spells it ON CONFLICT DO NOTHING
+    f"""INSERT INTO session_fts (doc_id, {_FTS_COLUMNS})
+        SELECT d.doc_id, s.title, d.summary, '', '',
+               COALESCE((SELECT name FROM devices WHERE id = s.device_id), ''), s.cwd,
+               search_day(s.created_at), s.id
+        FROM session_digest d JOIN sessions s ON s.id = d.session_id
+        WHERE NOT EXISTS (SELECT 1 FROM session_fts f WHERE f.doc_id = d.doc_id)""",
+)
+
+
+def _schema(conn: Any) -> tuple[str, ...]:
+    """The statements that make the index on ``conn``'s database (safe to run again)."""
+    if conn.dialect.postgres:
+        # Relay nodes starting together take turns (CREATE OR REPLACE is not safe side by side).
+        return (f"SELECT pg_advisory_xact_lock({MIGRATION_LOCK})", *PG_SCHEMA, *PG_BACKFILL)
+    return (*SCHEMA, *BACKFILL)
 
 
 def day_text(ts: float) -> str:
@@ -463,7 +647,7 @@ _DIGEST_COLUMNS: Final = (
 )
 
 
-def load_digest(conn: sqlite3.Connection, session_id: str) -> Digest | None:
+def load_digest(conn: Any, session_id: str) -> Digest | None:
     row = conn.execute(
         f"SELECT {_DIGEST_COLUMNS} FROM session_digest d JOIN sessions s ON s.id = d.session_id"
         " WHERE d.session_id = ?",
@@ -489,7 +673,7 @@ def load_digest(conn: sqlite3.Connection, session_id: str) -> Digest | None:
     )
 
 
-def save_digest(conn: sqlite3.Connection, before: Digest, after: Digest) -> None:
+def save_digest(conn: Any, before: Digest, after: Digest) -> None:
     """Store ``after`` and refresh the index columns that changed."""
     if after == before:
         return
@@ -523,8 +707,9 @@ def save_digest(conn: sqlite3.Connection, before: Digest, after: Digest) -> None
         changed["date"] = after.date_text()
     if changed:
         sets = ", ".join(f"{column} = ?" for column in changed)
+        key = "doc_id" if conn.dialect.postgres else "rowid"
         conn.execute(
-            f"UPDATE session_fts SET {sets} WHERE rowid = ?", (*changed.values(), after.doc_id)
+            f"UPDATE session_fts SET {sets} WHERE {key} = ?", (*changed.values(), after.doc_id)
         )
 
 
@@ -547,11 +732,11 @@ class SearchIndex:
         self._publish = publish
         self._tasks: set[asyncio.Task[None]] = set()
 
-    def setup(self, conn: sqlite3.Connection) -> None:
-        for statement in (*SCHEMA, *BACKFILL):
+    def setup(self, conn: Any) -> None:
+        for statement in _schema(conn):
             conn.execute(statement)
 
-    def on_lines(self, conn: sqlite3.Connection, new: NewLines) -> None:
+    def on_lines(self, conn: Any, new: NewLines) -> None:
         session_id, conversation_id, lines = new.session_id, new.conversation_id, new.lines
         conn.execute("SAVEPOINT search")
         try:
@@ -581,7 +766,7 @@ class SearchIndex:
         task.add_done_callback(self._tasks.discard)
 
     async def session_ended(self, session: Session) -> None:
-        def job(conn: sqlite3.Connection) -> str | None:
+        def job(conn: Any) -> str | None:
             digest = load_digest(conn, session.id)
             if digest is not None and digest.pending:
                 ended = copy.copy(digest)
@@ -629,17 +814,27 @@ _TERM_RE: Final = re.compile(
 _WORD_RE: Final = re.compile(r"\w+")
 
 
-def match_expression(query: str) -> tuple[str, list[str]]:
-    """An FTS5 MATCH expression for a typed query, and the terms it searches for.
+@dataclass(frozen=True)
+class Term:
+    """One typed term: its words (letters and digits, space-separated), the field it is limited
+    to (an FTS column name, or None for any field) and whether it is a quoted phrase (exact) or
+    a word prefix."""
 
-    Every term is rebuilt from its letters and digits inside double quotes, so nothing a person
-    types is read as FTS5 syntax. An empty expression means nothing searchable was typed.
+    text: str
+    column: str | None = None
+    phrase: bool = False
 
-    >>> match_expression('file:store.py "turn end" NEAR(x) OR')
-    ('files : "store py"* AND "turn end" AND "NEAR x"* AND "OR"*', ['store py', 'turn end', 'NEAR x', 'OR'])
-    """
-    parts: list[str] = []
-    terms: list[str] = []
+    def fts5(self) -> str:
+        expression = f'"{self.text}"' if self.phrase else f'"{self.text}"*'
+        return f"{self.column} : {expression}" if self.column else expression
+
+
+def parse_query(query: str) -> list[Term]:
+    """The terms of a typed query, at most :data:`MAX_TERMS` (shared by both databases).
+
+    Every term is rebuilt from its letters and digits, so nothing a person types is read as
+    search syntax; an empty list means nothing searchable was typed."""
+    terms: list[Term] = []
     for match in _TERM_RE.finditer(query):
         field_name = (match.group("field") or "").lower()
         column = FIELDS.get(field_name)
@@ -651,12 +846,23 @@ def match_expression(query: str) -> tuple[str, list[str]]:
         if not words:
             continue
         term = " ".join(words)[:MAX_TERM_CHARS].strip()
-        expression = f'"{term}"' if phrase is not None else f'"{term}"*'
-        parts.append(f"{column} : {expression}" if column else expression)
-        terms.append(term)
-        if len(parts) >= MAX_TERMS:
+        terms.append(Term(term, column, phrase is not None))
+        if len(terms) >= MAX_TERMS:
             break
-    return " AND ".join(parts), terms
+    return terms
+
+
+def match_expression(query: str) -> tuple[str, list[str]]:
+    """An FTS5 MATCH expression for a typed query, and the terms it searches for.
+
+    Every term is rebuilt from its letters and digits inside double quotes, so nothing a person
+    types is read as FTS5 syntax. An empty expression means nothing searchable was typed.
+
+    >>> match_expression('file:store.py "turn end" NEAR(x) OR')
+    ('files : "store py"* AND "turn end" AND "NEAR x"* AND "OR"*', ['store py', 'turn end', 'NEAR x', 'OR'])
+    """
+    terms = parse_query(query)
+    return " AND ".join(t.fts5() for t in terms), [t.text for t in terms]
 
 
 def parse_time(value: str, *, end_of_day: bool = False) -> float:
@@ -705,10 +911,19 @@ _EXTRA_SELECT: Final = (
 async def _stage_sql(store: Store) -> str | None:
     """SQL for a session's retention stage (features/retention.py keeps it in its own table), or
     None when this relay keeps no stages."""
-    rows = await store.read(
-        "SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'session_retention'"
-        " UNION ALL SELECT 'column' FROM pragma_table_info('sessions') WHERE name = 'stage'"
-    )
+    if store.dialect.postgres:
+        # The catalog itself: information_schema takes longer than the search.
+        sql = (
+            "SELECT 'session_retention' WHERE to_regclass('session_retention') IS NOT NULL"
+            " UNION ALL SELECT 'column' FROM pg_attribute WHERE attrelid ="
+            " to_regclass('sessions') AND attname = 'stage' AND NOT attisdropped"
+        )
+    else:
+        sql = (
+            "SELECT name FROM sqlite_master WHERE type = 'table' AND name = 'session_retention'"
+            " UNION ALL SELECT 'column' FROM pragma_table_info('sessions') WHERE name = 'stage'"
+        )
+    rows = await store.read(sql)
     found = {str(r[0]) for r in rows}
     if "session_retention" in found:
         return (
@@ -730,15 +945,13 @@ def _live(state: RelayState) -> tuple[dict[str, str], list[str]]:
 def _where(
     state: RelayState, account_id: str, f: Filters, stage_sql: str | None
 ) -> tuple[list[str], list[Any]]:
+    values = state.store.dialect.json_values  # a JSON array parameter's elements, as rows
     where = ["s.account_id = ?"]
     params: list[Any] = [account_id]
     if f.states:
         live, online = _live(state)
         wanted = [sid for sid, st in live.items() if st in f.states]
-        showing = (
-            "(s.id IN (SELECT value FROM json_each(?))"
-            " AND s.device_id IN (SELECT value FROM json_each(?)))"
-        )
+        showing = f"(s.id IN ({values}) AND s.device_id IN ({values}))"
         clauses = [showing]
         params += [json.dumps(wanted), json.dumps(online)]
         if "ended" in f.states:
@@ -749,7 +962,7 @@ def _where(
         where.append("s.grp = ?")
         params.append(f.group)
     if stage_sql is not None and f.stages:
-        where.append(f"{stage_sql} IN (SELECT value FROM json_each(?))")
+        where.append(f"{stage_sql} IN ({values})")
         params.append(json.dumps(list(f.stages)))
     if f.since is not None:
         where.append("s.updated_at >= ?")
@@ -769,7 +982,7 @@ def _here(f: Filters) -> tuple[str, list[Any]] | None:
     if f.cwd:
         cwd = f.cwd.rstrip("/") or "/"
         prefix = cwd if cwd.endswith("/") else cwd + "/"
-        clauses.append("(s.cwd = ? OR substr(s.cwd, 1, ?) = ?)")
+        clauses.append("(s.cwd = ? OR substr(s.cwd, 1, CAST(? AS INTEGER)) = ?)")
         params += [cwd, len(prefix), prefix]
     if not clauses:
         return None
@@ -794,6 +1007,88 @@ def _item(state: RelayState, row: Sequence[Any], rank: int) -> dict[str, Any]:
     return body
 
 
+@dataclass(frozen=True)
+class _Match:
+    """Where the searched sessions come from, which match, and in which order."""
+
+    source: str
+    where: list[str]
+    params: list[Any]
+    order: str
+    order_params: list[Any]
+
+
+def _fts5_match(expression: str) -> _Match:
+    return _Match(
+        "session_fts JOIN session_digest d ON d.doc_id = session_fts.rowid"
+        " JOIN sessions s ON s.id = d.session_id",
+        ["session_fts MATCH ?"],
+        [expression],
+        f"{_BM25}, s.updated_at DESC",
+        [],
+    )
+
+
+def pg_tsquery(term: Term, *, labelled: bool = True) -> str | None:
+    """A term as PostgreSQL tsquery text: its words in a phrase (``<->``), the last a prefix
+    (``:*``) unless the term was quoted; limited to its field's weight class when it names one
+    and ``labelled``. None when no word of it is indexed (it matches nothing, as in FTS5).
+
+    >>> pg_tsquery(Term("store py", "files"))
+    "'store':B <-> 'py':*B"
+    """
+    words = pg_words(term.text)
+    if not words:
+        return None
+    label = PG_CLASSES[term.column] if term.column and labelled else ""
+    marks = [label] * len(words)
+    marks[-1] = label if term.phrase else f"*{label}"
+    # The words have no ASCII punctuation (pg_words): nothing in them is tsquery syntax.
+    return " <-> ".join(f"'{w}':{m}" if m else f"'{w}'" for w, m in zip(words, marks, strict=True))
+
+
+def _pg_match(terms: Sequence[Term]) -> _Match | None:
+    """All terms must match the document (its GIN index); a term limited to a field must match
+    that field's words too (a weight class holds more than one field).
+
+    The rank adds up each term's score, as bm25 does: a term of any field scores by ts_rank over
+    the document with the weight classes, a term limited to a field by ts_rank over that field's
+    words, times the field's weight. There is no length normalisation (bm25 favours short
+    sessions a little more than this does)."""
+    queries = [pg_tsquery(t) for t in terms]
+    if not all(queries):
+        return None
+    where = ["f.doc @@ to_tsquery('simple', ?)"]
+    params: list[Any] = [" & ".join(f"({q})" for q in queries)]
+    scores: list[str] = []
+    order_params: list[Any] = []
+    anywhere = [q for t, q in zip(terms, queries, strict=True) if not t.column]
+    if anywhere:  # ts_rank of an OR query is its terms' mean score: times their number, the sum
+        scores.append(
+            f"{len(anywhere)} * ts_rank('{_PG_RANK_WEIGHTS}'::real[], f.doc,"
+            " to_tsquery('simple', ?))"
+        )
+        order_params.append(" | ".join(f"({q})" for q in anywhere))
+    top = max(WEIGHTS.values())
+    for term in terms:
+        if term.column:
+            words = f"f.{term.column}_words"
+            where.append(f"{words} @@ to_tsquery('simple', ?)")
+            params.append(pg_tsquery(term, labelled=False))
+            scores.append(
+                f"{WEIGHTS[term.column] / top:.3g}"
+                f" * ts_rank('{{1,1,1,1}}'::real[], {words}, to_tsquery('simple', ?))"
+            )
+            order_params.append(pg_tsquery(term, labelled=False))
+    return _Match(
+        "session_fts f JOIN sessions s ON s.id = f.session_id",  # it names its session itself
+        where,
+        params,
+        f"({' + '.join(scores)}) DESC, s.updated_at DESC",
+        order_params,
+    )
+
+
 async def search(
     state: RelayState, account_id: str, query: str, filters: Filters
 ) -> dict[str, Any]:
@@ -812,22 +1107,19 @@ async def search(
         body.update(here=[], elsewhere=[], has_more={"here": False, "elsewhere": False})
         body["note"] = "nothing to search for: type words, file names or dates"
         return body
+    match = _Match("sessions s", [], [], "s.updated_at DESC, s.id", [])
+    if expression:
+        if state.store.dialect.postgres:
+            found_match = _pg_match(parse_query(query))
+            if found_match is None:  # a term with no word in it: as FTS5, nothing matches
+                body.update(here=[], elsewhere=[], has_more={"here": False, "elsewhere": False})
+                return body
+            match = found_match
+        else:
+            match = _fts5_match(expression)
     stage_sql = await _stage_sql(state.store)
     where, params = _where(state, account_id, filters, stage_sql)
-    if expression:
-        source = (
-            "session_fts JOIN session_digest d ON d.doc_id = session_fts.rowid"
-            " JOIN sessions s ON s.id = d.session_id"
-        )
-        where.insert(0, "session_fts MATCH ?")
-        params.insert(0, expression)
-        order = f"{_BM25}, s.updated_at DESC"
-    else:
-        source = "sessions s"
-        order = "s.updated_at DESC, s.id"
-    # Two steps: rank ids only (the sort then holds a few bytes per match, not whole rows),
-    # then read the winning rows.
-    ranked = f"SELECT s.id FROM {source} WHERE {{where}} ORDER BY {order} LIMIT ?"
+    where[:0], params[:0] = match.where, match.params
     here = _here(filters)
     sections: dict[str, tuple[list[str], list[Any]] | None] = {
         "here": None if here is None else ([*where, here[0]], [*params, *here[1]]),
@@ -842,8 +1134,12 @@ async def search(
             chosen[name], has_more[name] = [], False
             continue
         clauses, values = section
+        # Two steps: rank ids only (the sort then holds a few bytes per match, not whole
+        # rows), then read the winning rows.
         rows = await state.store.read(
-            ranked.format(where=" AND ".join(clauses)), [*values, filters.limit + 1]
+            f"SELECT s.id FROM {match.source} WHERE {' AND '.join(clauses)}"
+            f" ORDER BY {match.order} LIMIT ?",
+            [*values, *match.order_params, filters.limit + 1],
         )
         has_more[name] = len(rows) > filters.limit
         chosen[name] = [str(r[0]) for r in rows[: filters.limit]]
@@ -853,7 +1149,7 @@ async def search(
         rows = await state.store.read(
             f"SELECT {_SESSION_SELECT}, {_EXTRA_SELECT}, {stage_sql or 'NULL'}"
             " FROM sessions s LEFT JOIN session_digest d ON d.session_id = s.id"
-            " WHERE s.id IN (SELECT value FROM json_each(?))",
+            f" WHERE s.id IN ({state.store.dialect.json_values})",
             (json.dumps(wanted),),
         )
         found = {str(row[0]): row for row in rows}

@@ -38,13 +38,13 @@ import json
 import logging
 import os
 import re
-import sqlite3
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Final
+from typing import TYPE_CHECKING, Any, Final
 
 from relay.convert import Conversion
+from relay.db.migrations import MIGRATION_LOCK
 from relay.errors import BadRequest, NotFound
 from relay.feature import Feature
 from relay.state import RelayState
@@ -293,21 +293,33 @@ def update_pieces(
 
 # -- stored pieces and the observer -------------------------------------------------------------
 
-SCHEMA: Final = (
-    """CREATE TABLE IF NOT EXISTS session_titles (
+_TABLE: Final = """CREATE TABLE IF NOT EXISTS session_titles (
         session_id TEXT PRIMARY KEY,
         claude_title TEXT NOT NULL DEFAULT '',
         claude_rank INTEGER NOT NULL DEFAULT 0,
         gist TEXT NOT NULL DEFAULT '',
         files TEXT NOT NULL DEFAULT '[]'
-    ) WITHOUT ROWID""",
-    """CREATE TRIGGER IF NOT EXISTS session_titles_forget AFTER DELETE ON sessions BEGIN
-        DELETE FROM session_titles WHERE session_id = OLD.id;
+    ) WITHOUT ROWID"""
+_FORGET: Final = "DELETE FROM session_titles WHERE session_id = OLD.id;"
+SCHEMA: Final = (
+    _TABLE,
+    f"""CREATE TRIGGER IF NOT EXISTS session_titles_forget AFTER DELETE ON sessions BEGIN
+        {_FORGET}
     END""",
+)
+# PostgreSQL: the same table (relay/db/postgres.py spells its types), the trigger as a plpgsql
+# function; relay nodes starting together take turns (CREATE OR REPLACE is not safe side by side).
+PG_SCHEMA: Final = (
+    f"SELECT pg_advisory_xact_lock({MIGRATION_LOCK})",
+    _TABLE,
+    f"""CREATE OR REPLACE FUNCTION session_titles_forget() RETURNS trigger LANGUAGE plpgsql AS $$
+        BEGIN {_FORGET} RETURN NULL; END $$""",
+    "CREATE OR REPLACE TRIGGER session_titles_forget AFTER DELETE ON sessions FOR EACH ROW"
+    " EXECUTE FUNCTION session_titles_forget()",
 )
 
 
-def load_pieces(conn: sqlite3.Connection, session_id: str) -> TitlePieces:
+def load_pieces(conn: Any, session_id: str) -> TitlePieces:
     row = conn.execute(
         "SELECT claude_title, claude_rank, gist, files FROM session_titles WHERE session_id = ?",
         (session_id,),
@@ -317,7 +329,7 @@ def load_pieces(conn: sqlite3.Connection, session_id: str) -> TitlePieces:
     return TitlePieces(row[0], row[1], row[2], tuple(json.loads(row[3])))
 
 
-def _save_pieces(conn: sqlite3.Connection, session_id: str, p: TitlePieces) -> None:
+def _save_pieces(conn: Any, session_id: str, p: TitlePieces) -> None:
     conn.execute(
         "INSERT INTO session_titles (session_id, claude_title, claude_rank, gist, files)"
         " VALUES (?, ?, ?, ?, ?) ON CONFLICT (session_id) DO UPDATE SET"
@@ -333,11 +345,11 @@ class TitleObserver:
     Runs inside the ingest transaction (relay/store.py ``LineObserver``), in its own savepoint: a
     failure here is logged and undone, and never refuses the Mac's lines."""
 
-    def setup(self, conn: sqlite3.Connection) -> None:
-        for statement in SCHEMA:
+    def setup(self, conn: Any) -> None:
+        for statement in PG_SCHEMA if conn.dialect.postgres else SCHEMA:
             conn.execute(statement)
 
-    def on_lines(self, conn: sqlite3.Connection, new: NewLines) -> None:
+    def on_lines(self, conn: Any, new: NewLines) -> None:
         session_id, conversation_id, lines = new.session_id, new.conversation_id, new.lines
         if not any(_may_matter(c) for _, c in lines):
             return
@@ -387,7 +399,7 @@ async def rename(store: Store, account_id: str, session_id: str, title: str | No
     if text:
         return await store.update_session(account_id, session_id, title=text)
 
-    def job(conn: sqlite3.Connection) -> None:
+    def job(conn: Any) -> None:
         found = conn.execute(
             "SELECT 1 FROM sessions WHERE id = ? AND account_id = ?", (session_id, account_id)
         ).fetchone()
