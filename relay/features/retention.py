@@ -34,6 +34,12 @@ Expiry runs by itself: once when the relay starts, then every ``retention_interv
 (an asyncio task started in the app's lifespan). Each run logs one line and keeps a report per
 account, shown by ``GET /api/retention``; ``POST /api/retention/run`` runs it now for the
 caller's account. Ages and the clock are injectable (``Retention.clock``) for tests.
+
+On PostgreSQL, where several relay nodes share the database, each node keeps its schedule but a
+run holds an advisory lock (``RUN_LOCK``) on a connection of its own: a node that finds it taken
+skips its turn (a line in the log; ``POST /api/retention/run`` answers 409
+``retention_running``). Each node reads the ledger of deleted sessions again at every check and
+tells the Macs linked to it.
 """
 
 from __future__ import annotations
@@ -497,7 +503,7 @@ class Retention:
         """Archive, restore and delete what is due; tell Macs; keep and return the reports.
         RetentionBusy (409 ``retention_running``) when another relay node is running it."""
         async with self._run_lock:
-            if not self.state.store.dialect.postgres:
+            if not self._shared:
                 return await self._run(account_id, trigger)
             taking = asyncio.ensure_future(asyncio.to_thread(self._take_run_lock))
             try:

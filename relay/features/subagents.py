@@ -14,6 +14,9 @@ transaction (as durable as the events themselves, never filled twice for a line 
     subagent_calls  one row per ``Agent`` / ``Task`` tool use: description, agent type, prompt,
                     the tool result and the ``<task-notification>`` that answered it
 
+On PostgreSQL the trigger is a plpgsql function doing the same (``subagent_index_event``, which
+the backfill calls too).
+
 Linking happens when read (``link``, pure): a call's tool result names its subagent
 (``agentId: …``, written by Claude Code for background and foreground agents alike); failing
 that, the subagent whose first prompt is the call's ``prompt`` input, in order.
