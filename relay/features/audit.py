@@ -17,12 +17,12 @@ One row per decision, in the table ``audit``:
   is logged only when no decision of the Mac names its tool use within ``HOOK_GRACE`` seconds.
 
 Append-only is kept by the database itself: a trigger refuses every ``UPDATE`` of a row and every
-``DELETE`` of a row younger than the expiry horizon (``audit_expiry.cutoff``), and the horizon
-only moves forward (SQLite: ``RAISE(ABORT…)`` triggers; PostgreSQL: plpgsql trigger functions
-raising an integrity error, and ``TRUNCATE`` refused as well). Only retention moves it (``expire``, called in its run's transaction with
-its clock): rows go by their own age (``audit_keep_days``), never with their session — a session
-deleted by retention leaves its audit rows in place (retention.py keeps this table out of its
-sweep).
+``DELETE`` of a row younger than the expiry horizon (``audit_expiry.cutoff``), and the horizon only
+moves forward (SQLite: ``RAISE(ABORT…)`` triggers; PostgreSQL: plpgsql trigger functions raising an
+integrity error, and ``TRUNCATE`` refused as well). Only retention moves it (``expire``, called in
+its run's transaction with its clock): rows go by their own age (``audit_keep_days``), never with
+their session — a session deleted by retention leaves its audit rows in place (retention.py keeps
+this table out of its sweep).
 
 Accounts never see each other's rows: every read is by the caller's account.
 """
