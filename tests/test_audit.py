@@ -3,7 +3,7 @@
 A phone's answer with who / which card / what / when; the Mac's own decisions over the link
 (``decision``) and, with the real agent and the fake Claude Code, a policy's automatic allow with
 its rule; accounts kept apart; paging and range checks; retention keeping a deleted session's
-rows until their own age; SQLite refusing UPDATE and DELETE.
+rows until their own age; SQLite and PostgreSQL refusing UPDATE and DELETE.
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ from tests.support.api import SMALL, error_of, new_id, push
 from tests.support.bridge import Bridge
 from tests.support.cli import cli
 from tests.support.journeys import events, start_session
+from tests.support.postgres import PostgresCluster
 from tests.support.relay import Account, RelayServer, mac, phone_client
 from tests.support.retention import FAST, Clock, Mac, retention_of, run
 from tests.support.waits import await_until, wait_for
@@ -35,6 +36,13 @@ from tests.support.web import permission_card
 from wire.client import MacLink
 from wire.policy import Policy
 from wire.protocol import Command, CommandResult, Decision, SessionInfo, input_digest
+
+
+@pytest.fixture
+def pg_url(postgres: PostgresCluster) -> str:
+    """An empty database of the test's own on the run's PostgreSQL cluster."""
+    return postgres.new_database("audit")
+
 
 BASH_INPUT = {"command": "touch bash_made.txt && echo hi", "description": "Create a file"}
 
@@ -411,10 +419,8 @@ def _iso(ts: float) -> str:
     return found
 
 
-def test_sqlite_refuses_update_and_delete_of_audit_rows(
-    make_relay: Callable[..., RelayServer], tmp_path: Path
-) -> None:
-    server = make_relay()
+def _one_decision(server: RelayServer) -> tuple[Account, str]:
+    """A session with one decision of its Mac in the audit log: its account and id."""
     acct = server.account()
     sid = new_id()
 
@@ -425,6 +431,14 @@ def test_sqlite_refuses_update_and_delete_of_audit_rows(
             await stored(server, acct.account_id, 1)
 
     asyncio.run(go())
+    return acct, sid
+
+
+def test_sqlite_refuses_update_and_delete_of_audit_rows(
+    make_relay: Callable[..., RelayServer], tmp_path: Path
+) -> None:
+    server = make_relay(database_url="")  # SQLite, whatever the suite's backend
+    _, sid = _one_decision(server)
     conn = sqlite3.connect(server.state.store.path, isolation_level=None)
     try:
         conn.execute("PRAGMA busy_timeout = 10000")
@@ -442,6 +456,34 @@ def test_sqlite_refuses_update_and_delete_of_audit_rows(
         assert rows == [("tool Bash: allow",)]
     finally:
         conn.close()
+
+
+def test_postgres_refuses_update_and_delete_of_audit_rows(
+    pg_url: str, make_relay: Callable[..., RelayServer]
+) -> None:
+    import psycopg
+
+    server = make_relay(database_url=pg_url)
+    acct, sid = _one_decision(server)
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        with pytest.raises(psycopg.errors.IntegrityError, match="append-only"):
+            conn.execute("UPDATE audit SET rule = 'nothing happened' WHERE session_id = %s", (sid,))
+        with pytest.raises(psycopg.errors.IntegrityError, match="only retention deletes them"):
+            conn.execute("DELETE FROM audit WHERE session_id = %s", (sid,))
+        with pytest.raises(psycopg.errors.IntegrityError, match="append-only"):
+            conn.execute("TRUNCATE audit")
+        with pytest.raises(psycopg.errors.IntegrityError, match="only moves forward"):
+            conn.execute("UPDATE audit_expiry SET cutoff = -1")
+        with pytest.raises(psycopg.errors.IntegrityError, match="never removed"):
+            conn.execute("DELETE FROM audit_expiry")
+        # Deleting the session row (as retention does) leaves the audit row alone.
+        conn.execute("DELETE FROM sessions WHERE id = %s", (sid,))
+        rows = conn.execute("SELECT rule FROM audit WHERE session_id = %s", (sid,)).fetchall()
+        assert rows == [("tool Bash: allow",)]
+    # The relay reads it as before.
+    with phone_client(server, acct.phone_token) as client:
+        entries = audit(client, session_id=sid)["entries"]
+    assert [e["rule"] for e in entries] == ["tool Bash: allow"]
 
 
 # -- the real agent with the fake Claude Code ------------------------------------------------

@@ -20,6 +20,7 @@ import httpx
 import pytest
 
 from relay.features import cost
+from tests.support.postgres import PostgresCluster
 from tests.support.relay import TRANSCRIPTS, Account, RelayServer, mac, phone_client, transcript
 from wire.protocol import LineRecord
 from wire.transcript import read_lines
@@ -471,3 +472,24 @@ def test_costs_need_a_phone_login(relay: RelayServer, account: Account) -> None:
         assert client.get("/api/costs").status_code == 401
     with phone_client(relay, account.device_token) as client:
         assert client.get("/api/costs").status_code in (401, 403)
+
+
+def test_every_node_on_postgres_lists_the_cost_of_lines_another_node_took(
+    postgres: PostgresCluster, make_relay: Any
+) -> None:
+    url = postgres.new_database("cost")
+    macs, phones = make_relay(database_url=url), make_relay(database_url=url)
+    account = macs.account()
+    session_id = str(uuid.uuid4())
+    with phone_client(phones, account.phone_token) as client:
+        get(client, "/api/sessions")  # the phone's node has listed before the lines came
+        send(
+            macs, account, session_id, [("b9a49076-7ef0-4409-b3eb-ff11c5c634e6", lines_of(PARENT))]
+        )
+        expected = count(PARENT).report().to_json()
+        summary = {"usd": expected["usd"], "tokens": sum(tokens_of(expected).values()), "source": "estimate"}  # fmt: skip
+        listed = {s["id"]: s for s in get(client, "/api/sessions")["sessions"]}
+        assert listed[session_id]["cost"] == summary
+        assert get(client, f"/api/sessions/{session_id}")["cost"] == summary
+        body = get(client, f"/api/sessions/{session_id}/cost")
+        assert body.pop("session_id") == session_id and body == expected

@@ -11,6 +11,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from tests.support.relay import RelayServer, free_port
 from tests.support.web import (
     LoopThread,
@@ -163,3 +165,45 @@ def test_a_refused_message_waits_saying_why_and_can_be_dropped(
     with httpx.Client(base_url=server.url) as anon:
         assert anon.get(f"/api/sessions/{sid}/outbox").status_code == 401
         assert anon.post(f"/api/sessions/{sid}/outbox", json={"text": "x"}).status_code == 401
+
+
+def test_queued_through_one_node_is_delivered_by_the_node_the_mac_links_to(
+    relay_backend: str,
+    relay_overrides: Callable[[], dict[str, Any]],
+    make_relay: Any,
+    loop: LoopThread,
+) -> None:
+    if relay_backend != "postgres":
+        pytest.skip("relay nodes share a store on PostgreSQL only")
+    pg_url = relay_overrides()["database_url"]  # one store, two nodes
+    # The node the phone uses reads the table again often; the Mac's node only when it links.
+    phones = make_relay(database_url=pg_url, outbox_retry_interval=0.3)
+    macs = make_relay(database_url=pg_url, outbox_retry_interval=60.0)
+    account = phones.account()
+    mac, sid = made_session(phones, account.device_token, loop)
+    try:
+        with relay_client(phones, account) as c:
+            ids = [
+                c.post(f"/api/sessions/{sid}/outbox", json={"text": f"queued {i}"}).json()[
+                    "message_id"
+                ]
+                for i in range(2)
+            ]
+            with relay_client(macs, account) as other:  # every node shows what is queued
+                assert [
+                    m["id"] for m in other.get(f"/api/sessions/{sid}/outbox").json()["queued"]
+                ] == ids
+                assert [m["id"] for m in other.get(f"/api/sessions/{sid}").json()["queued"]] == ids
+                listed = {s["id"]: s for s in other.get("/api/sessions").json()["sessions"]}
+                assert [m["id"] for m in listed[sid]["queued"]] == ids
+            mac.server, mac.url = macs, macs.url
+            mac.connect()
+            mac.update(sid, state="idle")  # reported to the other node
+            wait_for(lambda: len(sends(mac)) >= 2, what="two sends from the Mac's node")
+            assert sends(mac) == [(ids[i], f"queued {i}") for i in range(2)]
+            wait_for(
+                lambda: c.get(f"/api/sessions/{sid}/outbox").json()["queued"] == [],
+                what="the phone's node seeing an empty outbox",
+            )
+    finally:
+        mac.close()

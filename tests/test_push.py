@@ -8,6 +8,7 @@ import asyncio
 import json
 import stat
 import struct
+import threading
 import time
 import uuid
 from collections.abc import Iterator
@@ -23,9 +24,11 @@ from cryptography.hazmat.primitives.asymmetric.utils import encode_dss_signature
 from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 
 from relay.features import push
-from relay.store import Session
+from relay.store import Session, Store
+from tests.support.postgres import PostgresCluster
 from tests.support.push import LOCAL_PUSH_HOST, BrowserKeys, PushService
 from tests.support.relay import RelayServer, mac, phone_client, transcript
+from wire import config as configmod
 from wire.protocol import Card, CardOption, SessionInfo
 from wire.transcript import read_lines
 
@@ -155,6 +158,88 @@ def test_vapid_key_is_made_once_and_kept_private(tmp_path: Path) -> None:
         "https://push.example.net",
     )
     assert claims["_k"] == first.public_key and claims["sub"] == "mailto:me@example.net"
+
+
+@pytest.fixture
+def pg_url(postgres: PostgresCluster) -> str:
+    """An empty database of the test's own on the run's PostgreSQL cluster."""
+    return postgres.new_database("push")
+
+
+def _pg_store(url: str, folder: Path) -> Store:
+    config = configmod.load({"data_dir": str(folder), "database_url": url}, environ={})
+    return Store(config, schemas=[push.setup])
+
+
+def test_nodes_starting_together_on_postgres_end_with_one_vapid_key(
+    pg_url: str, tmp_path: Path
+) -> None:
+    nodes = 4
+    start = threading.Barrier(nodes)
+    keys: list[str] = []
+    failures: list[BaseException] = []
+
+    def node(index: int) -> None:
+        try:
+            folder = tmp_path / f"node{index}"  # a data folder of its own, with no key file
+            start.wait()
+            store = _pg_store(pg_url, folder)  # opened at once: the schema made once too
+            try:
+                keys.append(
+                    asyncio.run(push.Vapid.shared(store, folder / push.KEY_FILE)).public_key
+                )
+            finally:
+                store.close()
+        except BaseException as exc:  # surfaced below
+            failures.append(exc)
+
+    threads = [threading.Thread(target=node, args=(i,)) for i in range(nodes)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(60)
+    assert not failures, failures
+    assert len(keys) == nodes and len(set(keys)) == 1
+    store = _pg_store(pg_url, tmp_path / "later")
+    try:
+        rows = asyncio.run(store.read("SELECT pem FROM push_keys"))
+        assert len(rows) == 1
+        kept = push.Vapid.from_pem(str(rows[0][0]).encode(), "push_keys")
+        assert kept.public_key == keys[0]
+        assert not (tmp_path / "later" / push.KEY_FILE).exists()  # nothing in the data folder
+    finally:
+        store.close()
+
+
+def test_a_relay_moved_to_postgres_keeps_its_vapid_key_and_subscriptions(
+    pg_url: str, tmp_path: Path
+) -> None:
+    old = push.Vapid.load_or_create(tmp_path / push.KEY_FILE)  # the SQLite relay's key
+    store = _pg_store(pg_url, tmp_path)
+    account = store.ensure_account()
+    phone = store.create_token(account, "phone", "p")[2]
+    sub = push.Subscription(
+        "https://push.example.net/send/1", "k" * 87, "a" * 22, account, phone, created_at=1.0
+    )
+    push.SubscriptionBook(tmp_path / push.SUBSCRIPTIONS_FILE).add(sub)
+    try:
+        assert asyncio.run(push.Vapid.shared(store, tmp_path / push.KEY_FILE)).public_key == (
+            old.public_key
+        )
+        other = tmp_path / "other"  # another node: no file, the same key from the table
+        assert asyncio.run(push.Vapid.shared(store, other / push.KEY_FILE)).public_key == (
+            old.public_key
+        )
+        book = push.SharedSubscriptionBook(store)
+        assert asyncio.run(book.import_file(tmp_path / push.SUBSCRIPTIONS_FILE)) == 1
+        assert not (tmp_path / push.SUBSCRIPTIONS_FILE).exists()  # imported once
+        assert book.for_account(account) == [sub]
+        assert asyncio.run(book.find(sub.endpoint)) == sub
+        assert asyncio.run(book.drop(sub.endpoint, "another account")) is False
+        assert asyncio.run(book.drop(sub.endpoint)) is True
+        assert book.for_account(account) == []
+    finally:
+        store.close()
 
 
 def test_when_to_notify() -> None:

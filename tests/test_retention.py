@@ -12,8 +12,10 @@ from typing import Any
 import httpx
 import pytest
 
-from relay.features.retention import DAY, Ages, SessionAge, plan
+from relay.features.retention import BUSY, DAY, RUN_LOCK, Ages, SessionAge, plan
 from tests.support.api import SMALL, error_of, new_id, push
+from tests.support.cli import cli
+from tests.support.postgres import PostgresCluster
 from tests.support.relay import RelayServer, mac, phone_client
 from tests.support.retention import FAST, Clock, Mac, retention_of, run
 from tests.support.waits import await_until, wait_for
@@ -23,6 +25,12 @@ from wire.protocol import SessionInfo
 AGES = Ages(archive_after=30 * DAY, delete_after=180 * DAY)
 
 # -- the rules (pure) ------------------------------------------------------------------------
+
+
+@pytest.fixture
+def pg_url(postgres: PostgresCluster) -> str:
+    """An empty database of the test's own on the run's PostgreSQL cluster."""
+    return postgres.new_database("retention")
 
 
 def age(sid: str, idle_days: float, now: float, **kw: Any) -> SessionAge:
@@ -99,13 +107,24 @@ def session_rows(server: RelayServer, session_id: str) -> dict[str, int]:
 
     async def count() -> dict[str, int]:
         store = server.state.store
-        tables = await store.read(
-            "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'"
-        )
         found: dict[str, int] = {}
-        for (name,) in tables:
-            columns = {r[1] for r in await store.read(f'PRAGMA table_info("{name}")')}
-            if "session_id" in columns and not name.startswith("session_fts_"):
+        if store.dialect.postgres:
+            tables = await store.read(
+                "SELECT table_name FROM information_schema.columns WHERE column_name = 'session_id'"
+                " AND table_schema = current_schema()"
+            )
+            with_ids = [str(r[0]) for r in tables]
+        else:
+            tables = await store.read(
+                "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'"
+            )
+            with_ids = [
+                str(name)
+                for (name,) in tables
+                if "session_id" in {r[1] for r in await store.read(f'PRAGMA table_info("{name}")')}
+            ]
+        for name in with_ids:
+            if not name.startswith("session_fts_"):
                 rows = await store.read(
                     f'SELECT COUNT(*) FROM "{name}" WHERE session_id = ?', (session_id,)
                 )
@@ -373,3 +392,48 @@ def test_retention_routes_need_a_login_and_a_known_session(
             "audit_keep_days": 365.0,
             "retention_interval": 3600.0,
         }
+
+
+# -- several relay nodes on one PostgreSQL database --------------------------------------------
+
+
+def test_a_run_is_skipped_while_another_node_holds_the_run_lock(
+    pg_url: str, make_relay: Callable[..., RelayServer], caplog: pytest.LogCaptureFixture
+) -> None:
+    import psycopg
+
+    caplog.set_level(logging.INFO, logger="relay.features.retention")
+    second = make_relay(database_url=pg_url, **FAST)
+    # Another node's run, as it holds the lock: a session of its own (waiting, if the start-up
+    # run of the node just started holds it now).
+    with psycopg.connect(pg_url, autocommit=True) as holder:
+        holder.execute("SELECT pg_advisory_lock(%s)", (RUN_LOCK,))
+        first = make_relay(database_url=pg_url, **FAST)  # its start-up run finds the lock taken
+        wait_for(
+            lambda: (
+                "retention (schedule): skipped, another relay node is running it" in caplog.text
+            ),
+            10,
+            "the start-up run of a node skipping its turn",
+        )
+        acct = first.account()
+        with phone_client(second, acct.phone_token) as client:
+            refused = error_of(client.post("/api/retention/run"), 409, "retention_running")
+            assert "another relay node" in refused["message"]
+        told = cli(second, acct.phone_token, "retention", "--run", code=2).stderr
+        assert told.splitlines()[0] == f"claude-bridge: {BUSY} (retention_running)"
+    session_id = new_id()
+
+    async def go() -> None:
+        async with mac(first, acct.device_token) as link:
+            await push(link, session_id, SMALL)
+
+    asyncio.run(go())
+    clock = Clock()
+    clock.days(45)  # due for archiving
+    retention_of(second).clock = clock
+    # The lock is free again: a run on either node happens, and both see what it did.
+    ran = cli(second, acct.phone_token, "retention", "--run").stdout.splitlines()
+    assert ran[0] == "Ran retention now: archived 1, made active again 0, deleted 0."
+    with phone_client(first, acct.phone_token) as client:
+        assert client.get(f"/api/sessions/{session_id}/retention").json()["stage"] == "archived"

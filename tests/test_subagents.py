@@ -23,6 +23,7 @@ import pytest
 
 from relay.features import subagents
 from relay.store import Store
+from tests.support.postgres import PostgresCluster
 from tests.support.relay import TRANSCRIPTS, Account, RelayServer, mac, phone_client
 from wire import config as configmod
 from wire.transcript import read_lines
@@ -36,6 +37,12 @@ TOOL_USE = "toolu_af8f2c1bb1ca48698824454c"
 PROMPT = "SUBTASK_PROMPT: please list the folder with LS_SUB and report."
 OUTCOME = "Subagent report: the folder was listed."
 SUB_EVENTS = 4  # the subagent's prompt, its Bash call and result, its report
+
+
+@pytest.fixture
+def pg_url(postgres: PostgresCluster) -> str:
+    """An empty database of the test's own on the run's PostgreSQL cluster."""
+    return postgres.new_database("subagents")
 
 
 def new_id() -> str:
@@ -300,22 +307,48 @@ def _ingest(store: Store, session_id: str, files: list[tuple[Path, str]]) -> Non
     asyncio.run(go())
 
 
-def test_events_stored_before_the_index_existed_are_indexed_once(tmp_path: Path) -> None:
-    config = configmod.load({"data_dir": str(tmp_path)}, environ={})
+@pytest.fixture(params=["sqlite", "postgres"])
+def backend(request: pytest.FixtureRequest, tmp_path: Path) -> configmod.Config:
+    """The settings of a store in ``tmp_path`` (SQLite) or in a fresh PostgreSQL database."""
+    settings: dict[str, Any] = {"data_dir": str(tmp_path)}
+    if request.param == "postgres":
+        settings["database_url"] = request.getfixturevalue("pg_url")
+    return configmod.load(settings, environ={})
+
+
+def _drop_index(config: configmod.Config) -> None:
+    """Make the database one from before subagent history: no tables, no trigger."""
+    tables = ("subagent_events", "subagents", "subagent_calls")
+    url = config.str("database_url")
+    if url:
+        import psycopg
+
+        with psycopg.connect(url, autocommit=True) as pg:
+            pg.execute("DROP TRIGGER subagent_index ON events")
+            for table in tables:
+                pg.execute(f"DROP TABLE {table}")
+        return
+    conn = sqlite3.connect(config.data_path / "relay.db")
+    conn.execute("DROP TRIGGER subagent_index")
+    for table in tables:
+        conn.execute(f"DROP TABLE {table}")
+    conn.commit()
+    conn.close()
+
+
+def test_events_stored_before_the_index_existed_are_indexed_once(
+    backend: configmod.Config,
+) -> None:
+    config = backend
     store = Store(config, schemas=[subagents.setup])
     _ingest(store, "s1", [(MAIN, MAIN_CONVERSATION), (SUB, SUB_CONVERSATION)])
     before = asyncio.run(subagents.summaries(store, "s1"))
+    assert before and before[0]["agent_id"] == AGENT and before[0]["events"] == SUB_EVENTS
     # The trigger's cheap tests rely on stored events being compact JSON with "kind" first.
     stored = asyncio.run(store.read("SELECT data FROM events"))
     assert stored and all(str(r[0]).startswith('{"kind":"') for r in stored)
     store.close()
-    # A database from before subagent history: no tables, no triggers.
-    conn = sqlite3.connect(tmp_path / "relay.db")
-    conn.execute("DROP TRIGGER subagent_index")
-    for table in ("subagent_events", "subagents", "subagent_calls"):
-        conn.execute(f"DROP TABLE {table}")
-    conn.commit()
-    conn.close()
+    _drop_index(config)
     store = Store(config, schemas=[subagents.setup])
     try:
         assert asyncio.run(subagents.summaries(store, "s1")) == before
@@ -332,10 +365,10 @@ def test_events_stored_before_the_index_existed_are_indexed_once(tmp_path: Path)
         store.close()
 
 
-def test_text_that_looks_like_an_agent_id_is_not_a_subagent(tmp_path: Path) -> None:
-    store = Store(
-        configmod.load({"data_dir": str(tmp_path)}, environ={}), schemas=[subagents.setup]
-    )
+def test_text_that_looks_like_an_agent_id_is_not_a_subagent(
+    backend: configmod.Config, tmp_path: Path
+) -> None:
+    store = Store(backend, schemas=[subagents.setup])
     line = {
         "type": "user",
         "uuid": "u1",

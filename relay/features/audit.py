@@ -16,12 +16,13 @@ One row per decision, in the table ``audit``:
   events, watched as they are stored). The agent's own hook leaves the same marker, so a marker
   is logged only when no decision of the Mac names its tool use within ``HOOK_GRACE`` seconds.
 
-Append-only is kept by SQLite itself: a trigger refuses every ``UPDATE`` of a row and every
-``DELETE`` of a row younger than the expiry horizon (``audit_expiry.cutoff``), and the horizon
-only moves forward. Only retention moves it (``expire``, called in its run's transaction with
-its clock): rows go by their own age (``audit_keep_days``), never with their session — a session
-deleted by retention leaves its audit rows in place (retention.py keeps this table out of its
-sweep).
+Append-only is kept by the database itself: a trigger refuses every ``UPDATE`` of a row and every
+``DELETE`` of a row younger than the expiry horizon (``audit_expiry.cutoff``), and the horizon only
+moves forward (SQLite: ``RAISE(ABORT…)`` triggers; PostgreSQL: plpgsql trigger functions raising an
+integrity error, and ``TRUNCATE`` refused as well). Only retention moves it (``expire``, called in
+its run's transaction with its clock): rows go by their own age (``audit_keep_days``), never with
+their session — a session deleted by retention leaves its audit rows in place (retention.py keeps
+this table out of its sweep).
 
 Accounts never see each other's rows: every read is by the caller's account.
 """
@@ -31,7 +32,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import sqlite3
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
@@ -87,23 +87,69 @@ TABLES = (
     # A decision the Mac sends again after a reconnect is kept once.
     "CREATE UNIQUE INDEX IF NOT EXISTS audit_decision ON audit(account_id, decision_id)"
     " WHERE decision_id IS NOT NULL",
+    # "only" is quoted: a reserved word in PostgreSQL (SQLite takes it either way).
     """CREATE TABLE IF NOT EXISTS audit_expiry (
-        only INTEGER PRIMARY KEY CHECK (only = 1),
+        "only" INTEGER PRIMARY KEY CHECK ("only" = 1),
         cutoff REAL NOT NULL
     )""",
-    "INSERT OR IGNORE INTO audit_expiry (only, cutoff) VALUES (1, 0)",
-    """CREATE TRIGGER IF NOT EXISTS audit_never_changed BEFORE UPDATE ON audit
-    BEGIN SELECT RAISE(ABORT, 'audit rows are append-only: they are never changed'); END""",
-    """CREATE TRIGGER IF NOT EXISTS audit_kept_until_expiry BEFORE DELETE ON audit
+    'INSERT OR IGNORE INTO audit_expiry ("only", cutoff) VALUES (1, 0)',
+)
+_NEVER_CHANGED = "audit rows are append-only: they are never changed"
+_KEPT = "audit rows are append-only: only retention deletes them, once older than audit_keep_days"
+_FORWARD = "the audit expiry horizon only moves forward"
+_NEVER_REMOVED = "the audit expiry horizon is never removed"
+SQLITE_TRIGGERS = (
+    f"""CREATE TRIGGER IF NOT EXISTS audit_never_changed BEFORE UPDATE ON audit
+    BEGIN SELECT RAISE(ABORT, '{_NEVER_CHANGED}'); END""",
+    f"""CREATE TRIGGER IF NOT EXISTS audit_kept_until_expiry BEFORE DELETE ON audit
     WHEN OLD.at >= (SELECT cutoff FROM audit_expiry WHERE only = 1)
     BEGIN SELECT RAISE(ABORT,
-        'audit rows are append-only: only retention deletes them, once older than audit_keep_days');
+        '{_KEPT}');
     END""",
-    """CREATE TRIGGER IF NOT EXISTS audit_expiry_forward BEFORE UPDATE ON audit_expiry
+    f"""CREATE TRIGGER IF NOT EXISTS audit_expiry_forward BEFORE UPDATE ON audit_expiry
     WHEN NEW.cutoff < OLD.cutoff
-    BEGIN SELECT RAISE(ABORT, 'the audit expiry horizon only moves forward'); END""",
-    """CREATE TRIGGER IF NOT EXISTS audit_expiry_kept BEFORE DELETE ON audit_expiry
-    BEGIN SELECT RAISE(ABORT, 'the audit expiry horizon is never removed'); END""",
+    BEGIN SELECT RAISE(ABORT, '{_FORWARD}'); END""",
+    f"""CREATE TRIGGER IF NOT EXISTS audit_expiry_kept BEFORE DELETE ON audit_expiry
+    BEGIN SELECT RAISE(ABORT, '{_NEVER_REMOVED}'); END""",
+)
+
+
+def _pg_refusal(name: str, message: str, *, when: str = "", returns: str = "NULL") -> str:
+    """A plpgsql trigger function that refuses the change (``when``: only if that holds)."""
+    body = f"RAISE EXCEPTION '{message}' USING ERRCODE = 'integrity_constraint_violation';"
+    if when:
+        body = f"IF {when} THEN {body} END IF;"
+    return (
+        f"CREATE OR REPLACE FUNCTION {name}() RETURNS trigger LANGUAGE plpgsql AS $fn$"
+        f" BEGIN {body} RETURN {returns}; END $fn$"
+    )
+
+
+# The same rules in PostgreSQL: functions raising an integrity error (SQLite's RAISE(ABORT)
+# is one too); a trigger's WHEN may not read a table there, so the horizon is read in the
+# function. TRUNCATE, which skips row triggers, is refused as well.
+POSTGRES_TRIGGERS = (
+    _pg_refusal("audit_never_changed", _NEVER_CHANGED),
+    _pg_refusal(
+        "audit_kept_until_expiry",
+        _KEPT,
+        when='OLD.at >= (SELECT cutoff FROM audit_expiry WHERE "only" = 1)',
+        returns="OLD",
+    ),
+    _pg_refusal("audit_expiry_forward", _FORWARD),
+    _pg_refusal("audit_expiry_kept", _NEVER_REMOVED),
+    "CREATE OR REPLACE TRIGGER audit_never_changed BEFORE UPDATE ON audit"
+    " FOR EACH ROW EXECUTE FUNCTION audit_never_changed()",
+    "CREATE OR REPLACE TRIGGER audit_kept_until_expiry BEFORE DELETE ON audit"
+    " FOR EACH ROW EXECUTE FUNCTION audit_kept_until_expiry()",
+    "CREATE OR REPLACE TRIGGER audit_never_truncated BEFORE TRUNCATE ON audit"
+    " FOR EACH STATEMENT EXECUTE FUNCTION audit_never_changed()",
+    "CREATE OR REPLACE TRIGGER audit_expiry_forward BEFORE UPDATE ON audit_expiry"
+    " FOR EACH ROW WHEN (NEW.cutoff < OLD.cutoff) EXECUTE FUNCTION audit_expiry_forward()",
+    "CREATE OR REPLACE TRIGGER audit_expiry_kept BEFORE DELETE ON audit_expiry"
+    " FOR EACH ROW EXECUTE FUNCTION audit_expiry_kept()",
+    "CREATE OR REPLACE TRIGGER audit_expiry_never_truncated BEFORE TRUNCATE ON audit_expiry"
+    " FOR EACH STATEMENT EXECUTE FUNCTION audit_expiry_kept()",
 )
 
 _COLUMNS = (
@@ -218,12 +264,15 @@ def of_decision(
 # -- the store -----------------------------------------------------------------------------
 
 
-def setup(conn: sqlite3.Connection) -> None:
+def setup(conn: Any) -> None:
+    """The table and its append-only triggers (safe to run again)."""
     for sql in TABLES:
+        conn.execute(sql)
+    for sql in POSTGRES_TRIGGERS if conn.dialect.postgres else SQLITE_TRIGGERS:
         conn.execute(sql)
 
 
-def insert(conn: sqlite3.Connection, entry: Entry) -> bool:
+def insert(conn: Any, entry: Entry) -> bool:
     """Store one entry; False when the Mac's decision id was stored before."""
     name = None
     if entry.phone_id is not None:
@@ -256,14 +305,14 @@ def insert(conn: sqlite3.Connection, entry: Entry) -> bool:
             entry.decision_id,
         ),
     )
-    return cursor.rowcount > 0
+    return bool(cursor.rowcount > 0)
 
 
-def expire(conn: sqlite3.Connection, before: float) -> dict[str, int]:
+def expire(conn: Any, before: float) -> dict[str, int]:
     """Delete the rows older than ``before`` (retention's run, in its transaction) and say how
     many per account: the horizon moves forward first, so the append-only trigger lets exactly
     these rows go."""
-    cutoff = conn.execute("SELECT cutoff FROM audit_expiry WHERE only = 1").fetchone()
+    cutoff = conn.execute('SELECT cutoff FROM audit_expiry WHERE "only" = 1').fetchone()
     if cutoff is None or before <= float(cutoff[0]):
         return {}
     counts = {
@@ -272,7 +321,7 @@ def expire(conn: sqlite3.Connection, before: float) -> dict[str, int]:
             "SELECT account_id, COUNT(*) FROM audit WHERE at < ? GROUP BY account_id", (before,)
         )
     }
-    conn.execute("UPDATE audit_expiry SET cutoff = ? WHERE only = 1", (before,))
+    conn.execute('UPDATE audit_expiry SET cutoff = ? WHERE "only" = 1', (before,))
     conn.execute("DELETE FROM audit WHERE at < ?", (before,))
     return counts
 
@@ -358,7 +407,7 @@ async def page(
     }
 
 
-def insert_hook(conn: sqlite3.Connection, account_id: str, session_id: str, event: Any) -> bool:
+def insert_hook(conn: Any, account_id: str, session_id: str, event: Any) -> bool:
     """Log a hook marker event as a ``hook`` decision, unless the Mac told its own decision about
     the same tool use (its hook leaves the same marker). The tool and its summary come from the
     tool use event; no digest, since stored inputs may be cut short."""
@@ -372,12 +421,22 @@ def insert_hook(conn: sqlite3.Connection, account_id: str, session_id: str, even
     session = conn.execute("SELECT device_id FROM sessions WHERE id = ?", (session_id,)).fetchone()
     if told or session is None:
         return False
-    use = conn.execute(
-        "SELECT json_extract(data, '$.tool'), json_extract(data, '$.summary') FROM events"
-        " WHERE session_id = ? AND json_extract(data, '$.tool_use_id') = ?"
-        " AND json_extract(data, '$.kind') = 'tool_use' LIMIT 1",
-        (session_id, tool_use_id),
-    ).fetchone()
+    if conn.dialect.postgres:
+        # strpos first: only the events naming the id are parsed as JSON
+        use = conn.execute(
+            "SELECT data::jsonb ->> 'tool', data::jsonb ->> 'summary' FROM events"
+            " WHERE session_id = ? AND strpos(data, ?) > 0"
+            " AND data::jsonb ->> 'tool_use_id' = ? AND data::jsonb ->> 'kind' = 'tool_use'"
+            " ORDER BY seq LIMIT 1",
+            (session_id, tool_use_id, tool_use_id),
+        ).fetchone()
+    else:
+        use = conn.execute(
+            "SELECT json_extract(data, '$.tool'), json_extract(data, '$.summary') FROM events"
+            " WHERE session_id = ? AND json_extract(data, '$.tool_use_id') = ?"
+            " AND json_extract(data, '$.kind') = 'tool_use' LIMIT 1",
+            (session_id, tool_use_id),
+        ).fetchone()
     denied = event.get("marker") == "hook_denied"
     entry = Entry(
         account_id=account_id,
@@ -418,7 +477,7 @@ class HookWatch:
         await asyncio.sleep(HOOK_GRACE)
         events = [json.loads(data) for data in found]
 
-        def job(conn: sqlite3.Connection) -> None:
+        def job(conn: Any) -> None:
             for event in events:
                 insert_hook(conn, account_id, session_id, event)
 
@@ -432,8 +491,9 @@ class HookWatch:
 
 
 async def start(state: RelayState) -> HookWatch:
-    """Create the table and its triggers, and watch for hook markers (at start-up)."""
-    await state.store.write(setup)
+    """Watch for hook markers (at start-up; the table and its triggers are the schema, made as
+    the store opens: on PostgreSQL under the migration lock, so nodes starting together do not
+    race to create them)."""
     watch = HookWatch(state, asyncio.get_running_loop())
 
     async def record_mac_decision(account_id: str, device_id: str, msg: Decision) -> str:
@@ -485,4 +545,4 @@ async def audit_log(
     )
 
 
-FEATURE = Feature("audit", start=start, router=router)
+FEATURE = Feature("audit", schema=setup, start=start, router=router)

@@ -21,9 +21,8 @@ import asyncio
 import contextlib
 import logging
 import secrets
-import sqlite3
 import time
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from fastapi import APIRouter
@@ -53,7 +52,7 @@ CREATE TABLE IF NOT EXISTS outbox (
 """
 
 
-def setup(conn: sqlite3.Connection) -> None:
+def setup(conn: Any) -> None:
     conn.execute(TABLE)
 
 
@@ -77,11 +76,50 @@ class Outbox:
         rows = await self.state.store.read(
             "SELECT session_id, message_id, text, created_at, error FROM outbox ORDER BY position"
         )
-        self.waiting = {}
+        waiting: dict[str, list[dict[str, Any]]] = {}
         for session_id, message_id, text, created_at, error in rows:
-            self.waiting.setdefault(session_id, []).append(
-                {"id": message_id, "text": text, "created_at": iso(created_at), "error": error}
-            )
+            waiting.setdefault(session_id, []).append(_message(message_id, text, created_at, error))
+        for session_id, lock in self.locks.items():
+            if lock.locked() and session_id in self.waiting:  # being flushed: its own view holds
+                waiting[session_id] = self.waiting[session_id]
+        self.waiting = waiting
+
+    async def reload(self, session_id: str) -> None:
+        """One session's queue as the table holds it (PostgreSQL: another relay node may have
+        queued a message for a Mac linked to this one)."""
+        rows = await self.state.store.read(
+            "SELECT message_id, text, created_at, error FROM outbox WHERE session_id = ?"
+            " ORDER BY position",
+            (session_id,),
+        )
+        if self._lock(session_id).locked():
+            return  # being flushed here: its own view holds
+        if rows:
+            self.waiting[session_id] = [_message(*r) for r in rows]
+        else:
+            self.waiting.pop(session_id, None)
+
+    async def snapshot(self, session: Session) -> Mapping[str, Any]:
+        """PostgreSQL: the session's queue as stored, for its snapshot."""
+        await self.reload(session.id)
+        return self.fields(session)
+
+    async def listed(self, account_id: str) -> Callable[[str], Mapping[str, Any]]:
+        """PostgreSQL: every queue of the account as stored, for the session listing."""
+        rows = await self.state.store.read(
+            "SELECT session_id, message_id, text, created_at, error FROM outbox"
+            " WHERE account_id = ? ORDER BY position",
+            (account_id,),
+        )
+        found: dict[str, list[dict[str, Any]]] = {}
+        for session_id, *message in rows:
+            found.setdefault(session_id, []).append(_message(*message))
+        return lambda session_id: {"queued": found.get(session_id, [])}
+
+    @property
+    def shared(self) -> bool:
+        """Whether other relay nodes write the same table (PostgreSQL)."""
+        return bool(self.state.store.dialect.postgres)
 
     def fields(self, session: Session) -> Mapping[str, Any]:
         return {"queued": list(self.waiting.get(session.id, []))}
@@ -90,13 +128,13 @@ class Outbox:
         message_id = message_id or "q" + secrets.token_hex(8)
         now = time.time()
 
-        def job(conn: sqlite3.Connection) -> bool:
+        def job(conn: Any) -> bool:
             cur = conn.execute(
                 "INSERT OR IGNORE INTO outbox (session_id, account_id, message_id, text, created_at)"
                 " VALUES (?, ?, ?, ?, ?)",
                 (session.id, session.account_id, message_id, text, now),
             )
-            return cur.rowcount == 1
+            return bool(cur.rowcount == 1)
 
         added = await self.state.store.write(job)
         if added:
@@ -108,12 +146,12 @@ class Outbox:
         return {"message_id": message_id, "state": "queued", "duplicate": not added}
 
     async def drop(self, session: Session, message_id: str) -> bool:
-        def job(conn: sqlite3.Connection) -> bool:
+        def job(conn: Any) -> bool:
             cur = conn.execute(
                 "DELETE FROM outbox WHERE session_id = ? AND message_id = ?",
                 (session.id, message_id),
             )
-            return cur.rowcount == 1
+            return bool(cur.rowcount == 1)
 
         async with self._lock(session.id):  # never in the middle of its delivery
             dropped = await self.state.store.write(job)
@@ -136,8 +174,18 @@ class Outbox:
         self, account_id: str, session: Session, before: SessionInfo | None, after: SessionInfo
     ) -> None:
         """A Mac reported the session (it does on linking): deliver what waits for it."""
-        if session.id in self.waiting:
+        if self.shared:  # what waits may have been queued through another node
+            task = asyncio.get_running_loop().create_task(self._reload_and_kick(session.id))
+            self.tasks.add(task)
+            task.add_done_callback(self.tasks.discard)
+        elif session.id in self.waiting:
             self.kick(session.id)
+
+    async def _reload_and_kick(self, session_id: str) -> None:
+        if self._lock(session_id).locked():
+            return  # being flushed now, from what the table held
+        await self.reload(session_id)
+        self.kick(session_id)
 
     def kick(self, session_id: str) -> None:
         if session_id not in self.waiting or self._lock(session_id).locked():
@@ -203,6 +251,11 @@ class Outbox:
         every = self.state.config.float("outbox_retry_interval")
         while True:
             await asyncio.sleep(every)
+            if self.shared:
+                try:
+                    await self.load()  # what the other relay nodes queued meanwhile
+                except RelayError as exc:  # the database is away: the next round tries again
+                    _log.info("outbox not read again: %s", exc.message)
             for session_id in list(self.waiting):
                 self.kick(session_id)
 
@@ -214,11 +267,18 @@ class Outbox:
                 await task
 
 
+def _message(message_id: str, text: str, created_at: float, error: str | None) -> dict[str, Any]:
+    return {"id": message_id, "text": text, "created_at": iso(created_at), "error": error}
+
+
 async def start(state: RelayState) -> Outbox:
     outbox = Outbox(state)
     await outbox.load()
     state.watchers.append(outbox.watch)
     state.session_fields.append(outbox.fields)
+    if outbox.shared:  # queued through any node: the listing and the snapshot read the table
+        state.list_fields.append(outbox.listed)
+        state.snapshot_fields.append(outbox.snapshot)
     outbox.sweeper = asyncio.get_running_loop().create_task(outbox.sweep())
     return outbox
 
@@ -247,7 +307,10 @@ async def queue_message(
 @router.get("/sessions/{session_id}/outbox")
 async def list_queued(session_id: str, principal: Phone, state: State) -> dict[str, Any]:
     session = await session_or_404(state, principal, session_id)
-    return dict(_outbox(state).fields(session))
+    outbox = _outbox(state)
+    if outbox.shared:
+        await outbox.reload(session.id)  # another node may have queued or delivered meanwhile
+    return dict(outbox.fields(session))
 
 
 @router.delete("/sessions/{session_id}/outbox/{message_id}")

@@ -25,7 +25,6 @@ Where a policy lives:
 from __future__ import annotations
 
 import json
-import sqlite3
 import time
 from collections.abc import Mapping
 from typing import Any
@@ -62,13 +61,13 @@ CREATE TABLE IF NOT EXISTS session_policies (
 """
 
 
+def setup(conn: Any) -> None:
+    """The relay's copy table (the feature's schema, made as the store opens)."""
+    conn.execute(TABLE)
+
+
 async def start(state: RelayState) -> None:
-    """Create the relay's copy table and read the policy in every Mac's answer (at start-up)."""
-
-    def job(conn: sqlite3.Connection) -> None:
-        conn.execute(TABLE)
-
-    await state.store.write(job)
+    """Read the policy in every Mac's answer (at start-up)."""
 
     async def read(session_id: str, data: Mapping[str, Any]) -> None:
         await remember_from_result(state, session_id, data)
@@ -85,7 +84,7 @@ async def remember(state: RelayState, session_id: str, data: Any) -> None:
     text = json.dumps(policy.to_json(), separators=(",", ":"))
     now = time.time()
 
-    def job(conn: sqlite3.Connection) -> None:
+    def job(conn: Any) -> None:
         if conn.execute("SELECT 1 FROM sessions WHERE id = ?", (session_id,)).fetchone():
             conn.execute(
                 "INSERT INTO session_policies (session_id, policy, updated_at) VALUES (?, ?, ?)"
@@ -216,4 +215,4 @@ async def patch_policy(
     return {"ok": True, **_body(state, session.id, session.device_id, now_policy, at)}
 
 
-FEATURE = Feature("permissions", start=start, router=router)
+FEATURE = Feature("permissions", schema=setup, start=start, router=router)

@@ -5,7 +5,10 @@ The standards, each a few lines here rather than a library (only ``cryptography`
 
 * RFC 8292 (VAPID): the relay signs every push request with its own P-256 key, made once and kept
   in the data folder (``vapid.pem``, readable by the relay's user only). The browser learns the
-  public half from ``GET /api/push/key`` when it subscribes.
+  public half from ``GET /api/push/key`` when it subscribes. On PostgreSQL every relay node signs
+  with the same key, kept in the table ``push_keys``: the first node to start makes it (or takes
+  the ``vapid.pem`` of a relay moved over from SQLite, so its phones' subscriptions stay valid),
+  and two nodes starting at once end with one key (insert if absent, then read back).
 * RFC 8291 (message encryption, ``aes128gcm`` of RFC 8188): the payload is encrypted for the
   subscription's keys, so the push service only ever carries ciphertext.
 
@@ -17,8 +20,9 @@ connection goes to exactly the address checked (a DNS answer that changes in bet
 send it inside the network). ``push_allowed_hosts`` names the exceptions (a private push
 service). A phone only ever hears "sent" or "failed", never what the other side answered.
 
-Subscriptions are kept per account in ``push.json`` in the data folder, each tied to the phone that
-made it: when that phone is revoked or logs out, it gets no more notifications.
+Subscriptions are kept per account in ``push.json`` in the data folder (on PostgreSQL in the table
+``push_subscriptions``, so whichever node hears of a session's change can notify), each tied to
+the phone that made it: when that phone is revoked or logs out, it gets no more notifications.
 
 Routes (login required, like every route): ``GET /api/push/key``, ``POST /api/push/subscribe``,
 ``DELETE /api/push/subscribe``, ``POST /api/push/test``.
@@ -57,13 +61,14 @@ from relay.errors import BadRequest, Conflict
 from relay.feature import Feature
 from relay.jsontext import dumps
 from relay.state import RelayState
-from relay.store import Session
+from relay.store import Session, Store
 from wire.config import Config
 from wire.protocol import SessionInfo
 
 _log = logging.getLogger("relay.features.push")
 
 KEY_FILE = "vapid.pem"
+KEY_NAME = "vapid"  # the VAPID key's row in push_keys (PostgreSQL)
 SUBSCRIPTIONS_FILE = "push.json"
 RECORD_SIZE = 4096
 MAX_PAYLOAD = 3000  # bytes of JSON; one aes128gcm record holds at most 3,993
@@ -138,20 +143,25 @@ class Vapid:
         self.public_key = b64u(public_bytes(key.public_key()))
 
     @classmethod
-    def load_or_create(cls, path: Path) -> Vapid:
-        if path.exists():
-            loaded = serialization.load_pem_private_key(path.read_bytes(), password=None)
-            if not isinstance(loaded, ec.EllipticCurvePrivateKey):
-                raise ValueError(
-                    f"{path} does not hold a P-256 key; move it away to make a new one"
-                )
-            return cls(loaded)
-        key = ec.generate_private_key(ec.SECP256R1())
-        pem = key.private_bytes(
+    def from_pem(cls, pem: bytes, where: str) -> Vapid:
+        loaded = serialization.load_pem_private_key(pem, password=None)
+        if not isinstance(loaded, ec.EllipticCurvePrivateKey):
+            raise ValueError(f"{where} does not hold a P-256 key; move it away to make a new one")
+        return cls(loaded)
+
+    def pem(self) -> bytes:
+        return self.key.private_bytes(
             serialization.Encoding.PEM,
             serialization.PrivateFormat.PKCS8,
             serialization.NoEncryption(),
         )
+
+    @classmethod
+    def load_or_create(cls, path: Path) -> Vapid:
+        if path.exists():
+            return cls.from_pem(path.read_bytes(), str(path))
+        key = ec.generate_private_key(ec.SECP256R1())
+        pem = cls(key).pem()
         path.parent.mkdir(parents=True, exist_ok=True)
         temp = path.with_suffix(".tmp")
         fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
@@ -159,6 +169,33 @@ class Vapid:
             f.write(pem)
         os.replace(temp, path)
         return cls(key)
+
+    @classmethod
+    async def shared(cls, store: Store, path: Path) -> Vapid:
+        """The key every node of a PostgreSQL cluster signs with (table ``push_keys``): made by
+        the first node that finds none, from ``path`` when that file exists."""
+        where = "the push_keys table"
+        rows = await store.read("SELECT pem FROM push_keys WHERE name = ?", (KEY_NAME,))
+        if rows:
+            return cls.from_pem(str(rows[0][0]).encode(), where)
+        if path.exists():  # a relay moved over from SQLite keeps its key
+            mine = cls.from_pem(path.read_bytes(), str(path))
+        else:
+            mine = cls(ec.generate_private_key(ec.SECP256R1()))
+        pem = mine.pem().decode()
+
+        def job(conn: Any) -> str:
+            # Another node may be doing the same now: the first insert wins, both read it back.
+            conn.execute(
+                "INSERT INTO push_keys (name, pem, created_at) VALUES (?, ?, ?)"
+                " ON CONFLICT (name) DO NOTHING",
+                (KEY_NAME, pem, time.time()),
+            )
+            row = conn.execute("SELECT pem FROM push_keys WHERE name = ?", (KEY_NAME,)).fetchone()
+            return str(row[0])
+
+        kept = await store.write(job)
+        return mine if kept == pem else cls.from_pem(kept.encode(), where)
 
     def token(self, audience: str, subject: str, now: float | None = None) -> str:
         """A signed JWT (ES256) for one push service origin."""
@@ -223,11 +260,7 @@ class SubscriptionBook:
         with self._lock:
             mine = [s for s in self._items.values() if s.account_id == sub.account_id]
             if sub.endpoint not in self._items and len(mine) >= MAX_SUBSCRIPTIONS:
-                raise Conflict(
-                    f"this account already has {MAX_SUBSCRIPTIONS} push subscriptions; "
-                    "turn notifications off on a phone you no longer use",
-                    code="too_many_subscriptions",
-                )
+                raise _too_many()
             self._items[sub.endpoint] = sub
             self._save()
 
@@ -244,9 +277,161 @@ class SubscriptionBook:
         with self._lock:
             return [s for s in self._items.values() if s.account_id == account_id]
 
+    def all(self) -> list[Subscription]:
+        with self._lock:
+            return list(self._items.values())
+
     def get(self, endpoint: str) -> Subscription | None:
         with self._lock:
             return self._items.get(endpoint)
+
+    # The face the relay uses, shared with SharedSubscriptionBook (the file is small and local).
+
+    async def save(self, sub: Subscription) -> None:
+        self.add(sub)
+
+    async def drop(self, endpoint: str, account_id: str | None = None) -> bool:
+        return self.remove(endpoint, account_id)
+
+    async def of_account(self, account_id: str) -> list[Subscription]:
+        return self.for_account(account_id)
+
+    async def find(self, endpoint: str) -> Subscription | None:
+        return self.get(endpoint)
+
+
+_SUBSCRIPTION_COLUMNS = "endpoint, p256dh, auth, account_id, phone_id, turn_end, lang, created_at"
+
+
+def _subscription(row: Any) -> Subscription:
+    endpoint, p256dh, auth, account_id, phone_id, turn_end, lang, created_at = row
+    return Subscription(
+        str(endpoint),
+        str(p256dh),
+        str(auth),
+        str(account_id),
+        str(phone_id),
+        bool(turn_end),
+        str(lang),
+        float(created_at),
+    )
+
+
+class SharedSubscriptionBook:
+    """PostgreSQL: every account's subscriptions in the table ``push_subscriptions``, read by
+    every relay node (a phone subscribes through one node, its sessions change on another)."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+
+    async def import_file(self, path: Path) -> int:
+        """A relay moved over from SQLite: its ``push.json`` subscriptions, once (an endpoint
+        already in the table is left as it is); the file is then renamed ``….imported``, so a
+        subscription removed later does not come back at the next start."""
+        if not path.exists():
+            return 0
+        subs = SubscriptionBook(path).all()
+
+        def job(conn: Any) -> int:
+            added = 0
+            for sub in subs:
+                added += conn.execute(
+                    f"INSERT INTO push_subscriptions ({_SUBSCRIPTION_COLUMNS})"
+                    " VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (endpoint) DO NOTHING",
+                    _row(sub),
+                ).rowcount
+            return added
+
+        added: int = await self.store.write(job)
+        os.replace(path, path.with_name(path.name + ".imported"))
+        _log.info("push: %d subscriptions of %s moved into the database", added, path)
+        return added
+
+    async def save(self, sub: Subscription) -> None:
+        def job(conn: Any) -> None:
+            # The account's row, locked: two nodes adding at once count one after the other.
+            conn.execute(
+                f"SELECT id FROM accounts WHERE id = ?{conn.dialect.for_update}",
+                (sub.account_id,),
+            )
+            row = conn.execute(
+                "SELECT COUNT(*), COALESCE(SUM(CASE WHEN endpoint = ? THEN 1 ELSE 0 END), 0)"
+                " FROM push_subscriptions WHERE account_id = ?",
+                (sub.endpoint, sub.account_id),
+            ).fetchone()
+            if not row[1] and int(row[0]) >= MAX_SUBSCRIPTIONS:
+                raise _too_many()
+            conn.execute(
+                f"INSERT INTO push_subscriptions ({_SUBSCRIPTION_COLUMNS})"
+                " VALUES (?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (endpoint) DO UPDATE SET"
+                " p256dh = excluded.p256dh, auth = excluded.auth,"
+                " account_id = excluded.account_id, phone_id = excluded.phone_id,"
+                " turn_end = excluded.turn_end, lang = excluded.lang,"
+                " created_at = excluded.created_at",
+                _row(sub),
+            )
+
+        await self.store.write(job)
+
+    async def drop(self, endpoint: str, account_id: str | None = None) -> bool:
+        sql = "DELETE FROM push_subscriptions WHERE endpoint = ?"
+        params: tuple[str, ...] = (endpoint,)
+        if account_id is not None:
+            sql, params = sql + " AND account_id = ?", (endpoint, account_id)
+
+        def job(conn: Any) -> bool:
+            return bool(conn.execute(sql, params).rowcount > 0)
+
+        dropped: bool = await self.store.write(job)
+        return dropped
+
+    async def of_account(self, account_id: str) -> list[Subscription]:
+        rows = await self.store.read(
+            f"SELECT {_SUBSCRIPTION_COLUMNS} FROM push_subscriptions WHERE account_id = ?"
+            " ORDER BY created_at, endpoint",
+            (account_id,),
+        )
+        return [_subscription(r) for r in rows]
+
+    async def find(self, endpoint: str) -> Subscription | None:
+        rows = await self.store.read(
+            f"SELECT {_SUBSCRIPTION_COLUMNS} FROM push_subscriptions WHERE endpoint = ?",
+            (endpoint,),
+        )
+        return _subscription(rows[0]) if rows else None
+
+    def for_account(self, account_id: str) -> list[Subscription]:
+        """The same as ``of_account``, from any thread but the event loop's (tools, tests)."""
+        rows = self.store.db.query(
+            f"SELECT {_SUBSCRIPTION_COLUMNS} FROM push_subscriptions WHERE account_id = ?"
+            " ORDER BY created_at, endpoint",
+            (account_id,),
+        )
+        return [_subscription(r) for r in rows]
+
+
+def _row(sub: Subscription) -> tuple[Any, ...]:
+    return (
+        sub.endpoint,
+        sub.p256dh,
+        sub.auth,
+        sub.account_id,
+        sub.phone_id,
+        int(sub.turn_end),
+        sub.lang,
+        sub.created_at,
+    )
+
+
+def _too_many() -> Conflict:
+    return Conflict(
+        f"this account already has {MAX_SUBSCRIPTIONS} push subscriptions; "
+        "turn notifications off on a phone you no longer use",
+        code="too_many_subscriptions",
+    )
+
+
+Book = SubscriptionBook | SharedSubscriptionBook
 
 
 # ---------------------------------------------------------------------------------------------
@@ -435,7 +620,7 @@ class PushSender:
     def __init__(
         self,
         vapid: Vapid,
-        book: SubscriptionBook,
+        book: Book,
         subject: str,
         ttl: int,
         timeout: float,
@@ -506,7 +691,7 @@ class PushSender:
             _log.warning("push to %s failed: %s", urlsplit(sub.endpoint).netloc, exc)
             return 0
         if status in (404, 410):
-            self.book.remove(sub.endpoint)
+            await self.book.drop(sub.endpoint)
             _log.info("push subscription gone (%d); removed", status)
         elif status >= 400:
             _log.warning("push service %s answered %d", urlsplit(sub.endpoint).netloc, status)
@@ -527,12 +712,14 @@ class PushSender:
 class Push:
     """Web Push for one relay: keys, subscriptions, the sender and the session watcher."""
 
-    def __init__(self, state: RelayState) -> None:
+    def __init__(
+        self, state: RelayState, vapid: Vapid | None = None, book: Book | None = None
+    ) -> None:
         config: Config = state.config
         data = config.data_path
         self.state = state
-        self.vapid = Vapid.load_or_create(data / KEY_FILE)
-        self.book = SubscriptionBook(data / SUBSCRIPTIONS_FILE)
+        self.vapid = vapid if vapid is not None else Vapid.load_or_create(data / KEY_FILE)
+        self.book: Book = book if book is not None else SubscriptionBook(data / SUBSCRIPTIONS_FILE)
         subject = config.str("push_subject")
         if not subject:
             base = config.base_url
@@ -553,11 +740,21 @@ class Push:
         notice = notice_for(session, before, after)
         if notice is None:
             return
-        subs = self.book.for_account(account_id)
+        if isinstance(self.book, SubscriptionBook):  # in memory: only a task when there is work
+            subs = self.book.for_account(account_id)
+            if notice.kind == "turn_end":
+                subs = [s for s in subs if s.turn_end]
+            if subs:
+                self.sender.spawn(self.notify(account_id, subs, notice))
+        else:
+            self.sender.spawn(self.notify_account(account_id, notice))
+
+    async def notify_account(self, account_id: str, notice: Notice) -> None:
+        subs = await self.book.of_account(account_id)
         if notice.kind == "turn_end":
             subs = [s for s in subs if s.turn_end]
         if subs:
-            self.sender.spawn(self.notify(account_id, subs, notice))
+            await self.notify(account_id, subs, notice)
 
     async def live_subscriptions(
         self, account_id: str, subs: list[Subscription]
@@ -568,7 +765,7 @@ class Push:
         for sub in subs:
             phone = phones.get(sub.phone_id)
             if phone is None or phone.revoked:
-                self.book.remove(sub.endpoint)
+                await self.book.drop(sub.endpoint)
             else:
                 live.append(sub)
         return live
@@ -582,8 +779,41 @@ class Push:
         await self.sender.close()
 
 
+def setup(conn: Any) -> None:
+    """PostgreSQL: the tables of the key and the subscriptions all nodes share (SQLite keeps
+    both in the data folder)."""
+    if not conn.dialect.postgres:
+        return
+    conn.execute(
+        "CREATE TABLE IF NOT EXISTS push_keys ("
+        " name TEXT PRIMARY KEY, pem TEXT NOT NULL, created_at REAL NOT NULL)"
+    )
+    conn.execute(
+        "CREATE TABLE IF NOT EXISTS push_subscriptions ("
+        " endpoint TEXT PRIMARY KEY, p256dh TEXT NOT NULL, auth TEXT NOT NULL,"
+        " account_id TEXT NOT NULL REFERENCES accounts(id), phone_id TEXT NOT NULL,"
+        " turn_end INTEGER NOT NULL DEFAULT 0, lang TEXT NOT NULL, created_at REAL NOT NULL)"
+    )
+    conn.execute(
+        "CREATE INDEX IF NOT EXISTS push_subscriptions_account"
+        " ON push_subscriptions(account_id, created_at)"
+    )
+
+
+async def load_vapid(state: RelayState) -> Vapid:
+    """The relay's VAPID key: the data folder's file on SQLite, the shared row on PostgreSQL."""
+    path = state.config.data_path / KEY_FILE
+    if state.store.dialect.postgres:
+        return await Vapid.shared(state.store, path)
+    return Vapid.load_or_create(path)
+
+
 async def start(state: RelayState) -> Push:
-    push = Push(state)
+    book: Book | None = None
+    if state.store.dialect.postgres:
+        book = SharedSubscriptionBook(state.store)
+        await book.import_file(state.config.data_path / SUBSCRIPTIONS_FILE)
+    push = Push(state, await load_vapid(state), book)
     state.watchers.append(push.watch)
     return push
 
@@ -640,10 +870,10 @@ async def key(principal: Phone, push: PushDep) -> dict[str, str]:
 async def subscribe(body: SubscribeBody, principal: Phone, push: PushDep) -> dict[str, Any]:
     _check_keys(body.keys)
     await check_endpoint(body.endpoint, push.sender.allowed)
-    existing = push.book.get(body.endpoint)
+    existing = await push.book.find(body.endpoint)
     if existing is not None and existing.account_id != principal.account_id:
-        push.book.remove(body.endpoint)  # the browser now belongs to another login
-    push.book.add(
+        await push.book.drop(body.endpoint)  # the browser now belongs to another login
+    await push.book.save(
         Subscription(
             endpoint=body.endpoint,
             p256dh=body.keys.p256dh,
@@ -660,7 +890,7 @@ async def subscribe(body: SubscribeBody, principal: Phone, push: PushDep) -> dic
 
 @router.delete("/subscribe")
 async def unsubscribe(body: UnsubscribeBody, principal: Phone, push: PushDep) -> dict[str, Any]:
-    removed = push.book.remove(body.endpoint, principal.account_id)
+    removed = await push.book.drop(body.endpoint, principal.account_id)
     return {"ok": True, "removed": removed}
 
 
@@ -669,7 +899,7 @@ async def test_notification(
     body: UnsubscribeBody, principal: Phone, push: PushDep
 ) -> dict[str, Any]:
     """Send a test notification to one of this account's subscriptions."""
-    sub = push.book.get(body.endpoint)
+    sub = await push.book.find(body.endpoint)
     if sub is None or sub.account_id != principal.account_id:
         raise BadRequest("this browser is not subscribed; turn notifications on first")
     text = _TEXT.get(sub.lang, _TEXT["en"])
@@ -679,4 +909,4 @@ async def test_notification(
     return {"ok": sent, "status": "sent" if sent else "failed"}
 
 
-FEATURE = Feature("push", start=start, router=router)
+FEATURE = Feature("push", schema=setup, start=start, router=router)

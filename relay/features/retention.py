@@ -34,6 +34,12 @@ Expiry runs by itself: once when the relay starts, then every ``retention_interv
 (an asyncio task started in the app's lifespan). Each run logs one line and keeps a report per
 account, shown by ``GET /api/retention``; ``POST /api/retention/run`` runs it now for the
 caller's account. Ages and the clock are injectable (``Retention.clock``) for tests.
+
+On PostgreSQL, where several relay nodes share the database, each node keeps its schedule but a
+run holds an advisory lock (``RUN_LOCK``) on a connection of its own: a node that finds it taken
+skips its turn (a line in the log; ``POST /api/retention/run`` answers 409
+``retention_running``). Each node reads the ledger of deleted sessions again at every check and
+tells the Macs linked to it.
 """
 
 from __future__ import annotations
@@ -93,6 +99,25 @@ TABLES = (
         report TEXT NOT NULL
     ) WITHOUT ROWID""",
 )
+
+# On PostgreSQL every relay node schedules runs, and a run takes this advisory lock (any fixed
+# 64-bit number; this one spells "cbretent") on a connection of its own: one node runs at a
+# time, the others skip their turn.
+RUN_LOCK = 0x6362726574656E74
+BUSY = "retention is running on another relay node now; try again in a moment"
+
+
+def setup(conn: Any) -> None:
+    """The feature's tables (its schema, made as the store opens; safe to run again)."""
+    for sql in TABLES:
+        conn.execute(sql)
+
+
+class RetentionBusy(Conflict):
+    """Another relay node holds the run lock."""
+
+    def __init__(self) -> None:
+        super().__init__(BUSY, code="retention_running")
 
 
 # -- the rules (pure) ----------------------------------------------------------------------
@@ -196,9 +221,17 @@ class _Applied:
     audit_expired: dict[str, int]  # account → audit rows past their age, deleted
 
 
-def _tables_with_session_id(conn: sqlite3.Connection) -> list[str]:
+def _tables_with_session_id(conn: Any) -> list[str]:
     """Tables holding rows of a session by its id: real tables and virtual ones (FTS), never a
     virtual table's own shadow tables (written only through the virtual table)."""
+    if conn.dialect.postgres:
+        # In the order they were made, as sqlite_master lists them.
+        rows = conn.execute(
+            "SELECT c.relname FROM pg_class c JOIN pg_attribute a ON a.attrelid = c.oid"
+            " WHERE c.relnamespace = current_schema()::regnamespace AND c.relkind IN ('r', 'p')"
+            " AND a.attname = 'session_id' AND NOT a.attisdropped ORDER BY c.oid"
+        ).fetchall()
+        return [str(r[0]) for r in rows if str(r[0]) not in KEEP_TABLES]
     rows = conn.execute(
         "SELECT name, sql FROM sqlite_master WHERE type = 'table' AND name NOT LIKE 'sqlite_%'"
     ).fetchall()
@@ -216,18 +249,35 @@ def _tables_with_session_id(conn: sqlite3.Connection) -> list[str]:
     return found
 
 
+def _errors(conn: Any) -> tuple[type[BaseException], ...]:
+    """The database's own errors (a job's statement that may fail is caught by these)."""
+    if conn.dialect.postgres:
+        import psycopg
+
+        return (psycopg.Error,)
+    return (sqlite3.Error,)
+
+
+def _integrity_errors(conn: Any) -> tuple[type[BaseException], ...]:
+    if conn.dialect.postgres:
+        import psycopg
+
+        return (psycopg.errors.IntegrityError,)
+    return (sqlite3.IntegrityError,)
+
+
 def _quote(name: str) -> str:
     return '"' + name.replace('"', '""') + '"'
 
 
-def _forget(conn: sqlite3.Connection, session_id: str, tables: Sequence[str]) -> None:
+def _forget(conn: Any, session_id: str, tables: Sequence[str]) -> None:
     """Delete the session's row first, so its ON DELETE CASCADEs and triggers (the search
     index's) do their work; then whatever is left under its id in tables that keep no
     foreign key. A table whose foreign key would refuse the delete is emptied first."""
     conn.execute("SAVEPOINT session_row")
     try:
         conn.execute("DELETE FROM sessions WHERE id = ?", (session_id,))
-    except sqlite3.IntegrityError:
+    except _integrity_errors(conn):
         conn.execute("ROLLBACK TO session_row")
         conn.execute("RELEASE session_row")
         _sweep(conn, session_id, tables)
@@ -237,13 +287,13 @@ def _forget(conn: sqlite3.Connection, session_id: str, tables: Sequence[str]) ->
     _sweep(conn, session_id, tables)
 
 
-def _sweep(conn: sqlite3.Connection, session_id: str, tables: Sequence[str]) -> None:
+def _sweep(conn: Any, session_id: str, tables: Sequence[str]) -> None:
     for table in tables:
         conn.execute(f"DELETE FROM {_quote(table)} WHERE session_id = ?", (session_id,))
 
 
 def _apply(
-    conn: sqlite3.Connection,
+    conn: Any,
     now: float,
     ages: Ages,
     working: tuple[set[str], set[str]],
@@ -281,11 +331,13 @@ def _apply(
         try:
             _forget(conn, sid, tables)
             conn.execute(
-                "INSERT OR REPLACE INTO retention_deleted"
-                " (session_id, account_id, device_id, deleted_at) VALUES (?, ?, ?, ?)",
+                "INSERT INTO retention_deleted"
+                " (session_id, account_id, device_id, deleted_at) VALUES (?, ?, ?, ?)"
+                " ON CONFLICT (session_id) DO UPDATE SET account_id = excluded.account_id,"
+                " device_id = excluded.device_id, deleted_at = excluded.deleted_at",
                 (sid, found[sid].account_id, found[sid].device_id, now),
             )
-        except sqlite3.Error as exc:
+        except _errors(conn) as exc:
             conn.execute("ROLLBACK TO forget")
             failed.append((sid, str(exc)))
         else:
@@ -362,13 +414,25 @@ class Retention:
         self.next_run_at: float | None = None  # wall-clock time of the next scheduled run
 
     @property
+    def _shared(self) -> bool:
+        """Whether other relay nodes share the database (PostgreSQL)."""
+        return bool(self.state.store.dialect.postgres)
+
+    @property
     def ages(self) -> Ages:
         return Ages.from_config(self.state.config)
 
     async def setup(self) -> None:
-        def job(conn: sqlite3.Connection) -> list[str]:
-            for sql in TABLES:
-                conn.execute(sql)
+        def job(conn: Any) -> list[str]:
+            # Made as the store opens already; again for a store opened without the schema. Not
+            # on PostgreSQL when there: CREATE INDEX IF NOT EXISTS would lock the table.
+            if (
+                not conn.dialect.postgres
+                or not conn.execute(
+                    "SELECT to_regclass('session_retention') IS NOT NULL"
+                ).fetchone()[0]
+            ):
+                setup(conn)
             return [str(r[0]) for r in conn.execute("SELECT device_id FROM retention_deleted")]
 
         self._pending_devices = set(await self.state.store.write(job))
@@ -395,6 +459,8 @@ class Retention:
             if loop.time() >= due:
                 try:
                     await self.run_once(trigger="schedule")
+                except RetentionBusy:
+                    _log.info("retention (schedule): skipped, another relay node is running it")
                 except RelayError as exc:  # e.g. the store closing under us
                     _log.warning("retention run failed: %s", exc)
                 except Exception:
@@ -402,6 +468,8 @@ class Retention:
                 due = loop.time() + interval
                 self.next_run_at = time.time() + interval
             try:
+                if self._shared:
+                    await self._reload_pending()  # another node may have deleted sessions
                 await self.deliver_pending()
             except Exception:
                 _log.exception("telling Macs about deleted sessions failed")
@@ -432,9 +500,53 @@ class Retention:
     async def run_once(
         self, *, account_id: str | None = None, trigger: str = "request"
     ) -> dict[str, dict[str, Any]]:
-        """Archive, restore and delete what is due; tell Macs; keep and return the reports."""
+        """Archive, restore and delete what is due; tell Macs; keep and return the reports.
+        RetentionBusy (409 ``retention_running``) when another relay node is running it."""
         async with self._run_lock:
-            return await self._run(account_id, trigger)
+            if not self._shared:
+                return await self._run(account_id, trigger)
+            taking = asyncio.ensure_future(asyncio.to_thread(self._take_run_lock))
+            try:
+                conn = await asyncio.shield(taking)
+            except asyncio.CancelledError:  # the relay stopping: the lock is let go when taken
+                taking.add_done_callback(self._release_when_taken)
+                raise
+            if conn is None:
+                raise RetentionBusy()
+            try:
+                return await self._run(account_id, trigger)
+            finally:
+                await asyncio.to_thread(self._release_run_lock, conn)
+
+    def _take_run_lock(self) -> Any:
+        """A connection of its own holding the run lock, or None when another node holds it."""
+        conn = self.state.store.db.connect()  # type: ignore[attr-defined]  # PostgreSQL's
+        try:
+            row = conn.execute("SELECT pg_try_advisory_lock(?)", (RUN_LOCK,)).fetchone()
+        except BaseException:
+            conn.close()
+            raise
+        if not row[0]:
+            conn.close()
+            return None
+        return conn
+
+    def _release_when_taken(self, taking: asyncio.Future[Any]) -> None:
+        if not taking.cancelled() and taking.exception() is None and taking.result() is not None:
+            self._release_run_lock(taking.result())
+
+    @staticmethod
+    def _release_run_lock(conn: Any) -> None:
+        try:
+            conn.execute("SELECT pg_advisory_unlock(?)", (RUN_LOCK,))
+        except Exception as exc:  # the session's end releases it anyway
+            _log.warning("retention: releasing the run lock failed: %s", exc)
+        finally:
+            conn.close()
+
+    async def _reload_pending(self) -> None:
+        rows = await self.state.store.read("SELECT DISTINCT device_id FROM retention_deleted")
+        self._pending_devices = {str(r[0]) for r in rows}
 
     async def _run(self, account_id: str | None, trigger: str) -> dict[str, dict[str, Any]]:
         now = self.clock()
@@ -464,7 +576,7 @@ class Retention:
         }
         texts = {a: json.dumps(r, separators=(",", ":")) for a, r in reports.items()}
 
-        def store_reports(conn: sqlite3.Connection) -> None:
+        def store_reports(conn: Any) -> None:
             conn.executemany(
                 "INSERT INTO retention_reports (account_id, report) VALUES (?, ?)"
                 " ON CONFLICT (account_id) DO UPDATE SET report = excluded.report",
@@ -569,7 +681,13 @@ class Retention:
             done: list[str] = []
             timeout = self.state.config.float("command_timeout")
             for device_id, items in by_device.items():
-                link = self.state.live.link(device_id)
+                # A Mac linked to another relay node is told by that node (it reads this ledger
+                # too): one node sends each delete_history, not every node that sees the link.
+                link: Link | None = (
+                    self.state.live.local.get(device_id)
+                    if self._shared
+                    else self.state.live.link(device_id)
+                )
                 if link is None or link.closed:
                     continue
                 if self._seen.get(device_id) is not link:
@@ -605,7 +723,7 @@ class Retention:
     async def _settle(self, session_id: str, *, remove_row: bool) -> None:
         """The Mac confirmed: drop the ledger entry, and the empty row its hello re-created."""
 
-        def job(conn: sqlite3.Connection) -> str | None:
+        def job(conn: Any) -> str | None:
             conn.execute("DELETE FROM retention_deleted WHERE session_id = ?", (session_id,))
             if not remove_row:
                 return None
@@ -633,16 +751,18 @@ class Retention:
                 "INSERT INTO session_retention (session_id, stage, pinned, since)"
                 " VALUES (?, 'active', 1, NULL) ON CONFLICT (session_id) DO UPDATE SET"
                 " pinned = 1, stage = 'active', archived_at = NULL, archived_seq = NULL,"
-                " since = CASE WHEN stage = 'archived' THEN ? ELSE since END"
+                " since = CASE WHEN session_retention.stage = 'archived' THEN ?"
+                " ELSE session_retention.since END"
             )
         else:
             sql = (
                 "INSERT INTO session_retention (session_id, stage, pinned, since)"
                 " VALUES (?, 'active', 0, ?) ON CONFLICT (session_id) DO UPDATE SET"
-                " pinned = 0, since = CASE WHEN stage = 'active' THEN excluded.since ELSE since END"
+                " pinned = 0, since = CASE WHEN session_retention.stage = 'active'"
+                " THEN excluded.since ELSE session_retention.since END"
             )
 
-        def job(conn: sqlite3.Connection) -> None:
+        def job(conn: Any) -> None:
             conn.execute(sql, (session_id, now))
 
         await self.state.store.write(job)
@@ -804,4 +924,4 @@ def _publish_stage(state: RelayState, session: Session, stage: str, *, pinned: b
     )
 
 
-FEATURE = Feature("retention", start=start, router=router)
+FEATURE = Feature("retention", schema=setup, start=start, router=router)

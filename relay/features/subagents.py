@@ -14,6 +14,9 @@ transaction (as durable as the events themselves, never filled twice for a line 
     subagent_calls  one row per ``Agent`` / ``Task`` tool use: description, agent type, prompt,
                     the tool result and the ``<task-notification>`` that answered it
 
+On PostgreSQL the trigger is a plpgsql function doing the same (``subagent_index_event``, which
+the backfill calls too).
+
 Linking happens when read (``link``, pure): a call's tool result names its subagent
 (``agentId: …``, written by Claude Code for background and foreground agents alike); failing
 that, the subagent whose first prompt is the call's ``prompt`` input, in order.
@@ -24,7 +27,6 @@ from __future__ import annotations
 import functools
 import json
 import re
-import sqlite3
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Annotated, Any
@@ -141,8 +143,9 @@ _AGENT_MARK = '"agent_id":"'
 _NOTIFICATION_MARK = '"marker":"task_notification"'
 
 
-def _contains(column: str, fragment: str) -> str:
-    return f"instr({column}, '{fragment}') > 0"
+def _contains(column: str, fragment: str, function: str = "instr") -> str:
+    # instr (SQLite) and strpos (PostgreSQL) take the same arguments
+    return f"{function}({column}, '{fragment}') > 0"
 
 
 def _kind_is(column: str, kind: str) -> str:
@@ -150,11 +153,13 @@ def _kind_is(column: str, kind: str) -> str:
     return f"substr({column}, 1, {len(start)}) = '{start}'"
 
 
-def _candidates(column: str, *, answers: str) -> str:
-    tools = " OR ".join(_contains(column, f'"tool":"{t}"') for t in SUBAGENT_TOOLS)
-    notification = f"{_kind_is(column, 'marker')} AND {_contains(column, _NOTIFICATION_MARK)}"
+def _candidates(column: str, *, answers: str, contains: str = "instr") -> str:
+    tools = " OR ".join(_contains(column, f'"tool":"{t}"', contains) for t in SUBAGENT_TOOLS)
+    notification = (
+        f"{_kind_is(column, 'marker')} AND {_contains(column, _NOTIFICATION_MARK, contains)}"
+    )
     return (
-        f"{_contains(column, _AGENT_MARK)}"
+        f"{_contains(column, _AGENT_MARK, contains)}"
         f" OR ({_kind_is(column, 'tool_use')} AND ({tools}))"
         f" OR (({_kind_is(column, 'tool_result')} OR ({notification})){answers})"
     )
@@ -164,7 +169,10 @@ _TRIGGER_WHEN = _candidates(
     "NEW.data",
     answers=" AND EXISTS (SELECT 1 FROM subagent_calls WHERE session_id = NEW.session_id)",
 )
-_BACKFILL_WHERE = _candidates("data", answers="")
+
+
+def _backfill_where(postgres: bool) -> str:
+    return _candidates("data", answers="", contains="strpos" if postgres else "instr")
 
 
 def _for_trigger(statement: str) -> str:
@@ -175,28 +183,39 @@ def _for_backfill(statement: str) -> str:
     return statement.format(sid="?1", seq="?2", data="?3")
 
 
-def setup(conn: sqlite3.Connection) -> None:
+def setup(conn: Any) -> None:
     """Create the tables and the trigger, and index the events stored before they existed, in one
     transaction (so an interrupted first start indexes them on the next)."""
+    postgres = conn.dialect.postgres
     conn.execute("BEGIN IMMEDIATE")
     try:
-        existed = conn.execute(
-            "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'subagent_events'"
+        found = conn.execute(
+            "SELECT to_regclass('subagent_events') IS NOT NULL"
+            if postgres
+            else "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'subagent_events'"
         ).fetchone()
+        existed = found is not None and bool(found[0])
         for statement in TABLES.split(";"):
             if statement.strip():
                 conn.execute(statement)
-        body = ";\n".join(_for_trigger(s).strip() for s in _STATEMENTS)
-        conn.execute(
-            "CREATE TRIGGER IF NOT EXISTS subagent_index AFTER INSERT ON events"
-            f" WHEN {_TRIGGER_WHEN}\nBEGIN\n{body};\nEND"
-        )
+        if postgres:
+            for statement in _PG_TRIGGER:
+                conn.execute(statement)
+        else:
+            body = ";\n".join(_for_trigger(s).strip() for s in _STATEMENTS)
+            conn.execute(
+                "CREATE TRIGGER IF NOT EXISTS subagent_index AFTER INSERT ON events"
+                f" WHEN {_TRIGGER_WHEN}\nBEGIN\n{body};\nEND"
+            )
         if not existed:
             rows = conn.execute(
-                f"SELECT session_id, seq, data FROM events WHERE {_BACKFILL_WHERE}"
+                f"SELECT session_id, seq, data FROM events WHERE {_backfill_where(postgres)}"
                 " ORDER BY session_id, seq"
             ).fetchall()
-            backfill = [_for_backfill(s) for s in _STATEMENTS]
+            if postgres:
+                backfill = ["SELECT subagent_index_event(?, ?, ?)"]
+            else:
+                backfill = [_for_backfill(s) for s in _STATEMENTS]
             for row in rows:
                 for statement in backfill:
                     conn.execute(statement, tuple(row))
@@ -204,6 +223,77 @@ def setup(conn: sqlite3.Connection) -> None:
     except BaseException:
         conn.execute("ROLLBACK")
         raise
+
+
+# -- PostgreSQL: the same index, as plpgsql -------------------------------------------------
+# A trigger's WHEN may not hold a subquery there, so the cheap string tests stay in WHEN and the
+# function does the rest (an answer to no known call updates nothing). One function per event,
+# called by the trigger and by the backfill alike; the JSON is parsed once per event.
+
+_PG_TOOLS = ", ".join(f"'{t}'" for t in SUBAGENT_TOOLS)
+_PG_ROW_FUNCTION = f"""
+CREATE OR REPLACE FUNCTION subagent_index_event(p_sid TEXT, p_seq BIGINT, p_data TEXT)
+RETURNS void LANGUAGE plpgsql AS $fn$
+DECLARE
+    d JSONB := p_data::jsonb;
+    v_agent TEXT := d ->> 'agent_id';
+    v_kind TEXT := d ->> 'kind';
+    v_text TEXT := d ->> 'text';
+    v_ts TEXT := d ->> 'timestamp';
+BEGIN
+    IF v_agent IS NOT NULL THEN
+        INSERT INTO subagent_events (session_id, agent_id, seq) VALUES (p_sid, v_agent, p_seq)
+        ON CONFLICT DO NOTHING;
+        INSERT INTO subagents AS a
+            (session_id, agent_id, first_seq, last_seq, events, prompt, outcome, started_at,
+             ended_at)
+        VALUES (p_sid, v_agent, p_seq, p_seq, 1,
+            CASE WHEN v_kind = 'user' AND v_text <> '' THEN substr(v_text, 1, {TEXT_KEPT}) END,
+            CASE WHEN v_kind = 'assistant' AND v_text <> '' THEN substr(v_text, 1, {TEXT_KEPT}) END,
+            v_ts, v_ts)
+        ON CONFLICT (session_id, agent_id) DO UPDATE SET
+            first_seq = LEAST(a.first_seq, excluded.first_seq),
+            last_seq = GREATEST(a.last_seq, excluded.last_seq),
+            events = a.events + 1,
+            prompt = COALESCE(a.prompt, excluded.prompt),
+            outcome = COALESCE(excluded.outcome, a.outcome),
+            started_at = COALESCE(a.started_at, excluded.started_at),
+            ended_at = COALESCE(excluded.ended_at, a.ended_at);
+    END IF;
+    IF v_kind = 'tool_use' AND d ->> 'tool' IN ({_PG_TOOLS}) AND d ->> 'tool_use_id' IS NOT NULL
+    THEN
+        INSERT INTO subagent_calls
+            (session_id, tool_use_id, seq, tool, caller, description, agent_type, prompt)
+        VALUES (p_sid, d ->> 'tool_use_id', p_seq, d ->> 'tool', v_agent,
+            d #>> '{{input,description}}', d #>> '{{input,subagent_type}}',
+            substr(d #>> '{{input,prompt}}', 1, {TEXT_KEPT}))
+        ON CONFLICT DO NOTHING;
+    END IF;
+    IF v_kind IN ('tool_result', 'marker') THEN
+        UPDATE subagent_calls SET
+            result = CASE WHEN v_kind = 'tool_result' THEN v_text ELSE result END,
+            result_error = CASE WHEN v_kind = 'tool_result'
+                THEN CASE WHEN d -> 'is_error' = 'true'::jsonb THEN 1 ELSE 0 END
+                ELSE result_error END,
+            notification = CASE WHEN d ->> 'marker' = 'task_notification'
+                THEN v_text ELSE notification END
+        WHERE session_id = p_sid AND tool_use_id = d ->> 'tool_use_id';
+    END IF;
+END
+$fn$
+"""
+_PG_TRIGGER = (
+    _PG_ROW_FUNCTION,
+    """CREATE OR REPLACE FUNCTION subagent_index() RETURNS trigger LANGUAGE plpgsql AS $fn$
+BEGIN
+    PERFORM subagent_index_event(NEW.session_id, NEW.seq, NEW.data);
+    RETURN NULL;
+END
+$fn$""",
+    "CREATE OR REPLACE TRIGGER subagent_index AFTER INSERT ON events FOR EACH ROW"
+    f" WHEN ({_candidates('NEW.data', answers='', contains='strpos')})"
+    " EXECUTE FUNCTION subagent_index()",
+)
 
 
 # -- linking (pure) -------------------------------------------------------------------------

@@ -14,7 +14,8 @@ The session listing (``RelayState.session_json``) is synchronous, so its compact
 (``{"usd", "tokens", "source"}``) comes from an in-memory cache: loaded from the table at start,
 then refreshed after each commit that changed a cost — the tracker queues a small writer job
 that reads the committed rows and fills the cache once that job has committed too, so the cache
-never shows a figure a rolled-back batch computed.
+never shows a figure a rolled-back batch computed. On PostgreSQL, where lines may come in through
+any relay node, the listing and the snapshot read the stored figures instead of the cache.
 
 Prices are those of the relay's configuration at ingest time (``model_prices`` overrides on top
 of relay/features/prices.json); changing them re-prices a session's estimated part when it next
@@ -24,10 +25,10 @@ gets lines.
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import logging
-import sqlite3
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Annotated, Any, Final
 
 from fastapi import APIRouter, Query, Request
@@ -37,7 +38,7 @@ from relay.deps import Phone
 from relay.feature import Feature
 from relay.features.cost import EMPTY_REPORT, CostCounter, Ledger, Prices, Usage, load_prices
 from relay.state import RelayState
-from relay.store import NewLines, Store
+from relay.store import NewLines, Session, Store
 
 _log = logging.getLogger("relay.features.usage")
 
@@ -65,6 +66,17 @@ EMPTY_JSON: Final = json.dumps(EMPTY_REPORT.to_json())
 EMPTY_SUMMARY: Final = EMPTY_REPORT.summary()
 
 
+def setup(conn: Any) -> None:
+    """The feature's tables (its schema, made as the store opens; safe to run again)."""
+    for statement in SCHEMA:  # one by one: executescript would COMMIT the writer's transaction
+        conn.execute(statement)
+
+
+def _exists(conn: Any, table: str) -> bool:
+    row = conn.execute("SELECT to_regclass(?) IS NOT NULL", (table,)).fetchone()
+    return bool(row[0])
+
+
 def _chunks(items: Sequence[str]) -> Iterable[Sequence[str]]:
     for start in range(0, len(items), _CHUNK):
         yield items[start : start + _CHUNK]
@@ -84,11 +96,13 @@ class UsageTracker:
 
     # -- LineObserver --------------------------------------------------------------
 
-    def setup(self, conn: sqlite3.Connection) -> None:
-        for statement in SCHEMA:  # one by one: executescript would COMMIT the writer's transaction
-            conn.execute(statement)
+    def setup(self, conn: Any) -> None:
+        # Made as the store opens already; again for a store opened without the schema. Not on
+        # PostgreSQL when there: CREATE INDEX IF NOT EXISTS would lock the table for writes.
+        if not conn.dialect.postgres or not _exists(conn, "session_costs"):
+            setup(conn)
 
-    def on_lines(self, conn: sqlite3.Connection, new: NewLines) -> None:
+    def on_lines(self, conn: Any, new: NewLines) -> None:
         session_id, conversation_id, lines = new.session_id, new.conversation_id, new.lines
         account_id = new.account_id
         facts = [
@@ -169,7 +183,7 @@ class UsageTracker:
         task.add_done_callback(self._tasks.discard)
 
     async def _refresh(self) -> None:
-        def job(conn: sqlite3.Connection) -> list[Any]:
+        def job(conn: Any) -> list[Any]:
             # A later transaction than the lines': reads only what was committed with them.
             try:
                 ids = sorted(self._dirty)
@@ -209,7 +223,26 @@ async def start(state: RelayState) -> UsageTracker:
     state.store.add_observer(tracker)
     await tracker.start()
     state.session_fields.append(lambda session: {"cost": tracker.summary(session.id)})
+    if state.store.dialect.postgres:
+        # The cache holds what this node counted; lines may come in through any node, so the
+        # listing and the snapshot read the stored figures (one indexed query each).
+        state.list_fields.append(functools.partial(_listed_costs, state.store))
+        state.snapshot_fields.append(functools.partial(_session_cost, state.store))
     return tracker
+
+
+_SUMMARY_SQL: Final = "SELECT session_id, usd, tokens, source FROM session_costs"
+
+
+async def _listed_costs(store: Store, account_id: str) -> Callable[[str], dict[str, Any]]:
+    rows = await store.read(_SUMMARY_SQL + " WHERE account_id = ?", (account_id,))
+    found = {str(r[0]): _summary(r[1], r[2], r[3]) for r in rows}
+    return lambda session_id: {"cost": dict(found.get(session_id, EMPTY_SUMMARY))}
+
+
+async def _session_cost(store: Store, session: Session) -> dict[str, Any]:
+    rows = await store.read(_SUMMARY_SQL + " WHERE session_id = ?", (session.id,))
+    return {"cost": _summary(rows[0][1], rows[0][2], rows[0][3]) if rows else dict(EMPTY_SUMMARY)}
 
 
 async def session_costs(
@@ -292,4 +325,4 @@ async def costs(
     return Response(text, media_type="application/json")
 
 
-FEATURE = Feature("usage", start=start, router=router)
+FEATURE = Feature("usage", schema=setup, start=start, router=router)
