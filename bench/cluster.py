@@ -562,6 +562,7 @@ class Phone:
     reopened_at: float = 0.0  # time.time() the attempt that got through was sent
     first_new_at: float = 0.0  # time.time() its first event arrived
     open_marker: str = ""  # the query marker of the stream that is open now
+    last_failure: str = ""
     opened: asyncio.Event = field(default_factory=asyncio.Event)
     task: asyncio.Task[None] | None = None
 
@@ -591,7 +592,8 @@ class Phone:
                     self.token, self._on_event, headers,
                 ), 10)  # fmt: skip
                 await asyncio.wait_for(asyncio.shield(stream.opened), 10)
-            except (OSError, ConnectionError, TimeoutError):
+            except (OSError, ConnectionError, TimeoutError) as exc:
+                self.last_failure = repr(exc)
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, PAGE_RETRY_MAX)
                 continue
@@ -643,27 +645,32 @@ def _node_pids_of_devices(database_url: str, device_ids: list[str]) -> dict[str,
 @dataclass
 class Publisher:
     """The Mac whose session the phone follows: a line every FAILOVER_INTERVAL, linked straight
-    to a node that is not the one killed (moved when the phone lands on its node)."""
+    to a node that is not the one killed (moved, by its own loop, when the phone lands on its
+    node)."""
 
     token: str
     session_id: str
     conversation_id: str = field(default_factory=lambda: str(uuid.uuid4()))
     offset: int = 0
     link: Any = None
-    url: str = ""
+    url: str = ""  # where it is linked
+    wanted: str = ""  # where it should be linked
+    sent: int = 0
+    last_error: str = ""
     task: asyncio.Task[None] | None = None
 
-    async def link_to(self, url: str) -> None:
+    async def _relink(self) -> None:
         from wire.client import MacLink
         from wire.protocol import DeviceInfo
 
-        if self.link is not None:
-            await self.link.close()
-        self.link = MacLink(url, self.token, DeviceInfo(name="bench-publisher"))
-        await self.link.connect()
-        self.url = url
+        old, self.link, self.url = self.link, None, ""
+        if old is not None:
+            await old.close()
+        link = MacLink(self.wanted, self.token, DeviceInfo(name="bench-publisher"))
+        await link.connect()
+        self.link, self.url = link, self.wanted
 
-    async def send_one(self) -> None:
+    async def _send_one(self) -> None:
         from wire.protocol import LineRecord
 
         text, line_uuid = chat_line(f"failover {time.time_ns()}")
@@ -672,15 +679,30 @@ class Publisher:
         await self.link.send_lines(
             self.session_id, self.conversation_id, [record], cwd="/tmp/bench", timeout=30
         )
+        self.sent += 1
 
-    def start(self) -> None:
-        async def run() -> None:
-            while True:
-                with contextlib.suppress(OSError, TimeoutError):
-                    await self.send_one()
-                await asyncio.sleep(FAILOVER_INTERVAL)
+    async def _run(self) -> None:
+        while True:
+            try:
+                if self.url != self.wanted or self.link is None or not self.link.connected:
+                    await self._relink()
+                await self._send_one()
+            except Exception as exc:  # reported, and the loop goes on
+                self.last_error = repr(exc)
+                self.url = ""
+            await asyncio.sleep(FAILOVER_INTERVAL)
 
-        self.task = asyncio.get_running_loop().create_task(run())
+    async def move(self, url: str, timeout: float = 15.0) -> None:
+        """Link to ``url`` and return once a line went through it."""
+        self.wanted = url
+        if self.task is None:
+            self.task = asyncio.get_running_loop().create_task(self._run())
+        deadline = time.monotonic() + timeout
+        sent = self.sent
+        while self.url != url or self.sent == sent:
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"the publisher cannot send through {url}: {self.last_error}")
+            await asyncio.sleep(0.02)
 
     async def stop(self) -> None:
         if self.task is not None:
@@ -748,9 +770,7 @@ async def failover(
 
     out = FailoverRun()
     publisher = Publisher(tokens.devices[0][0], str(uuid.uuid4()))
-    await publisher.link_to(nodes[0].url)
-    await publisher.send_one()
-    publisher.start()
+    await publisher.move(nodes[0].url)
 
     async def no_command(command: Command) -> CommandResult:
         return CommandResult(command_id=command.command_id, ok=False, error="bench")
@@ -782,7 +802,7 @@ async def failover(
             victim = await _node_of_marker(nodes, phone.open_marker)
             alive = [n for n in nodes if n is not victim]
             if publisher.url == victim.url:
-                await publisher.link_to(alive[0].url)
+                await publisher.move(alive[0].url)
             watch_node = next(n for n in alive if n.url == publisher.url)
             await watch.open(watch_node.port, tokens.phone)
             held = _node_pids_of_devices(database_url, mac_ids)
@@ -826,6 +846,10 @@ async def failover(
                     out.mac_offline.append(gone - killed_at)
             out.mac_online += online_now
             served = out.served[-1] * 1000 if served_again else float("nan")
+            if not served_again:
+                log(f"[cluster] the phone was not served again: {phone.attempts - before} attempts "
+                    f"since the kill, last failure {phone.last_failure!r}; the Mac sent "
+                    f"{publisher.sent} lines, last error {publisher.last_error!r}")  # fmt: skip
             macs_text = ", ".join(f"{t * 1000:,.0f} ms" for t in online_now) or "-"
             log(f"[cluster] failover {rep + 1}/{repeats}: killed {victim.label} (the phone's node, "
                 f"{len(on_victim)} Mac(s) on it): phone served again after {served:,.0f} ms; "
