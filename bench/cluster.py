@@ -177,8 +177,11 @@ class SqliteRelay(RelayProcess):
 
     name = "sqlite"
 
-    def __init__(self, devices: int) -> None:
-        super().__init__()
+    def __init__(self, devices: int, synchronous: str = "NORMAL") -> None:
+        super().__init__({"CB_STORE_SYNCHRONOUS": synchronous})
+        self.label = "SQLite, one node" + (
+            "" if synchronous == "NORMAL" else f" (synchronous={synchronous})"
+        )
         self.devices = devices
         self.tokens = Tokens("", [])
 
@@ -921,7 +924,11 @@ async def run_async(args: argparse.Namespace) -> list[Row]:
     with contextlib.ExitStack() as stack:
         pg = stack.enter_context(postgres_server())
         log("[cluster] starting the SQLite relay and the PostgreSQL nodes")
-        sqlite = SqliteRelay(devices) if "ingest" in parts or "fanout" in parts else None
+        sqlite = (
+            SqliteRelay(devices, args.sqlite_synchronous)
+            if "ingest" in parts or "fanout" in parts
+            else None
+        )
         # The nodes' database and the lone node's (ingest), each migrated before its nodes start.
         cluster_url, one_url = pg.new_database("bench"), pg.new_database("bench1")
         cluster_tokens = seed({"database_url": cluster_url, "data_dir": "/nonexistent"}, devices)
@@ -935,7 +942,7 @@ async def run_async(args: argparse.Namespace) -> list[Row]:
             print(f"\n## cluster ingest ({args.lines:,} lines, {MACS} Macs)\n", flush=True)
             runs = []
             log("[cluster] ingest: SQLite, one node")
-            runs.append(await ingest("SQLite, one node", [sqlite], sqlite.tokens, args.lines))
+            runs.append(await ingest(sqlite.label, [sqlite], sqlite.tokens, args.lines))
             report_ingest(runs[-1])
             assert single is not None
             log("[cluster] ingest: PostgreSQL, one node")
@@ -967,7 +974,7 @@ async def run_async(args: argparse.Namespace) -> list[Row]:
             for repeat in range(args.repeat):
                 log(f"[cluster] fan-out round {repeat + 1}/{args.repeat}: {args.clients} clients")
                 rounds["sqlite"].append(await fan_round(
-                    "SQLite, one node", sqlite.url, [sqlite.port], sqlite.tokens, s_session,
+                    sqlite.label, sqlite.url, [sqlite.port], sqlite.tokens, s_session,
                     args.clients, fan, pids([sqlite]),
                 ))  # fmt: skip
                 print(describe_round(rounds["sqlite"][-1]), flush=True)
@@ -1013,6 +1020,13 @@ def parse(argv: list[str] | None = None) -> argparse.Namespace:
     parser.add_argument("--payload", type=int, default=200, help="fan-out: characters of text")
     parser.add_argument("--repeat", type=int, default=None, help="fan-out: rounds per setup (3)")
     parser.add_argument("--kills", type=int, default=None, help="failover: nodes killed (5)")
+    parser.add_argument(
+        "--sqlite-synchronous",
+        default="NORMAL",
+        choices=["NORMAL", "FULL"],
+        help="the SQLite relay's store_synchronous (default NORMAL, the embedded default; FULL "
+        "syncs every commit, as PostgreSQL does here)",
+    )
     parser.add_argument("--quick", action="store_true", help="small sizes: a smoke test")
     args = parser.parse_args(argv)
     quick = args.quick
