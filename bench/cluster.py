@@ -33,7 +33,7 @@ import tempfile
 import time
 import urllib.request
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -42,6 +42,7 @@ from typing import Any
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from agent.link import HEARTBEAT as AGENT_HEARTBEAT  # when an idle agent looks at its link again
 from bench._common import (
     CLI,
     LineSource,
@@ -756,6 +757,8 @@ class FailoverRun:
     reopen: list[float] = field(default_factory=list)  # reopening attempt sent -> first new event
     mac_online: list[float] = field(default_factory=list)  # kill -> shown online on another node
     mac_offline: list[float] = field(default_factory=list)  # kill -> shown offline (lease ran out)
+    mac_noticed: list[float] = field(default_factory=list)  # kill -> the agent saw its link lost
+    mac_relinked: list[float] = field(default_factory=list)  # that -> shown online again
     lost: int = 0  # phones or Macs not served again within FAILOVER_TIMEOUT
 
 
@@ -782,18 +785,18 @@ async def failover(
         return None
 
     caddy = f"http://127.0.0.1:{caddy_port}"
+    unlinked: dict[str, list[float]] = {}  # device id -> when its link saw it was lost
+
+    def on_unlinked(device_id: str) -> Callable[[], None]:
+        return lambda: unlinked.setdefault(device_id, []).append(time.time())
+
+    chosen = tokens.devices[1 : 1 + FAILOVER_MACS]
     macs = [
-        RelayLink(
-            caddy,
-            token,
-            DeviceInfo(name=f"bench-idle-{i + 1}"),
-            MemoryArchive(),
-            no_command,
-            linked,
-        )
-        for i, (token, _) in enumerate(tokens.devices[1 : 1 + FAILOVER_MACS])
-    ]
-    mac_ids = [device_id for _, device_id in tokens.devices[1 : 1 + FAILOVER_MACS]]
+        RelayLink(caddy, token, DeviceInfo(name=f"bench-idle-{i + 1}"), MemoryArchive(),
+                  no_command, linked, on_unlinked(device_id))
+        for i, (token, device_id) in enumerate(chosen)
+    ]  # fmt: skip
+    mac_ids = [device_id for _, device_id in chosen]
     for mac in macs:
         mac.start()
     phone = Phone(caddy_port, tokens.phone, publisher.session_id).start()
@@ -844,6 +847,10 @@ async def failover(
                     out.lost += 1
                     continue
                 online_now.append(at - killed_at)
+                noticed = next((t for t in unlinked.get(device_id, []) if t >= killed_at), None)
+                if noticed is not None:
+                    out.mac_noticed.append(noticed - killed_at)
+                    out.mac_relinked.append(at - noticed)
                 gone = watch.shown_after(device_id, killed_at, False)
                 if gone is not None and gone < at:
                     out.mac_offline.append(gone - killed_at)
@@ -888,7 +895,10 @@ def failover_rows(run: FailoverRun, repeats: int) -> list[Row]:
     if run.mac_online:
         print(f"  Macs that were on the killed node, online again through another node "
               f"({len(run.mac_online)}): p50 {_ms(run.mac_online, 50)} ms, max {_ms(run.mac_online)} ms"
-              f"{offline}", flush=True)  # fmt: skip
+              f"{offline}\n  of which: kill -> the agent's link saw it was lost p50 "
+              f"{_ms(run.mac_noticed, 50)} ms, max {_ms(run.mac_noticed)} ms (it looks at its next "
+              f"heartbeat, every {AGENT_HEARTBEAT:g} s); then -> online again p50 "
+              f"{_ms(run.mac_relinked, 50)} ms, max {_ms(run.mac_relinked)} ms", flush=True)  # fmt: skip
     rows = [Row(
         f"cluster failover ({repeats} SIGKILLs of the phone's node, through Caddy): kill → the "
         f"phone's reopened stream (Last-Event-ID) gets its first new event, p50 / max (includes "
@@ -900,7 +910,9 @@ def failover_rows(run: FailoverRun, repeats: int) -> list[Row]:
         rows.append(Row(
             f"cluster failover: kill → a Mac that was on that node (the agent's link code, through "
             f"Caddy) shown online by another node, p50 / max ({len(run.mac_online)} Macs)",
-            f"{_ms(run.mac_online, 50)} / {_ms(run.mac_online)} ms{offline}",
+            f"{_ms(run.mac_online, 50)} / {_ms(run.mac_online)} ms (the agent saw its link lost "
+            f"after p50 {_ms(run.mac_noticed, 50)} ms, at its {AGENT_HEARTBEAT:g} s heartbeat; "
+            f"from there to online again p50 {_ms(run.mac_relinked, 50)} ms){offline}",
         ))  # fmt: skip
     return rows
 
