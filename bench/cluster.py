@@ -567,6 +567,9 @@ class Phone:
     first_new_at: float = 0.0  # time.time() its first event arrived
     open_marker: str = ""  # the query marker of the stream that is open now
     last_failure: str = ""
+    history: list[tuple[float, float, str]] = field(
+        default_factory=list
+    )  # attempts: sent, done, how
     opened: asyncio.Event = field(default_factory=asyncio.Event)
     task: asyncio.Task[None] | None = None
 
@@ -590,6 +593,7 @@ class Phone:
             marker = f"bench{self.attempts}x"
             headers = {"Last-Event-ID": str(self.last_id)} if self.last_id else None
             sent = time.time()
+            stream: SSEStream | None = None
             try:
                 stream = await asyncio.wait_for(open_stream(
                     "127.0.0.1", self.port, f"/api/sessions/{self.session_id}/stream?probe={marker}",
@@ -597,11 +601,15 @@ class Phone:
                 ), 10)  # fmt: skip
                 await asyncio.wait_for(asyncio.shield(stream.opened), 10)
             except (OSError, ConnectionError, TimeoutError) as exc:
-                self.last_failure = repr(exc)
+                if stream is not None:
+                    stream.close()
+                self.last_failure = repr(exc) if stream is None else (stream.error or repr(exc))
+                self.history.append((sent, time.time(), self.last_failure))
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, PAGE_RETRY_MAX)
                 continue
             self.reopened_at, self.open_marker = sent, marker
+            self.history.append((sent, time.time(), "open"))
             self.opened.set()
             delay = PAGE_RETRY_FIRST
             with contextlib.suppress(ConnectionError):
@@ -856,6 +864,10 @@ async def failover(
                     out.mac_offline.append(gone - killed_at)
             out.mac_online += online_now
             served = out.served[-1] * 1000 if served_again else float("nan")
+            if not served_again or served > 1000 * (PAGE_RETRY_FIRST + 2):
+                tried = "; ".join(f"+{a - killed_at:.2f} s..+{b - killed_at:.2f} s {how}"
+                                  for a, b, how in phone.history if a >= killed_at)  # fmt: skip
+                log(f"[cluster] slow: the phone's attempts since the kill: {tried}")
             if not served_again:
                 log(f"[cluster] the phone was not served again: {phone.attempts - before} attempts "
                     f"since the kill, last failure {phone.last_failure!r}; the Mac sent "
