@@ -21,7 +21,7 @@ from bench import catchup, cluster, fanout, ingest
 from bench._common import BENCH, Row, install_signal_cleanup, log, markdown_table
 
 ALL = ("ingest", "fanout", "catchup")
-# Run only when asked (--only cluster): three relay nodes, PostgreSQL and Caddy, about 5 minutes.
+# Run only when asked (--only cluster): relay nodes, PostgreSQL and Caddy; 3½ minutes or more.
 EXTRA = ("cluster",)
 
 
