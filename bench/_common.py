@@ -183,31 +183,57 @@ class ServerProcess:
         """Work done before the process starts (tokens)."""
 
     def __enter__(self) -> Self:
-        sweep_stale_dirs()
-        self.dir = Path(tempfile.mkdtemp(prefix=f"{TMP_PREFIX}{self.name}-"))
-        (self.dir / "owner.pid").write_text(str(os.getpid()))
+        self.launch()
         try:
-            self.prepare()
-            self._log_file = open(self.dir / "server.log", "wb")
-            self.proc = subprocess.Popen(
-                self.command(),
-                cwd=REPO,
-                env=self.env,
-                stdin=subprocess.DEVNULL,
-                stdout=self._log_file,
-                stderr=subprocess.STDOUT,
-                preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None,
-            )
-            self._wait_healthy()
+            self.wait_ready()
         except BaseException:
             self.stop()
             raise
         return self
 
+    def launch(self) -> None:
+        """Make the folder, prepare and start the process without waiting for it to answer
+        (``wait_ready``). Call it from the main thread: the parent-death signal is tied to the
+        thread that starts the process, and fires when that thread ends."""
+        sweep_stale_dirs()
+        self.dir = Path(tempfile.mkdtemp(prefix=f"{TMP_PREFIX}{self.name}-"))
+        (self.dir / "owner.pid").write_text(str(os.getpid()))
+        try:
+            self.prepare()
+            self._popen()
+        except BaseException:
+            self.stop()
+            raise
+
+    def _popen(self) -> None:
+        assert self.dir is not None
+        if self._log_file is None:
+            self._log_file = open(self.dir / "server.log", "ab")  # noqa: SIM115 (closed by stop)
+        self.proc = subprocess.Popen(
+            self.command(),
+            cwd=REPO,
+            env=self.env,
+            stdin=subprocess.DEVNULL,
+            stdout=self._log_file,
+            stderr=subprocess.STDOUT,
+            preexec_fn=_die_with_parent if sys.platform.startswith("linux") else None,
+        )
+
+    def kill(self) -> None:
+        """SIGKILL, as a crash would: no cleanup of any kind. The folder stays for a restart."""
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait(10)
+
+    def relaunch(self) -> None:
+        """Start the same command again (same port, same folder) after ``kill``; then
+        ``wait_ready``."""
+        self._popen()
+
     def __exit__(self, *exc: object) -> None:
         self.stop()
 
-    def _wait_healthy(self) -> None:
+    def wait_ready(self) -> None:
         deadline = time.monotonic() + self.start_timeout
         while time.monotonic() < deadline:
             assert self.proc is not None
@@ -438,12 +464,19 @@ class SSEStream(asyncio.Protocol):
     """
 
     def __init__(
-        self, host: str, port: int, path: str, token: str | None, on_event: OnEvent
+        self,
+        host: str,
+        port: int,
+        path: str,
+        token: str | None,
+        on_event: OnEvent,
+        extra_headers: dict[str, str] | None = None,
     ) -> None:
         headers = [f"GET {path} HTTP/1.1", f"Host: {host}:{port}", "Accept: text/event-stream",
                    "Cache-Control: no-cache"]  # fmt: skip
         if token:
             headers.append(f"Authorization: Bearer {token}")
+        headers += [f"{name}: {value}" for name, value in (extra_headers or {}).items()]
         self.request = ("\r\n".join(headers) + "\r\n\r\n").encode()
         self.on_event = on_event
         self.transport: asyncio.Transport | None = None
@@ -496,6 +529,8 @@ class SSEStream(asyncio.Protocol):
             self._sse += raw.replace(b"\r", b"")
             raw.clear()
         self._frames(now)
+        if self.ended:  # the last chunk: a proxy may keep the connection open after it
+            self._fail("the server ended the stream")
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._fail(f"connection lost: {exc}" if exc else "the server closed the stream")
@@ -577,10 +612,15 @@ class SSEStream(asyncio.Protocol):
 
 
 async def open_stream(
-    host: str, port: int, path: str, token: str | None, on_event: OnEvent
+    host: str,
+    port: int,
+    path: str,
+    token: str | None,
+    on_event: OnEvent,
+    extra_headers: dict[str, str] | None = None,
 ) -> SSEStream:
     loop = asyncio.get_running_loop()
-    stream = SSEStream(host, port, path, token, on_event)
+    stream = SSEStream(host, port, path, token, on_event, extra_headers)
     await loop.create_connection(lambda: stream, host, port)
     return stream
 

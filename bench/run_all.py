@@ -17,10 +17,12 @@ from pathlib import Path
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from bench import catchup, fanout, ingest
+from bench import catchup, cluster, fanout, ingest
 from bench._common import BENCH, Row, install_signal_cleanup, log, markdown_table
 
 ALL = ("ingest", "fanout", "catchup")
+# Run only when asked (--only cluster): relay nodes, PostgreSQL and Caddy; 3½ minutes or more.
+EXTRA = ("cluster",)
 
 
 def machine() -> str:
@@ -45,7 +47,12 @@ def main(argv: list[str] | None = None) -> int:
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--quick", action="store_true", help="small sizes: a smoke test")
-    parser.add_argument("--only", action="append", choices=ALL, help="run only these (repeatable)")
+    parser.add_argument(
+        "--only",
+        action="append",
+        choices=ALL + EXTRA,
+        help=f"run only these (repeatable); {', '.join(EXTRA)} runs only when named",
+    )
     parser.add_argument(
         "--out", default=str(BENCH / "results.md"), help="Markdown file to write ('' = none)"
     )
@@ -85,6 +92,12 @@ def main(argv: list[str] | None = None) -> int:
         print(f"\n## catch-up ({events:,} events)\n", flush=True)
         rows += catchup.run(events, repeat)
         commands.append(f"python -m bench.catchup --events {events} --repeat {repeat}")
+
+    if "cluster" in chosen:
+        cluster_argv = ["--quick"] if args.quick else []
+        print("\n## cluster (PostgreSQL, three nodes, Caddy)\n", flush=True)
+        rows += cluster.run(cluster.parse(cluster_argv))
+        commands.append("python -m bench.cluster " + " ".join(cluster_argv))
 
     took = time.perf_counter() - started
     warning = busy_warning(load_before)
