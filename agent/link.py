@@ -116,9 +116,13 @@ class RelayLink:
             _log.info("link to %s lost; reconnecting", self.relay_url)
 
     async def _heartbeat(self, link: MacLink) -> None:
+        """Ping every HEARTBEAT seconds while linked; a link that closes (its relay node died,
+        the relay restarted) ends this at once, so the agent links again within its back-off,
+        not at the next ping."""
         while link.connected:
             try:
-                await asyncio.sleep(HEARTBEAT)
+                if await link.wait_closed(HEARTBEAT):
+                    return
                 await link.send_raw(Ping().model_dump_json())
             except OSError:  # LinkLost included
                 return

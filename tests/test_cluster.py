@@ -592,3 +592,54 @@ def test_postgresql_restarted_mid_replay_answers_503_then_recovers(tmp_path: Pat
             second.stop()
     finally:
         own.destroy()
+
+
+def test_an_agent_whose_node_dies_links_again_elsewhere_at_once(
+    nodes: Nodes, tmp_path: Path
+) -> None:
+    """The agent's own link (agent/link.py) notices its node's death when the socket closes,
+    not at its next ping (20 s later): it is online again through another node in seconds."""
+    from tests.support.relay import agent_link
+
+    with caddy_in_front(tmp_path / "caddy", nodes.nodes) as balancer:
+
+        def read_holder() -> list[Any]:
+            import psycopg
+
+            with psycopg.connect(nodes.database_url, autocommit=True) as conn:
+                return conn.execute("SELECT node_id FROM device_links").fetchall()
+
+        async def holder() -> str | None:
+            rows = await asyncio.to_thread(read_holder)
+            return str(rows[0][0]) if rows else None
+
+        async def go() -> None:
+            link = agent_link(balancer.url, nodes.device)
+            link.start()
+            try:
+                await asyncio.wait_for(link.linked.wait(), 15)
+                before = await until(holder, "the Mac's lease")
+                port = await asyncio.to_thread(_port_of_node, nodes, before)
+                victim = next(n for n in nodes.nodes if n.port == port)
+                started = time.monotonic()
+                victim.kill()
+
+                async def elsewhere() -> str | None:
+                    now = await holder()
+                    return now if now not in (None, before) and link.linked.is_set() else None
+
+                await until(elsewhere, "the Mac linked to another node", timeout=15)
+                took = time.monotonic() - started
+                assert took < 8, took  # its back-off, not the 20 s ping
+            finally:
+                await link.stop()
+
+        asyncio.run(go())
+
+
+def _port_of_node(nodes: Nodes, node_id: str) -> int:
+    """The port of the node whose id is ``node_id`` (a node's id names its process id)."""
+    for node in nodes.nodes:
+        if node.process is not None and f"-{node.process.pid}-" in node_id:
+            return node.port
+    raise AssertionError(f"no node has the id {node_id}")

@@ -196,6 +196,13 @@ class MacLink:
     def connected(self) -> bool:
         return self._reader is not None and not self._reader.done()
 
+    async def wait_closed(self, timeout: float) -> bool:
+        """Wait until the link closes, at most ``timeout`` seconds; answers whether it did."""
+        if self._reader is None:
+            return True
+        done, _ = await asyncio.wait({self._reader}, timeout=timeout)
+        return bool(done)
+
     async def send_lines(
         self,
         session_id: str,
