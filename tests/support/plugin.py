@@ -36,10 +36,10 @@ from tests.support.web import CHROMIUM, CHROMIUM_ARGS, LoopThread, Phone, Script
 # -- the relay's store backends ------------------------------------------------------------------
 
 BACKENDS = ("sqlite", "postgres")
-# The relay's API and link suites: each of their tests that runs a relay runs once per backend
-# (test_x[sqlite], test_x[postgres]). A module here must get its relays from ``relay``,
-# ``make_relay`` or ``relay_overrides``. (tests/test_commands.py, of the link's models alone,
-# runs no relay.)
+# The relay's API and link suites, the core's and its features': each of their tests that runs
+# a relay runs once per backend (test_x[sqlite], test_x[postgres]). A module here must get its
+# relays from ``relay``, ``make_relay`` or ``relay_overrides``. (tests/test_commands.py, of the
+# link's models alone, runs no relay.)
 BACKEND_MODULES = frozenset(
     {
         "test_api.py",
@@ -52,6 +52,16 @@ BACKEND_MODULES = frozenset(
         "test_outbox.py",
         "test_last_known.py",
         "test_recovery.py",
+        # the features' APIs (relay/features/)
+        "test_search.py",
+        "test_subagents.py",
+        "test_audit.py",
+        "test_cost.py",
+        "test_push.py",
+        "test_retention.py",
+        "test_files_api.py",
+        "test_fulltext.py",
+        "test_approvals.py",
     }
 )
 BACKENDS_ENV = "CB_TEST_BACKENDS"  # e.g. CB_TEST_BACKENDS=postgres: one backend only
