@@ -60,9 +60,12 @@ class RelayNode:
 
     def start(self) -> RelayNode:
         self.root.mkdir(parents=True, exist_ok=True)
-        env = {
-            k: v for k, v in os.environ.items() if not k.startswith("CB_")
-        } | TEST_SETTINGS | self.settings | {"CB_DATABASE_URL": self.database_url}
+        env = (
+            {k: v for k, v in os.environ.items() if not k.startswith("CB_")}
+            | TEST_SETTINGS
+            | self.settings
+            | {"CB_DATABASE_URL": self.database_url}
+        )
         data = self.root / f"{self.name}-data"
         with self.log.open("ab") as out:
             self.process = subprocess.Popen(
@@ -73,7 +76,9 @@ class RelayNode:
         deadline = time.monotonic() + START_SECONDS
         while True:
             if self.process.poll() is not None:
-                raise RuntimeError(f"relay node {self.name} exited:\n{self.log.read_text()[-3000:]}")
+                raise RuntimeError(
+                    f"relay node {self.name} exited:\n{self.log.read_text()[-3000:]}"
+                )
             if time.monotonic() > deadline:
                 raise RuntimeError(f"relay node {self.name} did not start:\n{self.tail()}")
             with contextlib.suppress(httpx.HTTPError):
@@ -132,7 +137,7 @@ def caddy_in_front(root: Path, nodes: list[RelayNode]) -> Iterator[Balancer]:
     port = free_port()
     config_file = root / "Caddyfile"
     config_file.write_text(
-        "{\n\tadmin off\n\tauto_https off\n\tgrace_period 1s\n}\n" f"import {site}\n"
+        f"{{\n\tadmin off\n\tauto_https off\n\tgrace_period 1s\n}}\nimport {site}\n"
     )
     env = {
         "PATH": os.environ["PATH"],
