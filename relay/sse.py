@@ -115,13 +115,17 @@ async def account_updates(state: RelayState, principal: Principal) -> AsyncItera
     try:
         devices = await state.store.list_devices(principal.account_id)
         sessions = await state.store.list_sessions(principal.account_id)
+        # The same fields as GET /api/sessions (summary, stage, pinned…): a page that reconnects
+        # gets its list back whole, not without what only the list read carried.
+        extras = [await fields(principal.account_id) for fields in state.list_fields]
+        listed = []
+        for session in sessions:
+            entry = state.session_json(session)
+            for extra in extras:
+                entry.update(extra(session.id))
+            listed.append(entry)
         yield sse_frame(
-            _json(
-                {
-                    "devices": [state.device_json(d) for d in devices],
-                    "sessions": [state.session_json(s) for s in sessions],
-                }
-            ),
+            _json({"devices": [state.device_json(d) for d in devices], "sessions": listed}),
             event="snapshot",
         )
         while True:

@@ -7,6 +7,9 @@ whole run holds an advisory lock, so relay nodes that start together take turns:
 migrates, the others find it done. A database newer than this relay (a step it does not know) is
 refused with what to do, rather than used half-understood.
 
+A new, empty database is made silently (there is nothing to tell a person starting the relay for
+the first time); a database an older relay made says each step it is given.
+
 The features' schemas (relay/feature.py) run after the core's, under the same lock, every time:
 they are written to be run again (CREATE … IF NOT EXISTS, backfills of what is missing) and their
 version is recorded beside the core's.
@@ -31,6 +34,7 @@ class Step:
     version: int
     what: str  # for the person: "applying 2: …"
     apply: Callable[[Any, Dialect], None]
+    postgres_only: bool = False  # recorded, silently, on SQLite (nothing to do there)
 
 
 def _run_script(conn: Any, script: str) -> None:
@@ -208,7 +212,12 @@ CORE: tuple[Step, ...] = (
     Step(1, "the core tables (accounts, Macs, phones, tokens, sessions, events)", _core_tables),
     Step(2, "where each session's current epoch starts (sessions.epoch_start)", _epoch_start),
     Step(3, "what each session's Mac last said of it (last_known)", _last_known),
-    Step(4, "the relay nodes, their leases on Macs' links, requests between them", _cluster_tables),
+    Step(
+        4,
+        "the relay nodes, their leases on Macs' links, requests between them",
+        _cluster_tables,
+        postgres_only=True,
+    ),
 )
 CORE_VERSION = CORE[-1].version
 
@@ -254,6 +263,7 @@ def migrate(
         try:
             # A database from before versions were kept reads as 0: every step is safe again.
             have = _versions(conn).get("core", 0)
+            fresh = have == 0 and "sessions" not in _tables(conn, dialect)
             conn.execute("COMMIT")
         except BaseException:
             conn.execute("ROLLBACK")
@@ -268,9 +278,11 @@ def migrate(
         for step in CORE:
             if step.version <= have:
                 continue
-            log(
-                f"database {where}: applying migration {step.version} of {CORE_VERSION}: {step.what}"
-            )
+            if not fresh and (dialect.postgres or not step.postgres_only):
+                log(
+                    f"database {where}: applying migration {step.version} of {CORE_VERSION}: "
+                    f"{step.what}"
+                )
             _begin(conn, dialect)
             try:
                 step.apply(conn, dialect)
@@ -288,3 +300,13 @@ def migrate(
     finally:
         if dialect.postgres:
             conn.execute("SELECT pg_advisory_unlock(?)", (MIGRATION_LOCK,))
+
+
+def _tables(conn: Any, dialect: Dialect) -> set[str]:
+    if dialect.postgres:
+        rows = conn.execute(
+            "SELECT tablename FROM pg_catalog.pg_tables WHERE schemaname = current_schema()"
+        ).fetchall()
+    else:
+        rows = conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'").fetchall()
+    return {str(r[0]) for r in rows}
