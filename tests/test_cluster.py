@@ -85,9 +85,12 @@ def nodes(postgres: PostgresCluster, tmp_path: Path) -> Iterator[Nodes]:
     url = postgres.new_database("cluster")
     account_id, phone, device = seed_account(url)
     started: list[RelayNode] = []
+    # The relay keeps every event here: a phone that reconnects while the Mac is itself between
+    # nodes must catch up from the store, not from the Mac (which is offline at that moment).
+    kept = {"CB_EVENTS_KEPT": str(REPLAY_LINES * 2)}
     try:
         for i in range(3):
-            started.append(RelayNode(f"relay{i + 1}", url, tmp_path).start())
+            started.append(RelayNode(f"relay{i + 1}", url, tmp_path, kept).start())
         yield Nodes(url, account_id, phone, device, started)
     finally:
         for node in started:
@@ -544,8 +547,9 @@ def test_postgresql_restarted_mid_replay_answers_503_then_recovers(tmp_path: Pat
     try:
         url = own.new_database("restart")
         _, phone, device = seed_account(url)
-        first = RelayNode("relay1", url, tmp_path).start()
-        second = RelayNode("relay2", url, tmp_path).start()
+        kept = {"CB_EVENTS_KEPT": str(REPLAY_LINES * 2)}  # as above: caught up from the store
+        first = RelayNode("relay1", url, tmp_path, kept).start()
+        second = RelayNode("relay2", url, tmp_path, kept).start()
         total = 3000
 
         async def go() -> None:
