@@ -35,6 +35,7 @@ import httpx
 import pytest
 
 from relay.routes import router as api_router
+from tests.support.nodes import templated_caddyfile
 from tests.support.relay import free_port
 from wire import config
 
@@ -134,15 +135,7 @@ def refuses(address: str) -> bool:
     return False
 
 
-# -- Caddy with the shipped file -----------------------------------------------------------
-
-
-def templated_caddyfile(addresses: list[str]) -> str:
-    """Caddyfile.cluster with its node list replaced, and nothing else changed."""
-    text = CADDYFILE.read_text()
-    line = f"reverse_proxy {UPSTREAMS} {{"
-    assert text.count(line) == 1, "the node list is not where the test expects it"
-    return text.replace(line, f"reverse_proxy {' '.join(addresses)} {{")
+# -- Caddy with the shipped file (its node list replaced: tests/support/nodes.py) ---------------
 
 
 @dataclass
