@@ -37,7 +37,8 @@ import os
 import secrets
 import socket
 import time
-from dataclasses import dataclass, field
+from collections.abc import Coroutine
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from relay.errors import (
@@ -115,7 +116,6 @@ class RemoteLink:
     cluster: Cluster
     closed: bool = False
     replaced: bool = False
-    pending: dict[str, Any] = field(default_factory=dict)
 
     async def command(self, session_id: str, args: CommandArgs, timeout: float) -> CommandResult:
         message = Command.of(secrets.token_hex(8), session_id, args)
@@ -159,11 +159,7 @@ class Cluster:
     # -- start and stop -----------------------------------------------------------------
 
     async def start(self) -> None:
-        await self._run(
-            f"INSERT INTO relay_nodes (node_id, name, started_at, heartbeat_at)"
-            f" VALUES (?, ?, {NOW}, {NOW})",
-            (self.node_id, socket.gethostname()[:100]),
-        )
+        await self.start_row()
         loop = asyncio.get_running_loop()
         for coro in (self._listen(), self._send(), self._handle(), self._beat()):
             self._tasks.append(loop.create_task(coro))
@@ -252,11 +248,7 @@ class Cluster:
         self._broadcast({"t": "live", "a": account_id, "d": device_id, "i": data})
         if keep:
             text = json.dumps(data, separators=(",", ":"))
-            task = asyncio.get_running_loop().create_task(
-                self._keep_live(info.session_id, account_id, device_id, text)
-            )
-            self._served.add(task)
-            task.add_done_callback(self._served.discard)
+            self._spawn(self._keep_live(info.session_id, account_id, device_id, text))
 
     async def _keep_live(self, session_id: str, account_id: str, device_id: str, text: str) -> None:
         with contextlib.suppress(RelayError):
@@ -436,9 +428,7 @@ class Cluster:
             if node != self.node_id:
                 return
             if channel == REQUEST:
-                task = asyncio.get_running_loop().create_task(self._serve_request(request_id))
-                self._served.add(task)
-                task.add_done_callback(self._served.discard)
+                self._spawn(self._serve_request(request_id))
             else:
                 await self._take_answer(request_id)
 
@@ -487,11 +477,9 @@ class Cluster:
                 # The same Mac linked to another node: that link is the newer one.
                 local.replaced = True
                 local.fail_pending()
-                task = asyncio.get_running_loop().create_task(
+                self._spawn(
                     local.close(CLOSE_REPLACED, "replaced by a newer link from the same Mac")
                 )
-                self._served.add(task)
-                task.add_done_callback(self._served.discard)
                 state.live.detach(local)
             state.live.remote[device_id] = RemoteLink(
                 device_id, message["a"], message.get("m") or device_id, message["n"], self
@@ -505,6 +493,12 @@ class Cluster:
             state.hub.resync_session(message["s"], message["r"], forward=False)
         elif kind == "revoke":
             state.hub.revoke(list(message["h"]), forward=False)
+
+    def _spawn(self, coro: Coroutine[Any, Any, None]) -> None:
+        """Run ``coro`` beside the loop that heard it, kept until done (cancelled on close)."""
+        task = asyncio.get_running_loop().create_task(coro)
+        self._served.add(task)
+        task.add_done_callback(self._served.discard)
 
     def _drop_remote(self, device_id: str) -> None:
         remote = self.state.live.remote.pop(device_id, None)

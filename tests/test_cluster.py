@@ -97,6 +97,27 @@ def nodes(postgres: PostgresCluster, tmp_path: Path) -> Iterator[Nodes]:
             node.stop()
 
 
+TwoNodes = tuple[str, str, RelayNode, RelayNode]  # phone token, device token, the two nodes
+
+
+@pytest.fixture
+def two_nodes(postgres: PostgresCluster, tmp_path: Path) -> Iterator[Any]:
+    """``two_nodes(name, settings)``: two relay processes on a fresh database of their own, with
+    these settings; stopped after the test."""
+    started: list[RelayNode] = []
+
+    def make(name: str, settings: dict[str, str]) -> TwoNodes:
+        url = postgres.new_database(name)
+        _, phone, device = seed_account(url)
+        for i in (1, 2):
+            started.append(RelayNode(f"relay{i}", url, tmp_path / name, settings).start())
+        return phone, device, started[-2], started[-1]
+
+    yield make
+    for node in started:
+        node.stop()
+
+
 async def until(predicate: Any, what: str, timeout: float = 15.0) -> Any:
     deadline = time.monotonic() + timeout
     while True:
@@ -219,7 +240,7 @@ def test_any_node_shows_a_mac_linked_to_another_and_its_cards(nodes: Nodes) -> N
                     if line.startswith("event: "):
                         event = line[7:]
                     elif line.startswith("data: "):
-                        data = json.loads(line[6:])
+                        data: dict[str, Any] = json.loads(line[6:])
                         events.append((event, data))
                         if event == kind and check(data):
                             return data
@@ -291,14 +312,8 @@ def test_a_card_answered_on_one_node_reaches_the_mac_on_another(nodes: Nodes) ->
     asyncio.run(go())
 
 
-def test_a_mac_that_does_not_answer_times_out_the_same_across_nodes(
-    postgres: PostgresCluster, tmp_path: Path
-) -> None:
-    url = postgres.new_database("timeout")
-    _, phone, device = seed_account(url)
-    settings = {"CB_COMMAND_TIMEOUT": "1.5"}
-    first = RelayNode("relay1", url, tmp_path, settings).start()
-    second = RelayNode("relay2", url, tmp_path, settings).start()
+def test_a_mac_that_does_not_answer_times_out_the_same_across_nodes(two_nodes: Any) -> None:
+    phone, device, first, second = two_nodes("timeout", {"CB_COMMAND_TIMEOUT": "1.5"})
 
     async def silent(command: Command) -> CommandResult:
         await asyncio.sleep(30)
@@ -324,21 +339,11 @@ def test_a_mac_that_does_not_answer_times_out_the_same_across_nodes(
             )
             assert 1.4 < took < 6, took
 
-    try:
-        asyncio.run(go())
-    finally:
-        first.stop()
-        second.stop()
+    asyncio.run(go())
 
 
-def test_older_history_comes_from_the_mac_wherever_it_is_linked(
-    postgres: PostgresCluster, tmp_path: Path
-) -> None:
-    url = postgres.new_database("history")
-    _, phone, device = seed_account(url)
-    settings = {"CB_EVENTS_KEPT": "5"}
-    first = RelayNode("relay1", url, tmp_path, settings).start()
-    second = RelayNode("relay2", url, tmp_path, settings).start()
+def test_older_history_comes_from_the_mac_wherever_it_is_linked(two_nodes: Any) -> None:
+    phone, device, first, second = two_nodes("history", {"CB_EVENTS_KEPT": "5"})
 
     async def go() -> None:
         archive = MemoryArchive()
@@ -355,11 +360,7 @@ def test_older_history_comes_from_the_mac_wherever_it_is_linked(
             assert page["oldest_seq"] == 16
             assert [e["seq"] for e in page["events"]] == list(range(1, 21))
 
-    try:
-        asyncio.run(go())
-    finally:
-        first.stop()
-        second.stop()
+    asyncio.run(go())
 
 
 def test_the_newest_link_of_a_mac_wins_across_nodes(nodes: Nodes) -> None:
@@ -381,27 +382,17 @@ def test_the_newest_link_of_a_mac_wins_across_nodes(nodes: Nodes) -> None:
     asyncio.run(go())
 
 
-def test_pairing_attempts_are_counted_by_every_node_together(
-    postgres: PostgresCluster, tmp_path: Path
-) -> None:
-    url = postgres.new_database("pairing")
-    seed_account(url)
-    settings = {"CB_PAIR_ATTEMPTS_PER_MINUTE": "4"}
-    first = RelayNode("relay1", url, tmp_path, settings).start()
-    second = RelayNode("relay2", url, tmp_path, settings).start()
-    try:
-        statuses = []
-        for i in range(6):
-            node = (first, second)[i % 2]
-            answer = httpx.post(node.url + "/api/pair", json={"code": "ABCD-EFGH-JKLM-NPQR"})
-            statuses.append(answer.status_code)
-        assert statuses == [401, 401, 401, 401, 429, 429], statuses
-        refused = httpx.post(first.url + "/api/pair", json={"code": "ABCD-EFGH-JKLM-NPQR"})
-        assert refused.json()["error"]["code"] == "pair_rate_limited"
-        assert int(refused.headers["retry-after"]) >= 1
-    finally:
-        first.stop()
-        second.stop()
+def test_pairing_attempts_are_counted_by_every_node_together(two_nodes: Any) -> None:
+    _, _, first, second = two_nodes("pairing", {"CB_PAIR_ATTEMPTS_PER_MINUTE": "4"})
+    statuses = []
+    for i in range(6):
+        node = (first, second)[i % 2]
+        answer = httpx.post(node.url + "/api/pair", json={"code": "ABCD-EFGH-JKLM-NPQR"})
+        statuses.append(answer.status_code)
+    assert statuses == [401, 401, 401, 401, 429, 429], statuses
+    refused = httpx.post(first.url + "/api/pair", json={"code": "ABCD-EFGH-JKLM-NPQR"})
+    assert refused.json()["error"]["code"] == "pair_rate_limited"
+    assert int(refused.headers["retry-after"]) >= 1
 
 
 # -- a node killed: its Macs and phones go on elsewhere ------------------------------------------
