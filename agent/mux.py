@@ -116,6 +116,7 @@ class ControlClient:
         self._reader: asyncio.Task[None] | None = None
         self._pending: deque[asyncio.Future[list[str]]] = deque()
         self._lock = asyncio.Lock()
+        self._closed = False
 
     @property
     def alive(self) -> bool:
@@ -134,8 +135,12 @@ class ControlClient:
         self._reader = asyncio.create_task(self._read())
 
     async def close(self) -> None:
-        proc = self._proc
-        self._proc = None
+        # Under the lock, so a command being sent as the agent stops cannot start a fresh tmux
+        # client after this one is gone; once closed, commands are refused rather than reopening.
+        async with self._lock:
+            self._closed = True
+            proc = self._proc
+            self._proc = None
         if proc is not None and proc.returncode is None:
             with contextlib.suppress(ProcessLookupError, BrokenPipeError, ConnectionResetError):
                 assert proc.stdin is not None
@@ -153,6 +158,8 @@ class ControlClient:
 
     async def run(self, *args: str, timeout: float = 5.0) -> list[str]:
         async with self._lock:
+            if self._closed:
+                raise MuxError("the tmux control client is closed")
             if not self.alive:
                 await self.start()
             proc = self._proc
