@@ -859,11 +859,9 @@ async def _pack_git(
             for line in check.out.decode().splitlines()
             if line.endswith(" commit")
         ]
-        for commit in known:
-            if (
-                await _git(root, "merge-base", "--is-ancestor", commit, head, check=False)
-            ).code == 0:
-                based_on.append(commit)
+        if known:  # which of them HEAD contains: one walk of the history, not one per commit
+            history_of_head = set((await _git(root, "rev-list", head)).out.decode().split())
+            based_on = [c for c in known if c in history_of_head]
     exclude = [f"^{c}" for c in known]
     history = 0
     missing = 0

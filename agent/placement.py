@@ -4,9 +4,13 @@ Claude Code keeps a conversation in ``<claude home>/projects/<slug>/<conversatio
 (slug: agent/transcript.py's ``project_slug`` of the folder) and everything that belongs to it
 in the folder beside it, ``<slug>/<conversation id>/``: its subagents' transcripts
 (``subagents/agent-<id>.jsonl``) with their ``.meta.json``, and whatever else the version keeps
-there. ``claude --resume <id>`` run in a folder looks for the conversation under that folder's
-slug only: a conversation moved to another Mac, or to another folder, must be placed under the
-slug of its new folder.
+there. Beside them is the project's ``memory/`` folder (2.1.332 makes it, empty until Claude
+writes a memory): its files travel too, but never replace a memory file the target has.
+
+On another Mac the conversation must be placed under the slug of its new folder: that is where
+``claude --resume <id>`` run there finds it and goes on writing, and where the agent follows it
+(``transcript_path`` of the new folder). (2.1.332 run with an id also finds a conversation kept
+under another folder's slug of the same home, and then appends to that file.)
 
 The lines themselves are not rewritten: their ``cwd`` fields (and the environment attachment's
 ``workingDirectory``) keep the folder the lines were written in, as Claude Code itself leaves
@@ -40,6 +44,7 @@ from agent.errors import CommandFailed
 from agent.transcript import project_slug, transcript_path
 
 MAX_FILES = 10_000
+MEMORY = "memory"  # the project's own memory folder beside its conversations
 MAX_NAME = 255
 _CONVERSATION = re.compile(r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$")
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
@@ -72,14 +77,14 @@ def conversation_files(claude_home: Path, cwd: str, conversation_id: str) -> lis
     if not main.is_file() or main.is_symlink():
         return []
     found = [main]
-    folder = main.with_suffix("")
-    if folder.is_dir() and not folder.is_symlink():
-        for parent, dirs, names in os.walk(folder):
-            dirs[:] = sorted(d for d in dirs if not (Path(parent) / d).is_symlink())
-            for name in sorted(names):
-                path = Path(parent) / name
-                if path.is_file() and not path.is_symlink():
-                    found.append(path)
+    for folder in (main.with_suffix(""), main.parent / MEMORY):
+        if folder.is_dir() and not folder.is_symlink():
+            for parent, dirs, names in os.walk(folder):
+                dirs[:] = sorted(d for d in dirs if not (Path(parent) / d).is_symlink())
+                for name in sorted(names):
+                    path = Path(parent) / name
+                    if path.is_file() and not path.is_symlink():
+                        found.append(path)
     return found[:MAX_FILES]
 
 
@@ -98,7 +103,7 @@ def check_name(name: str, conversation_id: str) -> PurePosixPath:
     parts = name.split("/")
     if (
         len(parts) < 2
-        or parts[0] != conversation_id
+        or parts[0] not in (conversation_id, MEMORY)
         or any(p in ("", ".", "..") or len(p) > MAX_NAME for p in parts)
     ):
         raise ValueError(f"{name[:120]!r} is not a file of conversation {conversation_id}")
@@ -299,8 +304,12 @@ def _same_or_longer(existing: Path, arriving: Path) -> bool:
 
 
 def _place(folder: Path, sources: Mapping[str, Path]) -> list[Path]:
-    for name, source in sources.items():
+    sources = dict(sources)
+    for name, source in list(sources.items()):
         target = folder / name
+        if name.startswith(MEMORY + "/") and (target.exists() or target.is_symlink()):
+            del sources[name]  # the project's memory on this Mac stays as it is
+            continue
         if target.is_symlink() or (target.exists() and not target.is_file()):
             raise PlacementError("conversation_exists", f"{target} is in the way")
         if target.exists() and not _same_or_longer(target, source):

@@ -7,15 +7,23 @@ from __future__ import annotations
 import hashlib
 import io
 import json
+import os
+import shlex
 import shutil
+import subprocess
 import tarfile
+import time
+import uuid
 from pathlib import Path
 
+import httpx
 import pytest
 
 from agent import placement
 from agent.placement import ConversationManifest, PlacementError
 from agent.transcript import project_slug
+from tests.support.bridge import API_KEY, seed_home
+from tests.support.waits import wait_for
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 TRANSCRIPTS = FIXTURES / "transcripts"
@@ -142,3 +150,130 @@ def test_a_conversation_manifest_from_the_wire_is_checked(change: dict[str, obje
     assert ConversationManifest.from_json(good).names == (f"{CONVERSATION}.jsonl",)
     with pytest.raises(ValueError):
         ConversationManifest.from_json({**good, **change})
+
+
+def test_the_project_memory_travels_but_never_replaces_the_targets(tmp_path: Path) -> None:
+    source, target = tmp_path / "a", tmp_path / "b"
+    folder = lay_out(source)
+    (folder / "memory").mkdir()
+    (folder / "memory" / "MEMORY.md").write_text("- from the first Mac\n")
+    (folder / "memory" / "notes.md").write_text("notes\n")
+    archive = tmp_path / "c.tgz"
+    manifest = placement.pack_conversation(source, OLD, CONVERSATION, archive)
+    assert "memory/MEMORY.md" in manifest.names
+    mine = target / "projects" / project_slug(NEW) / "memory" / "MEMORY.md"
+    mine.parent.mkdir(parents=True)
+    mine.write_text("- the target's own\n")
+    placed = placement.place_conversation(target, NEW, CONVERSATION, archive, manifest)
+    assert mine.read_text() == "- the target's own\n" and mine not in placed
+    assert (mine.parent / "notes.md").read_text() == "notes\n"
+
+
+# -- with the real Claude Code -------------------------------------------------------------------
+
+
+def tmux(socket: str, *args: str) -> str:
+    done = subprocess.run(
+        ["tmux", "-L", socket, *args], capture_output=True, text=True, check=False
+    )
+    return done.stdout
+
+
+def claude_env(home: Path, api_url: str) -> dict[str, str]:
+    return {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(home),
+            "ANTHROPIC_BASE_URL": api_url, "ANTHROPIC_API_KEY": API_KEY,
+            "DISABLE_AUTOUPDATER": "1", "DISABLE_TELEMETRY": "1", "DISABLE_ERROR_REPORTING": "1",
+            "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1", "TERM": "xterm-256color",
+            "LANG": "C.UTF-8"}  # fmt: skip
+
+
+def start(socket: str, home: Path, api_url: str, cwd: Path, command: str) -> None:
+    env = claude_env(home, api_url)
+    exports = " ".join(f"{k}={shlex.quote(v)}" for k, v in env.items())
+    tmux(socket, "new-session", "-d", "-s", "c", "-x", "100", "-y", "32", "-c", str(cwd),
+         f"env -i {exports} {command}")  # fmt: skip
+
+
+def screen(socket: str) -> str:
+    return tmux(socket, "capture-pane", "-p", "-t", "c")
+
+
+def say(socket: str, text: str) -> None:
+    tmux(socket, "send-keys", "-t", "c", "-l", text)
+    time.sleep(0.3)  # Claude Code takes a pasted line and its Enter apart
+    tmux(socket, "send-keys", "-t", "c", "Enter")
+
+
+@pytest.mark.e2e
+def test_the_real_claude_resumes_a_placed_conversation_in_another_folder(
+    tmp_path: Path, claude_bin: str, mock_api: str
+) -> None:
+    """Two Macs (two homes): the conversation had on the first, placed by its new folder's slug
+    on the second, lines unchanged; ``--resume`` there draws it and continues it."""
+    first, second = tmp_path / "mac-a", tmp_path / "mac-b"
+    old, new = first / "work", second / "elsewhere" / "new place"
+    old.mkdir(parents=True)
+    new.mkdir(parents=True)
+    seed_home(first, [str(old)])
+    seed_home(second, [str(new)])
+    conversation = str(uuid.uuid4())
+    socket = f"cbplace-{uuid.uuid4().hex[:8]}"
+    try:
+        start(socket, first, mock_api, old,
+              f"{shlex.quote(claude_bin)} --permission-mode default --session-id {conversation}")  # fmt: skip
+        wait_for(lambda: "❯" in screen(socket), 60, "claude's prompt on the first Mac")
+        say(socket, "hello from the first Mac")
+        wait_for(lambda: "This is the mock API" in screen(socket), 60, "the first answer")
+        written = first / ".claude" / "projects" / project_slug(str(old)) / f"{conversation}.jsonl"
+        wait_for(lambda: b'"type":"assistant"' in written.read_bytes(), 30, "the answer written")
+        for _ in range(2):  # Ctrl-C twice: claude ends as a person ends it
+            tmux(socket, "send-keys", "-t", "c", "C-c")
+            time.sleep(0.3)
+        wait_for(lambda: not tmux(socket, "list-sessions"), 30, "the first claude ended")
+
+        archive = tmp_path / "conversation.tgz"
+        manifest = placement.pack_conversation(first / ".claude", str(old), conversation, archive)
+        placed = placement.place_conversation(
+            second / ".claude", str(new), conversation, archive, manifest
+        )
+        transcript = (
+            second / ".claude" / "projects" / project_slug(str(new)) / f"{conversation}.jsonl"
+        )
+        assert placed[-1] == transcript
+        before = transcript.read_bytes()
+        shutil.rmtree(old)  # the first Mac's folder is gone; its home is not the second's
+
+        start(socket, second, mock_api, new,
+              f"{shlex.quote(claude_bin)} --permission-mode default --resume {conversation}")  # fmt: skip
+
+        def resumed() -> str | None:
+            shown = screen(socket)
+            idle = shown.rstrip().endswith(("shortcuts", "agents"))  # the footer: drawn, idle
+            return shown if "❯ hello from the first Mac" in shown and idle else None
+
+        drawn = wait_for(resumed, 60, "the earlier conversation drawn on the second Mac")
+        # As the recorded capture (tests/fixtures/placement) shows it: the new folder in the
+        # banner, the earlier prompt and answer re-drawn.
+        record = (
+            FIXTURES / "placement" / "resumed_in_another_folder_100x32.screen_plain.txt"
+        ).read_text()
+        for shown in ("❯ hello from mac a", "● Hello! This is the mock API. How can I help?"):
+            assert shown in record
+        assert (
+            "elsewhere/new place" in drawn
+            and "● Hello! This is the mock API. How can I help?" in drawn
+        )
+        say(socket, "a second message on the second Mac")
+        wait_for(lambda: screen(socket).count("This is the mock API") >= 2, 60, "the second answer")
+        seen = httpx.get(mock_api + "/__mock/requests", timeout=10).json()
+        asked = [
+            r for r in seen if "a second message on the second Mac" in (r.get("prompt_head") or "")
+        ]
+        assert asked and asked[-1]["n_messages"] >= 3  # the earlier turn went with it
+        wait_for(lambda: transcript.stat().st_size > len(before), 30, "new lines in the transcript")
+    finally:
+        tmux(socket, "kill-server")
+    lines = [json.loads(line) for line in transcript.read_bytes().splitlines()]
+    assert transcript.read_bytes().startswith(before)  # appended to, in the new folder's slug
+    cwds = [line["cwd"] for line in lines if "cwd" in line]
+    assert str(old) in cwds and cwds[-1] == str(new)  # old lines as they were, new ones here
