@@ -1,17 +1,18 @@
 """A session's working folder, packed on one Mac and made again on another (a move, SPEC §8).
 
-What travels is ONE archive file (a gzip'd tar, mode 0600) and a small :class:`FolderManifest`
-that says what it holds and its sha256:
+What travels is ONE archive file (a tar, mode 0600) and a small :class:`FolderManifest` that
+says what it holds and its sha256. Its members are stored as they are — the bundle is compressed
+already — except the files, which go in a gzip'd tar of their own, ``files.tgz``:
 
 * **a git repository** — ``bundle``: a ``git bundle`` of the branch and HEAD, less what the
   target already has (its refs, from :func:`have_commits`, as ``^commit``); ``staged.patch``
   (index against HEAD) and ``unstaged.patch`` (work tree against the index), both
   ``git diff --binary``, so the target's ``git status`` shows the same staged and unstaged
-  changes; ``files/…``: the untracked files that are not ignored
+  changes; ``files.tgz``: the untracked files that are not ignored
   (``git ls-files --others --exclude-standard``). Ignored files never travel. When the session's
   folder is a subfolder of a repository the whole repository travels and ``subdir`` says where
   the folder is in it.
-* **a plain folder** — ``files/…``: its files, folders and symlinks.
+* **a plain folder** — ``files.tgz``: its files, folders and symlinks.
 
 Either way some folders never travel, whether ignored or not (:data:`SKIP_FOLDERS`, the setting
 ``move_skip_folders``): dependency and cache folders that are made again from the project
@@ -56,10 +57,11 @@ import stat
 import tarfile
 import tempfile
 import unicodedata
+import zlib
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path, PurePosixPath
-from typing import IO, Any, Literal, cast
+from typing import IO, Any, Literal
 
 from agent.errors import CommandFailed
 
@@ -85,14 +87,15 @@ def skip_folders(setting: str) -> tuple[str, ...]:
     return tuple(dict.fromkeys(n.strip() for n in setting.split(",") if n.strip() and "/" not in n))
 
 
-COMPRESS_LEVEL = 1  # gzip level of the archive: most of a repository is its (compressed) bundle
+COMPRESS_LEVEL = 1  # gzip level of files.tgz (the bundle, compressed already, is stored as is)
 MAX_HAVE = 1000  # most target commits a pack excludes (a thin bundle needs only a few)
 MAX_SKIPPED = 50
 MAX_PATH_BYTES = 4096
 MAX_REF_CHARS = 255
 MAX_REMOTES = 20
 MAX_COUNT = 2**53  # JSON's safe integers
-BUNDLE, STAGED, UNSTAGED, FILES = "bundle", "staged.patch", "unstaged.patch", "files"
+BUNDLE, STAGED, UNSTAGED, FILES = "bundle", "staged.patch", "unstaged.patch", "files.tgz"
+_BLOCK = tarfile.BLOCKSIZE
 _HEX = re.compile(r"^[0-9a-f]{40}([0-9a-f]{24})?$")  # a SHA-1 or SHA-256 object name
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
 _HFS_IGNORED = dict.fromkeys(
@@ -777,23 +780,6 @@ async def describe(root: Path, *, skip: Sequence[str] = SKIP_FOLDERS) -> FolderS
 # -- packing ------------------------------------------------------------------------------------
 
 
-class _HashingWriter:
-    """A file that hashes and counts what goes through it."""
-
-    def __init__(self, raw: IO[bytes]) -> None:
-        self.raw = raw
-        self.hash = hashlib.sha256()
-        self.size = 0
-
-    def write(self, data: bytes) -> int:
-        self.hash.update(data)
-        self.size += len(data)
-        return self.raw.write(data)
-
-    def flush(self) -> None:
-        self.raw.flush()
-
-
 def _no_space(exc: OSError) -> bool:
     return exc.errno in (errno.ENOSPC, errno.EDQUOT)
 
@@ -948,6 +934,16 @@ def _tarinfo(name: str, entry: _Entry) -> tarfile.TarInfo:
     return info
 
 
+def _header(name: str, size: int) -> bytes:
+    info = tarfile.TarInfo(name)
+    info.size, info.mode, info.uid, info.gid = size, 0o600, 0, 0
+    return info.tobuf(tarfile.GNU_FORMAT, "utf-8", "strict")  # one block: short name, any size
+
+
+def _pad(raw: IO[bytes], size: int) -> None:
+    raw.write(b"\0" * (-size % _BLOCK))
+
+
 def _write_archive(
     out: Path,
     manifest: FolderManifest,
@@ -956,40 +952,42 @@ def _write_archive(
     blobs: dict[str, Path],
     limit: int,
 ) -> FolderManifest:
-    """The archive at ``out``: the blobs (bundle, patches) first, then ``files/…``."""
+    """The archive at ``out``, a tar of: the blobs (bundle, patches) as they are, then
+    ``files.tgz``, a gzip'd tar of the files (its header written once its size is known)."""
     fd = os.open(out, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     os.fchmod(fd, 0o600)
     try:
         with os.fdopen(fd, "wb") as raw:
-            writer = _HashingWriter(raw)
-            with tarfile.open(
-                fileobj=cast(IO[bytes], writer),
-                mode="w:gz",
-                compresslevel=COMPRESS_LEVEL,
-                format=tarfile.PAX_FORMAT,
-                encoding="utf-8",
-                errors="surrogateescape",
-            ) as tar:
-                for name in (BUNDLE, STAGED, UNSTAGED):
-                    if name in blobs:
-                        tar.add(blobs[name], arcname=name, recursive=False, filter=_plain_member)
-                for entry in entries:
-                    info = _tarinfo(f"{FILES}/{entry.path}", entry)
-                    if entry.kind != "file":
-                        tar.addfile(info)
-                        continue
-                    with (root / entry.path).open("rb") as f:
-                        size = os.fstat(f.fileno()).st_size
-                        if size != entry.size:
-                            raise FolderSyncError(
-                                "folder_changed",
-                                f"{entry.path} changed while the folder was packed; try again",
+            for name in (BUNDLE, STAGED, UNSTAGED):
+                if name in blobs:
+                    size = blobs[name].stat().st_size
+                    raw.write(_header(name, size))
+                    with blobs[name].open("rb") as f:
+                        shutil.copyfileobj(f, raw, _COPY)
+                    _pad(raw, size)
+            if entries:
+                at = raw.tell()
+                raw.write(b"\0" * _BLOCK)
+                with tarfile.open(
+                    fileobj=raw,
+                    mode="w:gz",
+                    compresslevel=COMPRESS_LEVEL,
+                    format=tarfile.PAX_FORMAT,
+                    encoding="utf-8",
+                    errors="surrogateescape",
+                ) as tar:
+                    for entry in entries:
+                        _add(tar, root, entry)
+                        if raw.tell() > limit:
+                            raise FolderTooBig(
+                                too_big_message(raw.tell(), limit, [(entry.path, entry.size)])
                             )
-                        tar.addfile(info, f)
-                    if writer.size > limit:
-                        raise FolderTooBig(
-                            too_big_message(writer.size, limit, [(entry.path, entry.size)])
-                        )
+                end = raw.tell()
+                raw.seek(at)
+                raw.write(_header(FILES, end - at - _BLOCK))
+                raw.seek(end)
+                _pad(raw, end - at - _BLOCK)
+            raw.write(b"\0" * (2 * _BLOCK))
             raw.flush()
             os.fsync(raw.fileno())
     except OSError as exc:
@@ -1004,10 +1002,24 @@ def _write_archive(
     except BaseException:
         out.unlink(missing_ok=True)
         raise
-    if writer.size > limit:
+    size = out.stat().st_size
+    if size > limit:
         out.unlink(missing_ok=True)
-        raise FolderTooBig(too_big_message(writer.size, limit, [("the archive", writer.size)]))
-    return replace(manifest, bytes=writer.size, sha256=writer.hash.hexdigest())
+        raise FolderTooBig(too_big_message(size, limit, [("the archive", size)]))
+    return replace(manifest, bytes=size, sha256=_file_digest(out))
+
+
+def _add(tar: tarfile.TarFile, root: Path, entry: _Entry) -> None:
+    info = _tarinfo(entry.path, entry)
+    if entry.kind != "file":
+        tar.addfile(info)
+        return
+    with (root / entry.path).open("rb") as f:
+        if os.fstat(f.fileno()).st_size != entry.size:
+            raise FolderSyncError(
+                "folder_changed", f"{entry.path} changed while the folder was packed; try again"
+            )
+        tar.addfile(info, f)
 
 
 def _plain_member(info: tarfile.TarInfo) -> tarfile.TarInfo:
@@ -1076,74 +1088,33 @@ def _parent_of(root_fd: int, rel: str) -> Iterator[tuple[int, str]]:
 
 
 def _extract(archive: Path, staging: Path, tree: Path, manifest: FolderManifest) -> list[str]:
-    """Every member of the (checked) archive: the blobs into ``staging``, ``files/…`` into
-    ``tree`` (never over something there). Returns the paths written in ``tree``."""
+    """Every member of the (checked) archive: the blobs into ``staging``, the files of
+    ``files.tgz`` into ``tree`` (never over something there). Returns the paths written."""
     written: list[str] = []
-    budget = manifest.content_bytes
+    budget = [manifest.content_bytes]
     allowed = {BUNDLE: manifest.bundle, STAGED: manifest.staged, UNSTAGED: manifest.unstaged}
     seen: set[str] = set()
-    files = 0
     tree_fd = os.open(tree, os.O_RDONLY | os.O_DIRECTORY)
     try:
-        with tarfile.open(archive, mode="r|gz") as tar:
-            for info in tar:
+        with tarfile.open(archive, mode="r:") as outer:
+            for info in outer:
                 name = info.name
-                if name in allowed:
-                    if not allowed[name] or name in seen or not info.isreg():
-                        raise _refuse(f"an unexpected {name}")
-                    seen.add(name)
-                    budget -= info.size
-                    if budget < 0:
-                        raise _refuse("more bytes than its manifest declares")
-                    source = tar.extractfile(info)
-                    assert source is not None
-                    fd = os.open(staging / name, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
-                    with os.fdopen(fd, "wb") as f:
-                        shutil.copyfileobj(source, f, _COPY)
-                    continue
-                if not name.startswith(FILES + "/"):
+                if name in seen or not info.isreg() or not (allowed.get(name) or name == FILES):
                     raise _refuse(f"an unexpected member {name[:80]!r}")
-                try:
-                    rel = check_member(name[len(FILES) + 1 :])
-                except ValueError as exc:
-                    raise _refuse(str(exc)) from None
-                if info.isdir():
-                    with _parent_of(tree_fd, rel) as (parent, last):
-                        os.close(_open_dir(parent, last, create=True))
-                    continue
-                files += 1
-                if files > manifest.files:
-                    raise _refuse("more files than its manifest declares")
-                if info.issym():
-                    if not link_stays_inside(rel, info.linkname):
-                        raise _refuse(f"the symlink {rel[:80]!r} points outside the folder")
-                    with _parent_of(tree_fd, rel) as (parent, last):
-                        os.symlink(info.linkname, last, dir_fd=parent)
-                    written.append(rel)
-                    continue
-                if not info.isreg():
-                    raise _refuse(f"{rel[:80]!r} is not a file, folder or symlink")
-                budget -= info.size
-                if budget < 0:
-                    raise _refuse("more bytes than its manifest declares")
-                source = tar.extractfile(info)
+                seen.add(name)
+                source = outer.extractfile(info)
                 assert source is not None
-                mode = 0o777 if info.mode & 0o111 else 0o666  # the umask applies; no set-id bits
-                with _parent_of(tree_fd, rel) as (parent, last):
-                    fd = os.open(
-                        last,
-                        os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW,
-                        mode,
-                        dir_fd=parent,
-                    )
-                    written.append(rel)
-                    with os.fdopen(fd, "wb") as f:
-                        shutil.copyfileobj(source, f, _COPY)
-                        if os.utime in os.supports_fd:
-                            os.utime(f.fileno(), (info.mtime, info.mtime))
+                if name == FILES:
+                    with tarfile.open(fileobj=source, mode="r|gz") as inner:
+                        _extract_files(inner, tree_fd, manifest, budget, written)
+                    continue
+                _spend(budget, info.size)
+                fd = os.open(staging / name, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+                with os.fdopen(fd, "wb") as f:
+                    shutil.copyfileobj(source, f, _COPY)
     except FileExistsError:
         raise _refuse("it holds the same path twice") from None
-    except (tarfile.TarError, EOFError, UnicodeError) as exc:
+    except (tarfile.TarError, EOFError, UnicodeError, zlib.error) as exc:
         raise _refuse(f"it is not a readable archive ({exc})") from None
     finally:
         os.close(tree_fd)
@@ -1151,6 +1122,55 @@ def _extract(archive: Path, staging: Path, tree: Path, manifest: FolderManifest)
         if wanted and name not in seen:
             raise _refuse(f"its {name} is missing")
     return written
+
+
+def _spend(budget: list[int], size: int) -> None:
+    budget[0] -= size
+    if budget[0] < 0:
+        raise _refuse("more bytes than its manifest declares")
+
+
+def _extract_files(
+    tar: tarfile.TarFile,
+    tree_fd: int,
+    manifest: FolderManifest,
+    budget: list[int],
+    written: list[str],
+) -> None:
+    files = 0
+    for info in tar:
+        try:
+            rel = check_member(info.name)
+        except ValueError as exc:
+            raise _refuse(str(exc)) from None
+        if info.isdir():
+            with _parent_of(tree_fd, rel) as (parent, last):
+                os.close(_open_dir(parent, last, create=True))
+            continue
+        files += 1
+        if files > manifest.files:
+            raise _refuse("more files than its manifest declares")
+        if info.issym():
+            if not link_stays_inside(rel, info.linkname):
+                raise _refuse(f"the symlink {rel[:80]!r} points outside the folder")
+            with _parent_of(tree_fd, rel) as (parent, last):
+                os.symlink(info.linkname, last, dir_fd=parent)
+            written.append(rel)
+            continue
+        if not info.isreg():
+            raise _refuse(f"{rel[:80]!r} is not a file, folder or symlink")
+        _spend(budget, info.size)
+        source = tar.extractfile(info)
+        assert source is not None
+        mode = 0o777 if info.mode & 0o111 else 0o666  # the umask applies; no set-id bits
+        with _parent_of(tree_fd, rel) as (parent, last):
+            flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
+            fd = os.open(last, flags, mode, dir_fd=parent)
+            written.append(rel)
+            with os.fdopen(fd, "wb") as f:
+                shutil.copyfileobj(source, f, _COPY)
+                if os.utime in os.supports_fd:
+                    os.utime(f.fileno(), (info.mtime, info.mtime))
 
 
 def _check_space(where: Path, needed: int) -> None:

@@ -4,7 +4,8 @@ Makes a git repository of about ``--mb`` MB (default 50): text files (source-lik
 compress well) and incompressible files (random bytes: images, archives), committed over several
 commits, then some files changed and staged, some changed and not, and some untracked (text and
 random), plus a ``node_modules`` that is not ignored and never travels. Then, with
-agent/foldersync.py as a move runs it: ``pack`` (a full bundle: the target has nothing),
+agent/foldersync.py as a move runs it: ``pack`` once with the history in loose objects (as fresh
+commits are), then, after ``git gc`` (as a clone's history is), ``pack`` (a full bundle: the target has nothing),
 ``unpack`` into a new folder, and ``pack`` again for a target that has the repository at the
 second-to-last commit (a thin bundle); each timed (wall clock, one run each after the repository
 is made; ``--repeat`` for more). Printed: the sizes, the times and the archive bytes, the figures
@@ -143,11 +144,18 @@ def main() -> None:
         limit = 10 * args.mb * MB
         rows: dict[str, list[float]] = {}
         archive_bytes: dict[str, int] = {}
+        # Fresh commits sit in loose objects: the bundle compresses and deltas them all.
+        took, loose = timed(lambda: foldersync.pack(repo, base / "loose.tgz", limit=limit))
+        assert isinstance(loose, foldersync.FolderManifest)
+        rows["pack (full bundle, history in loose objects)"] = [took]
+        archive_bytes["loose"] = loose.bytes
+        (base / "loose.tgz").unlink()
+        git(repo, "gc", "-q")  # as a clone's or an older repository's history is: packed
         for attempt in range(args.repeat):
             archive = base / f"full-{attempt}.tgz"
             took, manifest = timed(lambda a=archive: foldersync.pack(repo, a, limit=limit))
             assert isinstance(manifest, foldersync.FolderManifest)
-            rows.setdefault("pack (full bundle)", []).append(took)
+            rows.setdefault("pack (full bundle, history packed)", []).append(took)
             archive_bytes["full"] = manifest.bytes
             target = base / f"target-{attempt}" / "project"
             took, _ = timed(lambda t=target, a=archive, m=manifest: foldersync.unpack(a, t, m))

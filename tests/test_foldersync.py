@@ -291,25 +291,29 @@ def test_a_plain_folder_round_trip(tmp_path: Path) -> None:
 
 
 def read_members(archive: Path) -> dict[str, bytes]:
+    """The archive's own members (bundle, patches, files.tgz) as they are stored."""
     with tarfile.open(archive) as tar:
         out = {}
         for m in tar.getmembers():
-            if m.isreg():
-                f = tar.extractfile(m)
-                assert f is not None
-                out[m.name] = f.read()
+            f = tar.extractfile(m)
+            assert f is not None
+            out[m.name] = f.read()
         return out
+
+
+def write_tar(path: Path, members: dict[str, bytes], mode: str = "w") -> Path:
+    with tarfile.open(path, mode) as tar:
+        for name, data in members.items():
+            info = tarfile.TarInfo(name)
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    return path
 
 
 def rewrite(
     path: Path, members: dict[str, bytes], manifest: FolderManifest
 ) -> tuple[Path, FolderManifest]:
-    with tarfile.open(path, "w:gz") as tar:
-        for name, data in members.items():
-            info = tarfile.TarInfo(name)
-            info.size = len(data)
-            tar.addfile(info, io.BytesIO(data))
-    return path, sealed(path, manifest, content_bytes=sum(map(len, members.values())))
+    return write_tar(path, members), sealed(path, manifest)
 
 
 def sealed(path: Path, manifest: FolderManifest, **fields: Any) -> FolderManifest:
@@ -319,16 +323,21 @@ def sealed(path: Path, manifest: FolderManifest, **fields: Any) -> FolderManifes
     return FolderManifest.from_json(values)
 
 
-def hostile(tmp_path: Path, *members: tarfile.TarInfo, data: bytes = b"evil\n") -> Path:
-    path = tmp_path / "evil.tgz"
-    with tarfile.open(path, "w:gz", format=tarfile.PAX_FORMAT) as tar:
+def hostile(
+    tmp_path: Path, *members: tarfile.TarInfo, data: bytes = b"evil\n", outer: tuple[str, ...] = ()
+) -> Path:
+    """An archive whose files.tgz holds ``members`` (and ``outer`` members beside it)."""
+    inner = io.BytesIO()
+    with tarfile.open(fileobj=inner, mode="w:gz", format=tarfile.PAX_FORMAT) as tar:
         for info in members:
             if info.isreg():
                 info.size = len(data)
                 tar.addfile(info, io.BytesIO(data))
             else:
                 tar.addfile(info)
-    return path
+    return write_tar(
+        tmp_path / "evil.tar", {**dict.fromkeys(outer, b"x"), fs.FILES: inner.getvalue()}
+    )
 
 
 def member(name: str, kind: bytes = tarfile.REGTYPE, link: str = "") -> tarfile.TarInfo:
@@ -341,28 +350,28 @@ PLAIN = FolderManifest("plain", None, None, 10, 0, "0" * 64, content_bytes=1000)
 
 
 @pytest.mark.parametrize(
-    ("members", "why"),
+    ("members", "outer", "why"),
     [
-        ([member("files/../escaped")], "goes up a folder"),
-        ([member("files//tmp/escaped")], "absolute"),
-        ([member("files/a/../../escaped")], "goes up a folder"),
-        ([member("files/link", tarfile.SYMTYPE, "../../escaped")], "points outside"),
-        ([member("files/link", tarfile.SYMTYPE, "/etc")], "points outside"),
-        ([member("files/d", tarfile.SYMTYPE, "."), member("files/d/x")], "not a folder"),
-        ([member("files/.git/config")], ".git"),
-        ([member("files/sub/.GIT/hooks/post-checkout")], ".git"),
-        ([member("files/.g\u200cit/config")], ".git"),
-        ([member("files/h", tarfile.LNKTYPE, "files/x")], "not a file, folder or symlink"),
-        ([member("files/dev", tarfile.CHRTYPE)], "not a file, folder or symlink"),
-        ([member("bundle")], "unexpected bundle"),
-        ([member("elsewhere")], "unexpected member"),
-        ([member("files/x"), member("files/x")], "same path twice"),
+        ([member("../escaped")], (), "goes up a folder"),
+        ([member("/tmp/escaped")], (), "absolute"),
+        ([member("a/../../escaped")], (), "goes up a folder"),
+        ([member("link", tarfile.SYMTYPE, "../escaped")], (), "points outside"),
+        ([member("link", tarfile.SYMTYPE, "/etc")], (), "points outside"),
+        ([member("d", tarfile.SYMTYPE, "."), member("d/x")], (), "not a folder"),
+        ([member(".git/config")], (), ".git"),
+        ([member("sub/.GIT/hooks/post-checkout")], (), ".git"),
+        ([member(".g\u200cit/config")], (), ".git"),
+        ([member("h", tarfile.LNKTYPE, "x")], (), "not a file, folder or symlink"),
+        ([member("dev", tarfile.CHRTYPE)], (), "not a file, folder or symlink"),
+        ([], ("bundle",), "unexpected member 'bundle'"),
+        ([], ("elsewhere",), "unexpected member"),
+        ([member("x"), member("x")], (), "same path twice"),
     ],
 )
 def test_a_hostile_archive_is_refused_and_leaves_nothing(
-    tmp_path: Path, members: list[tarfile.TarInfo], why: str
+    tmp_path: Path, members: list[tarfile.TarInfo], outer: tuple[str, ...], why: str
 ) -> None:
-    archive = hostile(tmp_path, *members)
+    archive = hostile(tmp_path, *members, outer=outer)
     manifest = sealed(archive, PLAIN)
     target = tmp_path / "in" / "target"
     with pytest.raises(FolderSyncError) as refused:
@@ -372,7 +381,7 @@ def test_a_hostile_archive_is_refused_and_leaves_nothing(
 
 
 def test_an_archive_with_more_than_it_declares_or_a_wrong_sha_is_refused(tmp_path: Path) -> None:
-    archive = hostile(tmp_path, member("files/big"), data=b"x" * 5000)
+    archive = hostile(tmp_path, member("big"), data=b"x" * 5000)
     with pytest.raises(FolderSyncError, match="more bytes than its manifest"):
         run(fs.unpack(archive, tmp_path / "t", sealed(archive, PLAIN)))
     good = sealed(archive, PLAIN, content_bytes=5000)
