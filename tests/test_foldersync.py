@@ -581,3 +581,27 @@ def test_the_skip_setting_is_the_default_list() -> None:
 
     assert fs.skip_folders(config.load(environ={}).str("move_skip_folders")) == fs.SKIP_FOLDERS
     assert fs.skip_folders(" a, b ,,a,x/y") == ("a", "b")
+
+
+def test_a_detached_head_and_a_repository_without_commits_arrive_too(
+    repo: Path, tmp_path: Path
+) -> None:
+    git(repo, "stash", "-q", "--include-untracked")
+    git(repo, "checkout", "-q", "--detach", "HEAD~1")
+    manifest = run(fs.pack(repo, tmp_path / "d.tar", limit=LIMIT))
+    assert manifest.branch is None and not manifest.changes
+    run(fs.unpack(tmp_path / "d.tar", tmp_path / "detached", manifest))
+    assert git(tmp_path / "detached", "rev-parse", "HEAD") == git(repo, "rev-parse", "HEAD")
+    assert git(tmp_path / "detached", "branch", "--show-current") == ""
+
+    fresh = tmp_path / "fresh"
+    fresh.mkdir()
+    git(fresh, "init", "-q", "-b", "trunk")
+    (fresh / "first.txt").write_text("staged before any commit\n")
+    git(fresh, "add", "first.txt")
+    (fresh / "loose.txt").write_text("untracked\n")
+    manifest = run(fs.pack(fresh, tmp_path / "f.tar", limit=LIMIT))
+    assert manifest.head is None and manifest.branch == "trunk" and not manifest.bundle
+    run(fs.unpack(tmp_path / "f.tar", tmp_path / "fresh copy", manifest))
+    assert status(tmp_path / "fresh copy") == status(fresh)
+    assert git(tmp_path / "fresh copy", "symbolic-ref", "--short", "HEAD").strip() == "trunk"
