@@ -253,7 +253,7 @@ def resolve(sessions: Sequence[SessionSnapshot], text: str) -> SessionSnapshot:
             f"{len(several)} sessions match {wanted!r}: give more of the id", listing
         )
     raise CommandError(
-        f"no session {wanted!r}",
+        f"no session {wanted}",
         "`claude-bridge sessions` lists them (ids, titles and -1, -2 …)"
         + ("" if len(wanted) >= MIN_PREFIX else f"; a start of an id has {MIN_PREFIX} characters"),
     )

@@ -100,7 +100,7 @@ def test_names_that_match_several_or_none_say_so() -> None:
     assert "2 sessions match" in twins.value.message
     with pytest.raises(CommandError) as short:
         resolve(LISTED, "bbb")
-    assert "no session 'bbb'" in short.value.message and "4 characters" in short.value.hint
+    assert "no session bbb" in short.value.message and "4 characters" in short.value.hint
     with pytest.raises(CommandError):
         resolve(LISTED, "-4")
 
