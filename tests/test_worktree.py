@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import re
 import subprocess
 import uuid
 from collections.abc import Awaitable, Callable
@@ -13,12 +14,15 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 import pytest
+from playwright.sync_api import expect
 
 from agent import worktree
 from agent.daemon import Agent, AgentOptions
 from agent.errors import CommandFailed
 from agent.hookserver import OnHook, SecretFor
 from tests.agent_fakes import FakeHooks, FakeLink, FakeMux
+from tests.support.relay import Account
+from tests.support.web import Phone, ScriptedMac, commands
 from wire import config
 
 # -- branch names (pure) ------------------------------------------------------------------------
@@ -223,3 +227,42 @@ def test_a_worktree_session_that_cannot_start_takes_its_worktree_back(tmp_path: 
     with_agent(tmp_path, body)
     assert git(folder, "branch", "--list").split() == ["*", "main"]
     assert not (folder / ".claude" / "worktrees" / sid.split("-")[0]).exists()
+
+
+# -- the page -----------------------------------------------------------------------------------
+
+
+def test_the_page_starts_a_worktree_session_forks_it_and_deletes_the_fork(
+    phone: Phone, scripted: ScriptedMac, account: Account
+) -> None:
+    tree = "/Users/ada/src/app/.claude/worktrees/feat-page"
+    scripted.answers["create_session"] = {"cwd": tree, "branch": "feat/page"}
+    page = phone.login(account).open("/")
+    page.get_by_role("link", name="+ New session").click()
+    page.fill("#ns-cwd", "/Users/ada/src/app")
+    expect(page.locator("#ns-branch")).to_be_hidden()
+    page.get_by_text("In a new git worktree").click()
+    page.fill("#ns-branch", "feat/page")
+    page.get_by_role("button", name="Start").click()
+    (create,) = commands(scripted, "create_session")
+    assert create.args["worktree"] == "feat/page" and create.args["cwd"] == "/Users/ada/src/app"
+    parent = create.session_id
+    expect(page).to_have_url(re.compile(f"#/s/{parent}$"))
+    expect(page.locator(".session-meta")).to_contain_text("⎇ feat/page")
+
+    page.get_by_role("button", name="Session actions").click()
+    page.get_by_role("button", name="Fork", exact=True).click()
+    forked = commands(scripted, "create_session", 2)[1]
+    assert forked.args["fork_of"] == parent and forked.session_id != parent
+    expect(page).to_have_url(re.compile(f"#/s/{forked.session_id}$"))
+    expect(page.locator(".session-meta")).to_contain_text("fork of")
+
+    page.get_by_role("button", name="Session actions").click()
+    page.get_by_role("button", name="Delete", exact=True).click()
+    dialog = page.locator("dialog")
+    expect(dialog).to_contain_text("Claude Code's own transcript on the Mac is kept")
+    dialog.get_by_role("button", name="Delete", exact=True).click()
+    (deleted,) = commands(scripted, "delete_history")
+    assert deleted.session_id == forked.session_id
+    expect(page).to_have_url(re.compile(r"#/$"))
+    expect(page.locator(f'a[href="#/s/{forked.session_id}"]')).to_have_count(0)
