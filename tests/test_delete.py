@@ -6,11 +6,13 @@ through retention's ledger when it links again. On both store backends, with a s
 from __future__ import annotations
 
 import asyncio
+import json
 from collections.abc import Callable
 
 import httpx
 
 from tests.support.api import SMALL, error_of, push
+from tests.support.cli import cli
 from tests.support.relay import RelayServer, mac
 from tests.support.retention import FAST, Mac
 from tests.support.waits import await_until, wait_for
@@ -78,6 +80,12 @@ def test_delete_stops_it_on_the_mac_and_removes_everything_on_the_relay(
             ids = {item["id"] for section in ("here", "elsewhere") for item in found[section]}
             assert gone not in ids and kept in ids
             assert phone.get("/api/retention").json()["waiting_for_mac"] == []
+
+            # From a terminal, by the start of its id.
+            done = cli(relay, acct.phone_token, "delete", kept[:12], "--json").stdout
+            assert json.loads(done) == {"ok": True, "session_id": kept, "mac": "deleted"}
+            assert handler.deleted() == [gone, kept]
+            cli(relay, acct.phone_token, "delete", kept, code=2)
 
     asyncio.run(go())
 

@@ -23,6 +23,7 @@ from agent.launch import claude_argv
 from agent.transcript import transcript_path
 from tests.agent_fakes import FakeHooks, FakeLink, FakeMux
 from tests.support.api import SMALL, error_of, push
+from tests.support.cli import cli
 from tests.support.relay import RelayServer, mac
 from wire import config
 from wire.protocol import Command, CommandResult
@@ -206,6 +207,13 @@ def test_the_fork_route_links_the_fork_to_its_parent(relay: RelayServer) -> None
             assert named.json()["id"] == chosen
             taken = phone.post(f"/api/sessions/{parent}/fork", json={"session_id": chosen})
             error_of(taken, 409, "session_exists")
+
+            # From a terminal, naming the parent by its title.
+            phone.patch(f"/api/sessions/{parent}", json={"title": "Parent of forks"})
+            said = cli(relay, acct.phone_token, "fork", "parent of FORKS", "carry", "on").stdout
+            command = handler.commands[-1]
+            assert command.args["fork_of"] == parent and command.args["prompt"] == "carry on"
+            assert f"into {command.session_id}: the same history" in said
 
     asyncio.run(go())
 
