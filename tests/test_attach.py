@@ -199,3 +199,23 @@ def test_attach_to_a_session_that_is_not_running_says_so(tmp_path: Path) -> None
             check=False,
         )
         assert done.returncode == 2 and says in done.stderr, done.stderr
+
+
+class Devices:
+    """The relay as ``join`` asks it: the account's Macs."""
+
+    def devices(self) -> list[dict[str, str]]:
+        return [{"id": "m1", "name": "Studio"}, {"id": "m2", "name": "Laptop"}]
+
+
+def test_attach_to_a_session_of_another_mac_names_that_mac(tmp_path: Path) -> None:
+    from cli.attach import join
+
+    local = LocalAgent(tmp_path, "m1", "tmux", "cbt-none")
+    with pytest.raises(CommandError) as caught:
+        join(local, Devices(), LISTED[2])  # type: ignore[arg-type]
+    assert "runs on the Mac 'Laptop', not on this one" in caught.value.message
+    unlinked = LocalAgent(tmp_path, None, "tmux", "cbt-none")
+    with pytest.raises(CommandError) as never:
+        join(unlinked, Devices(), LISTED[0])  # type: ignore[arg-type]
+    assert "has not linked to a relay yet" in never.value.message
