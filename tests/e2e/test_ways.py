@@ -173,3 +173,21 @@ def test_claude_started_at_the_desk_is_on_the_phone_and_attached(bridge: Bridge,
         term(desk, "send-keys", "-t", "t", "C-b", "d")
         wait_for(lambda: "detached; session" in screen(), 20, "the terminal detached")
         assert snapshot(phone, session_id)["state"] == "idle"  # it runs on, on the phone
+
+        # `claude --continue` at the desk comes back to this folder's latest session.
+        again = command.replace(
+            shlex.join(["--permission-mode", "manual", "hello from the desk"]), "-c"
+        )
+        term(desk, "send-keys", "-t", "t", "clear; " + again, "Enter")
+
+        def clients() -> str:
+            return subprocess.run(
+                ["tmux", "-L", bridge.socket, "list-clients", "-t", f"cb-{session_id}"],
+                capture_output=True, text=True, check=False,
+            ).stdout  # fmt: skip
+
+        wait_for(clients, 20, "the desk attached again")
+        term(desk, "send-keys", "-t", "t", "C-b", "d")
+        wait_for(lambda: not clients() and "detached; session" in screen(), 20, "detached again")
+        assert [s["id"] for s in phone.get("/api/sessions").json()["sessions"]
+                if s["cwd"] == folder] == [session_id]  # fmt: skip
