@@ -21,6 +21,7 @@ import logging
 import os
 import platform
 import secrets
+import shutil
 import socket
 import time
 from collections.abc import Awaitable, Callable, Coroutine, Mapping
@@ -32,6 +33,7 @@ from pydantic import ValidationError
 
 from agent import held as heldrules
 from agent import workspace
+from agent import worktree as worktrees
 from agent.archive import DiskArchive
 from agent.decisions import DecisionLog
 from agent.driver import (
@@ -44,7 +46,7 @@ from agent.driver import (
     set_policy,
 )
 from agent.errors import BatchRefused, ClaudeMissing, CommandFailed, MuxError, NotLinked
-from agent.files import write_text
+from agent.files import write_json, write_text
 from agent.hookserver import HookServer, OnHook, SecretFor, permission_decision
 from agent.hooksettings import build_settings, hook_command_path, hook_env, write_settings
 from agent.launch import (
@@ -119,6 +121,8 @@ SCREEN_HEIGHT = 40
 TRANSCRIPT_RETRY_MAX = 10.0  # the longest wait before a refused batch is sent again
 REGISTRY_SAVE_EVERY = 5.0
 DEVICE_ID_FILE = "device-id"  # this Mac's id at its relay, written when the link opens
+MUX_FILE = "mux.json"  # the multiplexer and its socket, for `claude-bridge attach`
+COPIES = "transcripts"  # <data>/transcripts/<session id>/: the conversation a fork started from
 TICK = 0.05
 PANES_TTL = 0.5  # how long one list of panes (alive, size, cursor) is reused
 REVIVED_TEXT = "🔁 The Mac restarted, so the session was reopened in the same conversation"
@@ -153,6 +157,17 @@ def _reason(exc: BaseException) -> str:
     """What went wrong, for a person: a command's own message, else the error as raised."""
     text = exc.message if isinstance(exc, CommandFailed) else str(exc) or type(exc).__name__
     return text[:ERROR_CHARS]
+
+
+def _copy_lines(source: Path, target: Path) -> None:
+    """``source``'s complete lines (up to its last newline) into ``target``, private."""
+    data = source.read_bytes()
+    data = data[: data.rfind(b"\n") + 1]
+    target.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    os.chmod(target.parent.parent, 0o700)
+    fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "wb") as out:
+        out.write(data)
 
 
 def check_session_id(session_id: str) -> None:
@@ -239,6 +254,11 @@ class Agent:
             _log.warning(warning)
         await self.hook_server.start()
         write_text(self.data / "hook-port", str(self.hook_server.port))
+        if isinstance(self.mux, Mux):  # where `claude-bridge attach` finds the sessions' panes
+            write_json(
+                self.data / MUX_FILE,
+                {"program": self.mux.program, "socket": self.mux.socket_name},
+            )
         write_settings(self.settings_path, build_settings(hook_command_path()))
         self.link.device = DeviceInfo(
             name=self.options.device_name,
@@ -407,6 +427,9 @@ class Agent:
                 claude_home=self.options.claude_home,
                 host=self._host,
             )
+            if record.fork_conversation and record.fork_copy:
+                # A fork's history first: the conversation it forked, as it was then.
+                rt.follower.follow(record.fork_conversation, Path(record.fork_copy))
             if record.conversation_id:
                 rt.follower.follow(record.conversation_id, self._transcript_file(record))
             self.runtimes[record.id] = rt
@@ -480,14 +503,18 @@ class Agent:
                 "folder_gone", f"the folder {record.cwd} no longer exists on this Mac"
             )
         await self._check_claude()
+        fork_from = self._fork_from(record)
         argv = claude_argv(
             self.options.claude,
             str(self.settings_path),
-            session_id=None if resume else (record.conversation_id or record.id),
-            resume=record.conversation_id if resume else None,
+            session_id=record.id
+            if fork_from
+            else (None if resume else (record.conversation_id or record.id)),
+            resume=fork_from or (record.conversation_id if resume else None),
             permission_mode=record.permission_mode,
             model=record.model,
             extra=self.options.claude_args,
+            fork=fork_from is not None,
         )
         if not resume and record.conversation_id is None:
             record.conversation_id = record.id  # --session-id names the first conversation
@@ -521,6 +548,15 @@ class Agent:
         rt.next_screen = 0
         self._save()
         return rt
+
+    def _fork_from(self, record: SessionRecord) -> str | None:
+        """The conversation a fork resumes as its own (``--fork-session``) until it has a
+        transcript: 2.1.332 writes one only at the first prompt, so a fork ended before that is
+        forked again when it reopens, under the same id."""
+        if not record.fork_conversation or record.conversation_id not in (None, record.id):
+            return None
+        own = transcript_path(self.options.claude_home, record.cwd, record.id)
+        return None if own.exists() else record.fork_conversation
 
     # -- hooks ---------------------------------------------------------------------------
 
@@ -658,6 +694,8 @@ class Agent:
         await self._send_markers(rt)
         for conversation_id, lines in rt.follower.poll():
             for start in range(0, len(lines), LINES_PER_BATCH):
+                if self.runtimes.get(record.id) is not rt:
+                    return  # deleted meanwhile: its lines would bring it back on the relay
                 chunk = lines[start : start + LINES_PER_BATCH]
                 ack = await self.link.send_lines(record.id, conversation_id, chunk, record.cwd)
                 if rt.follower.ack(conversation_id, ack.through_offset):
@@ -773,11 +811,17 @@ class Agent:
 
     async def _cmd_create_session(self, session_id: str, args: CreateSessionArgs) -> dict[str, Any]:
         check_session_id(session_id)  # before anything is recorded
-        cwd = str(Path(args.cwd).expanduser())
+        parent = self._record(args.fork_of) if args.fork_of else None
+        cwd = parent.cwd if parent is not None else str(Path(args.cwd).expanduser())
         if not Path(cwd).is_dir():
             raise CommandFailed("bad_folder", f"there is no folder {cwd!r} on this Mac")
         if self.registry.get(session_id) is not None:
             raise CommandFailed("session_exists", f"session {session_id} already exists here")
+        if parent is not None and args.worktree:
+            raise CommandFailed(
+                "bad_args",
+                "a fork runs in its parent's folder: it cannot have a worktree of its own",
+            )
         record = SessionRecord(
             id=session_id,
             cwd=os.path.realpath(cwd),
@@ -789,6 +833,16 @@ class Agent:
             policy = policyrules.Policy.from_json(args.policy)
         except policyrules.PolicyError as exc:
             raise CommandFailed("bad_args", f"policy: {exc}") from exc
+        if parent is not None:
+            await self._fork_record(record, parent, keep_policy=args.policy is None)
+            if args.policy is None:
+                policy = policy_of(record)
+        made: worktrees.Made | None = None
+        if args.worktree:
+            made = await worktrees.make(
+                Path(record.cwd), args.worktree, session_id, self.config.float("git_timeout")
+            )
+            record.cwd, record.worktree, record.branch = str(made.cwd), str(made.root), made.branch
         if args.allow_all:
             policy = dataclasses.replace(policy, allow_all=True)
         set_policy(record, policy)
@@ -800,11 +854,44 @@ class Agent:
             rt = await self._launch(record, resume=False)
         except BaseException:
             await self._forget(record.id)  # the relay keeps no trace of it either
+            if made is not None:
+                await worktrees.undo(made, self.config.float("git_timeout"))
             raise
         await rt.send_update(force=True)
         # The next hello offers this folder first (the page also has it from the session).
         self.link.device.recent_folders = self._recent_folders()
-        return {"cwd": record.cwd, "policy": policy_of(record).to_json()}
+        return {
+            "cwd": record.cwd,
+            "policy": policy_of(record).to_json(),
+            "branch": record.branch,
+            "worktree": record.worktree,
+            "parent_id": record.parent_id,
+        }
+
+    async def _fork_record(
+        self, record: SessionRecord, parent: SessionRecord, *, keep_policy: bool
+    ) -> None:
+        """A fork takes its parent's folder (and worktree), mode, model and policy rules (not
+        "allow all", a grant of that process), and a copy of the conversation it forks as it
+        is now: its lines are the fork's first history, until claude writes the fork's own
+        transcript (the same lines, which the relay keeps once, by uuid)."""
+        source = self._transcript_file(parent) if parent.conversation_id else None
+        if source is None or not source.is_file():
+            raise CommandFailed(
+                "nothing_to_fork",
+                f"session {parent.id} has no conversation yet: send it a message first",
+            )
+        assert parent.conversation_id is not None
+        record.parent_id = parent.id
+        record.fork_conversation = parent.conversation_id
+        record.worktree, record.branch = parent.worktree, parent.branch
+        record.permission_mode = record.permission_mode or parent.permission_mode
+        record.model = record.model or parent.model
+        if keep_policy:
+            set_policy(record, policy_of(parent).without_allow_all())
+        copy = self.data / COPIES / record.id / f"{parent.conversation_id}.jsonl"
+        await asyncio.to_thread(_copy_lines, source, copy)
+        record.fork_copy = str(copy)
 
     async def _forget(self, session_id: str) -> None:
         """Undo a session that never started: no record, no archive, no terminal left."""
@@ -813,9 +900,16 @@ class Agent:
         if rt is not None:
             rt.pane_alive = False
         self.archive.delete(session_id)
+        self._drop_copies(session_id)
         with contextlib.suppress(MuxError):
             await self.mux.kill(session_name(session_id))
         self._save()
+
+    def _drop_copies(self, session_id: str) -> None:
+        """The transcript copies this agent keeps for a session (a fork's first history)."""
+        folder = self.data / COPIES / session_id
+        if folder.is_dir():
+            shutil.rmtree(folder, ignore_errors=True)
 
     async def _cmd_send(self, session_id: str, args: SendArgs) -> dict[str, Any]:
         record = self._record(session_id)
@@ -910,10 +1004,12 @@ class Agent:
         return {"policy": policy.to_json()}
 
     async def _cmd_delete_history(self, session_id: str, args: DeleteHistoryArgs) -> dict[str, Any]:
-        """Retention deleted the session on the relay: drop its event archive and forget it.
+        """The relay deleted the session (retention, or a person's DELETE): stop its claude,
+        drop its event archive and the transcript copies kept for it, and forget it.
 
         Idempotent (the relay resends it until it gets ok): a session this Mac no longer knows
-        answers ok with ``deleted: false``. Claude Code's own transcripts are left alone.
+        answers ok with ``deleted: false``. Claude Code's own transcripts (~/.claude) and a
+        worktree the session ran in are left alone: they are the person's.
         """
         try:
             self.archive.path(session_id)
@@ -926,9 +1022,10 @@ class Agent:
         with contextlib.suppress(MuxError):
             await self.mux.kill(session_name(session_id))  # a terminal still open for it
         self.archive.delete(session_id)
+        self._drop_copies(session_id)
         if record is not None:
             self._save()
-            _log.info("session %s deleted by the relay's retention", session_id)
+            _log.info("session %s deleted by the relay (retention or a person)", session_id)
         return {"deleted": record is not None}
 
     # -- the session's folder, for the page -----------------------------------------------------

@@ -98,11 +98,19 @@ def claude_argv(
     permission_mode: str | None = None,
     model: str | None = None,
     extra: tuple[str, ...] | list[str] = (),
+    fork: bool = False,
 ) -> list[str]:
     """``claude --settings …`` plus a new conversation id or the one to resume, then the
-    person's own extra arguments (checked by :func:`check_claude_args`)."""
+    person's own extra arguments (checked by :func:`check_claude_args`). ``fork``: resume
+    ``resume`` as a new conversation named ``session_id`` (``--fork-session --session-id``:
+    2.1.332 takes both, and writes the new transcript, the old messages copied in, at the
+    first prompt)."""
     argv = [claude, "--settings", settings]
-    if resume:
+    if fork:
+        if not resume or not session_id:
+            raise ValueError("a fork resumes a conversation under a new id: give both")
+        argv += ["--resume", resume, "--fork-session", "--session-id", session_id]
+    elif resume:
         argv += ["--resume", resume]
     elif session_id:
         argv += ["--session-id", session_id]

@@ -57,6 +57,15 @@ class SessionRecord:
     policy: dict[str, Any] = field(default_factory=dict)  # wire/policy.py's JSON form
     marker_seq: int = 0  # offsets of the bridge's own marker lines
     pending_markers: list[dict[str, Any]] = field(default_factory=list)  # not yet stored
+    # A fork (POST …/fork): the session it came from, the conversation claude forked
+    # (``--resume <it> --fork-session`` until the fork has a transcript of its own) and the copy
+    # of that conversation as it was, whose lines the relay shows first (the fork's history).
+    parent_id: str | None = None
+    fork_conversation: str | None = None
+    fork_copy: str | None = None
+    # A session in a git worktree of its own (agent/worktree.py): its top and its branch.
+    worktree: str | None = None
+    branch: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)

@@ -78,6 +78,17 @@ class SessionSnapshot(TypedDict, total=False):
     last_seq: int | None
     epoch: str | None
     cost: CostSummary | None
+    conversation_id: str | None
+    parent_id: str | None  # a fork's parent session
+    branch: str | None  # the branch of its own git worktree
+
+
+class Deleted(TypedDict, total=False):
+    """``DELETE /api/sessions/{id}``: ``mac`` is "deleted", or "waiting" for an offline Mac."""
+
+    ok: bool
+    session_id: str
+    mac: str
 
 
 class Event(TypedDict, total=False):
@@ -353,10 +364,55 @@ class RelayClient:
             raise
         return found
 
-    def create_session(self, device_id: str, cwd: str, session_id: str) -> SessionSnapshot:
-        body = {"device_id": device_id, "cwd": cwd, "session_id": session_id}
-        created: SessionSnapshot = self._call("POST", "/api/sessions", json=body)
-        return created
+    def create_session(
+        self,
+        device_id: str,
+        cwd: str,
+        session_id: str | None = None,
+        *,
+        prompt: str | None = None,
+        permission_mode: str | None = None,
+        model: str | None = None,
+        worktree: bool | str | None = None,
+    ) -> SessionSnapshot:
+        """``POST /api/sessions``: the new session's snapshot (its ``id`` first)."""
+        asked = {
+            "device_id": device_id,
+            "cwd": cwd,
+            "session_id": session_id,
+            "prompt": prompt,
+            "permission_mode": permission_mode,
+            "model": model,
+            "worktree": worktree,
+        }
+        body = {key: value for key, value in asked.items() if value is not None}
+        created = self._call("POST", "/api/sessions", json=body)
+        session: SessionSnapshot = created.get("session") or SessionSnapshot()
+        session["id"] = str(created["id"])
+        return session
+
+    def fork(
+        self,
+        session_id: str,
+        *,
+        prompt: str | None = None,
+        permission_mode: str | None = None,
+        model: str | None = None,
+    ) -> SessionSnapshot:
+        """``POST /api/sessions/{id}/fork``: the fork's snapshot (a new id, the same history)."""
+        asked = {"prompt": prompt, "permission_mode": permission_mode, "model": model}
+        body = {key: value for key, value in asked.items() if value is not None}
+        created = self._call("POST", f"{_session_path(session_id)}/fork", json=body)
+        session: SessionSnapshot = created["session"]
+        return session
+
+    def delete(self, session_id: str) -> Deleted:
+        """``DELETE /api/sessions/{id}``: ended and deleted on the relay and its Mac."""
+        done: Deleted = self._call("DELETE", _session_path(session_id))
+        return done
+
+    def send(self, session_id: str, text: str) -> None:
+        self._call("POST", f"{_session_path(session_id)}/messages", json={"text": text})
 
     def reopen(self, session_id: str) -> None:
         self._call("POST", f"{_session_path(session_id)}/reopen")

@@ -12,6 +12,8 @@ claude-bridge open --session ID|-N  resume, start (with that id) or read a sessi
 claude-bridge sessions           list sessions, newest created first
 claude-bridge audit              every decision on a card: who or which rule, which card, answer
 claude-bridge doctor             check everything the bridge needs, each with its fix
+claude-bridge attach SESSION     join this terminal to a session running on this Mac
+claude-bridge claude [ARGS…]     a drop-in for claude: started through the agent, seen on the phone
 (the session commands, cli/sessions.py, list the rest)
 """
 
@@ -753,6 +755,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_session_commands(sub)
 
+    from cli.attach import add_commands as add_attach_commands  # attach, claude
+
+    add_attach_commands(sub)
+
     from agent.cli import add_commands  # the Mac side's commands: agent, screen
 
     add_commands(sub)
@@ -760,6 +766,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    words = list(sys.argv[1:] if argv is None else argv)
+    if words[:1] == ["claude"]:  # claude's arguments, whole: not claude-bridge's to parse
+        from cli.attach import main_claude
+
+        return main_claude(words[1:])
     parser = build_parser()
     args = parser.parse_args(argv)
     try:

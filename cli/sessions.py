@@ -7,7 +7,8 @@ They talk to a running relay over HTTP exactly as the phone page does, with a ph
     --token TOKEN   or CB_TOKEN   a phone token: `claude-bridge token create --kind phone --name cli`
 
 SESSION, wherever a command takes one, is a session id or -1, -2 … (creation order, newest first,
-as `claude-bridge sessions` numbers them).
+as `claude-bridge sessions` numbers them), a unique start of an id (4 characters or more) or a
+title.
 
 claude-bridge open --session ID|-N [--device MAC] [--cwd DIR] [--read-only] [--tail N] [--json]
     ID resumes that session (reopened when it has ended, shown when it runs) or, when the relay has
@@ -46,6 +47,11 @@ claude-bridge audit [--session SESSION] [--since DATE] [--until DATE] [--limit N
     GET /api/audit: every decision on a card, newest first — who answered (the phone, its token
     id and address) or which rule did (a policy rule, allow all, a hook), the card (tool, input
     digest, summary) and the answer. SESSION may be one retention already deleted (its id).
+claude-bridge fork SESSION [PROMPT…] [--json]
+    POST /api/sessions/{id}/fork: a new session on the same Mac with the same history.
+claude-bridge delete SESSION [--yes] [--json]
+    DELETE /api/sessions/{id}: ends it and deletes its events on the relay and its Mac (Claude
+    Code's own transcript in ~/.claude stays).
 claude-bridge subagents SESSION [--agent ID] [--json]
     One summary line per subagent (type, task, outcome, cost), or with --agent (an id or a unique
     start of one) that subagent's whole history, read a page at a time.
@@ -524,9 +530,11 @@ def find_session(relay: RelayClient, text: str) -> SessionSnapshot:
         return found
     found = relay.session(ref)
     if found is None:
-        raise CommandError(
-            f"no session {ref}", "`claude-bridge sessions` lists them (ids and -1, -2 …)"
-        )
+        from cli.attach import resolve  # a unique start of an id, or a title
+
+        found = relay.session(resolve(relay.sessions(), ref)["id"])
+        if found is None:
+            raise CommandError(f"session {ref} was just removed; run this again")
     return found
 
 
@@ -1218,6 +1226,48 @@ def _without_agent(event: Event) -> Event:
     return quiet
 
 
+# -- fork and delete ---------------------------------------------------------------------------
+
+
+def cmd_fork(args: argparse.Namespace) -> int:
+    relay = _connect(args, read_only=False)
+    try:
+        parent = find_session(relay, args.session)
+        fork = relay.fork(parent["id"], prompt=" ".join(args.prompt).strip() or None)
+    finally:
+        relay.close()
+    if args.json:
+        _print_json(fork)
+        return 0
+    print(f"Forked {_named(parent)} into {fork['id']}: the same history, continuing apart.")
+    print(f"  attach: claude-bridge attach {fork['id'][:8]} · page: {relay.page_link(fork['id'])}")
+    return 0
+
+
+def cmd_delete(args: argparse.Namespace) -> int:
+    relay = _connect(args, read_only=False)
+    try:
+        session = find_session(relay, args.session)
+        if not args.yes and sys.stdin.isatty():
+            answer = input(f"Delete {_named(session)} and its events, here and on its Mac? [y/N] ")
+            if answer.strip().lower() not in ("y", "yes"):
+                print("Kept.")
+                return 0
+        done = relay.delete(session["id"])
+    finally:
+        relay.close()
+    if args.json:
+        _print_json(done)
+        return 0
+    late = done.get("mac") == "waiting"
+    print(
+        f"Deleted {_named(session)}"
+        + (": its Mac is offline and deletes its copy when it links again." if late else ".")
+    )
+    print("  (Claude Code's own transcript in ~/.claude on the Mac is kept.)")
+    return 0
+
+
 # -- the parser ------------------------------------------------------------------------------
 
 
@@ -1438,6 +1488,29 @@ def add_commands(sub: Any) -> None:
     )
     _relay_args(auditing)
     auditing.set_defaults(func=_guarded(cmd_audit))
+
+    forking = sub.add_parser(
+        "fork",
+        help="a new session with a session's history, on its Mac, continuing apart",
+        description="Fork a session: a new session (a new id) on the same Mac and folder with "
+        "the same history (claude --resume … --fork-session); the two continue apart.",
+    )
+    _session_arg(forking)
+    forking.add_argument("prompt", nargs="*", metavar="PROMPT", help="a first message for the fork")
+    _relay_args(forking)
+    forking.set_defaults(func=_guarded(cmd_fork))
+
+    deleting = sub.add_parser(
+        "delete",
+        help="end a session and delete it with its events, on the relay and its Mac",
+        description="End a session (its claude stops) and delete it with its events on the "
+        "relay and on its Mac (at once, or when an offline Mac links again). Claude Code's own "
+        "transcript in ~/.claude stays.",
+    )
+    _session_arg(deleting)
+    deleting.add_argument("--yes", "-y", action="store_true", help="do not ask first")
+    _relay_args(deleting)
+    deleting.set_defaults(func=_guarded(cmd_delete))
 
     helpers = sub.add_parser(
         "subagents",

@@ -34,12 +34,14 @@ from relay.deps import (
 )
 from relay.errors import BadRequest, Conflict, NotFound, Unprocessable
 from relay.history import fetch_page
+from relay.live import Link
 from relay.sse import account_updates, last_event_id, session_events
 from relay.state import RelayState, iso
 from relay.store import Principal, new_session_id
 from wire.protocol import (
     CLOSE_UNAUTHORIZED,
     HELD_MESSAGE_ID,
+    MAX_BRANCH_CHARS,
     MAX_CWD_CHARS,
     MAX_MODEL_CHARS,
     SENDER_MESSAGE_ID,
@@ -93,6 +95,17 @@ class NewSession(Body):
     allow_all: bool = False  # answer every permission request with "allow" (no dialogs)
     allow_all_for: AllowAllFor = None  # … for this long (seconds, or "session")
     policy: dict[str, Any] | None = None  # first permission rules (relay/features/permissions.py)
+    # A new git worktree on a new branch: true (a name of the session's id) or the branch.
+    worktree: bool | Annotated[str, Field(min_length=1, max_length=MAX_BRANCH_CHARS)] | None = None
+
+
+class ForkBody(Body):
+    """``POST /api/sessions/{id}/fork``: what may differ from the parent (else the parent's)."""
+
+    prompt: str | None = None
+    permission_mode: PermissionMode | None = None
+    model: str | None = Field(default=None, max_length=MAX_MODEL_CHARS)
+    session_id: str | None = None  # a UUID for the fork (checked by session_uuid)
 
 
 class SessionPatch(Body):
@@ -222,9 +235,7 @@ async def create_session(body: NewSession, principal: Phone, state: State) -> di
         raise NotFound(f"no Mac {body.device_id} in this account", code="unknown_device")
     link = state.live.require_link(device.id, device.name)
     session_id = session_id or new_session_id()
-    session = await state.store.create_session(
-        principal.account_id, device.id, session_id, body.cwd
-    )
+    await state.store.create_session(principal.account_id, device.id, session_id, body.cwd)
     policy = body.policy
     if body.allow_all or (body.policy or {}).get("allow_all") is True:
         # The Mac turns the duration into an end time of its own clock, kept in the policy.
@@ -238,16 +249,58 @@ async def create_session(body: NewSession, principal: Phone, state: State) -> di
         permission_mode=body.permission_mode,
         model=body.model,
         policy=policy,
+        worktree=body.worktree or None,
     )
+    return await _start(state, principal, session_id, link, args)
+
+
+async def _start(
+    state: RelayState, principal: Principal, session_id: str, link: Link, args: CreateSessionArgs
+) -> dict[str, Any]:
+    """Have the Mac start the session just stored; a refusal leaves no trace of it."""
     result = await link.command(session_id, args, state.config.float("command_timeout"))
     if not result.ok:
         # The Mac refused (bad folder, claude missing…): nothing was started, keep no trace.
         await state.store.discard_empty_session(principal.account_id, session_id)
     check_result(result)
     await state.read_result(session_id, result.data)  # a policy it reports
+    placed = {
+        key: value
+        for key in ("cwd", "branch")
+        if isinstance(value := result.data.get(key), str) and value
+    }
+    if placed:  # a worktree's folder and branch (agent/worktree.py), as the Mac made them
+        await state.store.update_session(principal.account_id, session_id, **placed)
     session = await state.store.get_session(principal.account_id, session_id)
     state.publish_session(session)
     return {"id": session.id, "session": state.session_json(session, full=True)}
+
+
+@router.post("/sessions/{session_id}/fork", status_code=201)
+async def fork_session(
+    session_id: str, body: ForkBody, principal: Phone, state: State
+) -> dict[str, Any]:
+    """A new session with the parent's history on the parent's Mac, in its folder
+    (``claude --resume <its conversation> --fork-session``); the two continue apart."""
+    parent = await session_or_404(state, principal, session_id)
+    fork_id = session_uuid(body.session_id) if body.session_id is not None else new_session_id()
+    for guard in state.command_guards:  # an archived session opens read-only: no fork either
+        await guard(parent)
+    devices = {d.id: d.name for d in await state.store.list_devices(principal.account_id)}
+    link = state.live.require_link(parent.device_id, devices.get(parent.device_id, ""))
+    await state.store.create_session(
+        principal.account_id, parent.device_id, fork_id, parent.cwd, parent_id=parent.id
+    )
+    if parent.branch:
+        await state.store.update_session(principal.account_id, fork_id, branch=parent.branch)
+    args = CreateSessionArgs(
+        cwd=parent.cwd or "/",
+        prompt=body.prompt,
+        permission_mode=body.permission_mode,
+        model=body.model,
+        fork_of=parent.id,
+    )
+    return await _start(state, principal, fork_id, link, args)
 
 
 @router.get("/sessions/{session_id}")

@@ -165,6 +165,8 @@ class RelayState:
             "last_seq": session.last_seq,
             "oldest_seq": session.oldest_seq,
             "epoch": session.epoch,
+            "parent_id": session.parent_id,  # a fork's parent session
+            "branch": session.branch,  # the branch of its own git worktree
             # Usage and cost (relay/features/usage.py): {"usd", "tokens", "source"}; usd None =
             # unknown price; None when the relay does not count usage.
             "cost": None,

@@ -103,6 +103,8 @@ class Session:
     # The first seq numbered in this epoch: events below it may carry an earlier epoch (the
     # history a new epoch continues, e.g. in the Mac's archive after the relay lost a session).
     epoch_start: int = 1
+    parent_id: str | None = None  # a fork's parent session
+    branch: str | None = None  # the branch of the session's own git worktree
 
     @property
     def numbering(self) -> seqrules.SessionSeq:
@@ -462,7 +464,7 @@ class Store:
     _SESSION_COLUMNS = (
         "id, account_id, device_id, cwd, title, grp, position, locked, mark, created_at,"
         " updated_at, conversation_id, conversation_ids, permission_mode, epoch, last_seq, oldest_seq,"
-        " epoch_start"
+        " epoch_start, parent_id, branch"
     )
 
     @staticmethod
@@ -486,6 +488,8 @@ class Store:
             last_seq=row[15],
             oldest_seq=row[16],
             epoch_start=row[17],
+            parent_id=row[18],
+            branch=row[19],
         )
 
     async def list_sessions(self, account_id: str) -> list[Session]:
@@ -509,7 +513,14 @@ class Store:
         return self._session(rows[0])
 
     async def create_session(
-        self, account_id: str, device_id: str, session_id: str, cwd: str, title: str = ""
+        self,
+        account_id: str,
+        device_id: str,
+        session_id: str,
+        cwd: str,
+        title: str = "",
+        *,
+        parent_id: str | None = None,
     ) -> Session:
         def job(conn: Any, _: list[Callable[[], None]]) -> Session:
             existing = conn.execute(
@@ -520,6 +531,10 @@ class Store:
             _insert_session(
                 conn, account_id, device_id, session_id, cwd, title, seqrules.new_epoch(), 0
             )
+            if parent_id is not None:
+                conn.execute(
+                    "UPDATE sessions SET parent_id = ? WHERE id = ?", (parent_id, session_id)
+                )
             return self._session(_select_session(conn, session_id))
 
         return await self._writer.run(job)
@@ -562,6 +577,8 @@ class Store:
             "locked": "locked",
             "position": "position",
             "mark": "mark",
+            "cwd": "cwd",  # where the Mac runs it (a worktree's folder)
+            "branch": "branch",
         }
 
         def job(conn: Any, _: list[Callable[[], None]]) -> Session:

@@ -394,6 +394,7 @@ MAX_CARD_KEYS = 64
 SENDER_MESSAGE_ID = r"^[A-Za-z0-9_-]{8,64}$"  # a message id the sender chose (send)
 HELD_MESSAGE_ID = r"^[A-Za-z0-9_-]{1,64}$"  # any held message's id (cancel_held)
 LINE_UUID = r"^[A-Za-z0-9_-]{1,64}$"  # a transcript line's uuid (transcript_line)
+MAX_BRANCH_CHARS = 200  # a worktree's branch name
 
 PermissionMode = Literal[
     "manual", "default", "acceptEdits", "auto", "bypassPermissions", "dontAsk", "plan"
@@ -421,6 +422,11 @@ class CreateSessionArgs(ArgsModel):
     model: str | None = Field(default=None, max_length=MAX_MODEL_CHARS)
     policy: dict[str, Any] | None = None  # first permission rules (wire/policy.py)
     allow_all: bool = False  # older relays' way of asking for "allow all" (now in policy)
+    # A fork: this session (of this Mac) continues in a new one, with its history
+    # (``claude --resume <its conversation> --fork-session``); cwd is the parent's.
+    fork_of: str | None = Field(default=None, min_length=1, max_length=200)
+    # A new git worktree on a new branch (agent/worktree.py): true, or the branch's name.
+    worktree: bool | Annotated[str, Field(min_length=1, max_length=MAX_BRANCH_CHARS)] | None = None
 
 
 class SendArgs(ArgsModel):

@@ -156,6 +156,15 @@ def _last_known(conn: Any, dialect: Dialect) -> None:
     )
 
 
+def _lineage(conn: Any, dialect: Dialect) -> None:
+    """A fork's parent (sessions.parent_id) and a worktree session's branch (sessions.branch)."""
+    have = _columns(conn, dialect, "sessions")
+    if "parent_id" not in have:
+        conn.execute("ALTER TABLE sessions ADD COLUMN parent_id TEXT")
+    if "branch" not in have:
+        conn.execute("ALTER TABLE sessions ADD COLUMN branch TEXT")
+
+
 CLUSTER_TABLES = """
 CREATE TABLE IF NOT EXISTS relay_nodes (
     node_id TEXT PRIMARY KEY,
@@ -217,6 +226,9 @@ CORE: tuple[Step, ...] = (
         "the relay nodes, their leases on Macs' links, requests between them",
         _cluster_tables,
         postgres_only=True,
+    ),
+    Step(
+        5, "a fork's parent and a worktree's branch (sessions.parent_id, sessions.branch)", _lineage
     ),
 )
 CORE_VERSION = CORE[-1].version

@@ -740,6 +740,62 @@ class Retention:
             self.state.live.sessions.pop(session_id, None)
             self.state.hub.publish_account(account, "session_deleted", {"session_id": session_id})
 
+    # -- a person's delete -------------------------------------------------------------------
+
+    async def delete_now(self, session: Session) -> dict[str, Any]:
+        """Delete a session now (``DELETE /api/sessions/{id}``), as a run deletes an expired one.
+
+        Its Mac is told first when it is linked: ``delete_history`` stops its claude and drops
+        the Mac's archive and copies, so no line of it comes back after the relay forgot it.
+        A Mac that is offline (or does not answer) is told through the ledger, as for expiry,
+        when it links again. Then the relay forgets it in one transaction (``_forget``)."""
+        link = self.state.live.link(session.device_id)
+        told = False
+        if link is not None and not link.closed:
+            try:
+                result = await link.command(
+                    session.id, DeleteHistoryArgs(), self.state.config.float("command_timeout")
+                )
+            except RelayError as exc:
+                _log.info(
+                    "Mac %s not told of deleted %s yet: %s", session.device_id, session.id, exc
+                )
+            else:
+                if not result.ok:
+                    raise Conflict(
+                        result.error or "the Mac could not delete the session",
+                        code=result.code or "command_failed",
+                    )
+                told = True
+        now = self.clock()
+
+        def job(conn: Any) -> None:
+            _forget(conn, session.id, _tables_with_session_id(conn))
+            if not told:
+                conn.execute(
+                    "INSERT INTO retention_deleted"
+                    " (session_id, account_id, device_id, deleted_at) VALUES (?, ?, ?, ?)"
+                    " ON CONFLICT (session_id) DO UPDATE SET account_id = excluded.account_id,"
+                    " device_id = excluded.device_id, deleted_at = excluded.deleted_at",
+                    (session.id, session.account_id, session.device_id, now),
+                )
+
+        await self.state.store.write(job)
+        self.state.live.sessions.pop(session.id, None)
+        self.state.last_known.pop(session.id, None)
+        self.state.hub.publish_account(
+            session.account_id, "session_deleted", {"session_id": session.id}
+        )
+        if not told:
+            self._pending_devices.add(session.device_id)
+            self._kick.set()
+        _log.info(
+            "session %s deleted by a person%s",
+            session.id,
+            "" if told else " (its Mac is told when it links again)",
+        )
+        return {"ok": True, "session_id": session.id, "mac": "deleted" if told else "waiting"}
+
     # -- pins and views --------------------------------------------------------------------
 
     async def set_pinned(self, session_id: str, pinned: bool) -> None:
@@ -902,6 +958,18 @@ async def unpin(
 ) -> dict[str, Any]:
     """Let the session age again; its idle clock restarts now."""
     return await _set_pinned(request, state, principal, session_id, False)
+
+
+@router.delete("/sessions/{session_id}")
+async def delete_session(
+    session_id: str, request: Request, principal: Phone, state: State
+) -> dict[str, Any]:
+    """End the session and delete it, with its events, on the relay and its Mac (now, or when
+    an offline Mac links again: ``mac`` says which). Claude Code's own transcripts stay."""
+    session = await session_or_404(state, principal, session_id)
+    if session.locked:
+        raise Conflict("this session is locked; unlock it first", code="session_locked")
+    return await _retention(request).delete_now(session)
 
 
 async def _set_pinned(

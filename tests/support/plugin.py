@@ -62,6 +62,9 @@ BACKEND_MODULES = frozenset(
         "test_files_api.py",
         "test_fulltext.py",
         "test_approvals.py",
+        # sessions in and out (fork, delete)
+        "test_fork.py",
+        "test_delete.py",
     }
 )
 BACKENDS_ENV = "CB_TEST_BACKENDS"  # e.g. CB_TEST_BACKENDS=postgres: one backend only

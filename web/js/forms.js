@@ -56,10 +56,14 @@ export function renderNewSession(app) {
   const model = h("input", { id: "ns-model", name: "model", autocapitalize: "off", spellcheck: "false", placeholder: "claude-sonnet-4-5", hidden: true, "aria-label": t("ns_model_other") });
   modelPick.addEventListener("change", () => { model.hidden = modelPick.value !== OTHER; if (!model.hidden) model.focus(); });
   const prompt = h("textarea", { id: "ns-prompt", name: "prompt", rows: 4 });
+  const worktree = h("input", { type: "checkbox", id: "ns-worktree", name: "worktree" });
+  const branch = h("input", { id: "ns-branch", name: "branch", autocapitalize: "off", spellcheck: "false", placeholder: "feat/my-change", hidden: true, "aria-label": t("ns_branch") });
+  worktree.addEventListener("change", () => { branch.hidden = !worktree.checked; });
   const submit = h("button.primary", { type: "submit" }, t("ns_start"));
   const form = h("form.stack", { "aria-label": t("ns_title") },
     h("label", { for: "ns-mac" }, t("ns_mac")), mac,
     h("label", { for: "ns-cwd" }, t("ns_folder")), recent, cwd, folders,
+    h("label.check", null, worktree, h("span", null, t("ns_worktree"))), branch,
     h("label", { for: "ns-mode" }, t("ns_mode")), mode,
     h("label", { for: "ns-prompt" }, t("ns_prompt")), prompt,
     h("label", { for: "ns-model-pick" }, t("ns_model")), modelPick, model,
@@ -71,6 +75,7 @@ export function renderNewSession(app) {
     if (prompt.value.trim()) body.prompt = prompt.value.trim();
     const chosen = modelPick.value === OTHER ? model.value.trim() : modelPick.value;
     if (chosen) body.model = chosen;
+    if (worktree.checked) body.worktree = branch.value.trim() || true;
     submit.disabled = true;
     submit.textContent = t("sending");
     try {

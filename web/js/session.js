@@ -450,6 +450,11 @@ export class SessionView {
     const parts = [shortPath(s.cwd)];
     if (device) parts.push(device.name || device.id);
     if (s.permission_mode) parts.push(s.permission_mode);
+    if (s.branch) parts.push("⎇ " + s.branch);
+    if (s.parent_id) {
+      const parent = this.app.sessions.get(s.parent_id);
+      parts.push(t("fork_of", { title: (parent && parent.title) || String(s.parent_id).slice(0, 8) }));
+    }
     if (s.locked) parts.push("🔒 " + t("locked"));
     this.meta.textContent = parts.filter(Boolean).join(" · ");
     placeBand(this.meta, device);
@@ -600,6 +605,28 @@ export class SessionView {
     } catch (error) { showError(error); return false; }
   }
 
+  /** A new session with this one's history on the same Mac (POST …/fork); opens it. */
+  async fork() {
+    try {
+      const created = await post(`/api/sessions/${encodeURIComponent(this.id)}/fork`, {});
+      if (created.session) this.app.sessions.set(created.id, created.session);
+      toast(t("forked"));
+      location.hash = "#/s/" + encodeURIComponent(created.id);
+    } catch (error) { this.refused(error); }
+  }
+
+  /** End the session and delete it with its events, here and on its Mac, once confirmed. */
+  async remove() {
+    if (!(await confirmBox(t("confirm_delete"), t("delete")))) return;
+    try {
+      await del(`/api/sessions/${encodeURIComponent(this.id)}`);
+      this.app.sessions.delete(this.id);
+      await cache.clearSession(this.id);
+      toast(t("deleted_ok"));
+      location.hash = "#/";
+    } catch (error) { showError(error); }
+  }
+
   async pin(on) {
     if (await this.change(null, () => post(`/api/sessions/${encodeURIComponent(this.id)}/${on ? "pin" : "unpin"}`))) toast(t(on ? "pinned_ok" : "unpinned_ok"));
   }
@@ -628,7 +655,9 @@ export class SessionView {
       { label: t("move_down"), run: () => this.move(1) },
       { label: t("open_read_only"), run: () => { location.hash = "#/s/" + encodeURIComponent(this.id) + "/read"; } },
     ];
+    if (!s.locked) list.push({ label: t("delete"), danger: true, run: () => this.remove() });
     if (this.archived()) { actionSheet(this.title(), list); return; }
+    list.push({ label: t("fork"), run: () => this.fork() });
     if (stopped) list.push({ label: t("reopen"), run: () => this.life("reopen") });
     if (!s.locked && s.mark !== "resting" && s.state !== "ended") list.push({ label: t("rest"), run: () => this.life("rest", t("confirm_rest")) });
     if (!s.locked && s.mark !== "ended") list.push({ label: t("end"), danger: true, run: () => this.life("end", t("confirm_end")) });
