@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import json
 import logging
 import time
 from collections.abc import Awaitable, Callable, Coroutine
@@ -38,6 +39,7 @@ from agent.cards import (
     read_screen,
 )
 from agent.errors import CommandFailed, DialogOpen, MuxError, NotLinked, PaneGone
+from agent.files import write_json
 from agent.mux import Pane, session_name
 from agent.registry import SessionRecord
 from agent.screen import render
@@ -124,6 +126,26 @@ def _is_no(card: DetectedCard, answer: str | list[str] | None) -> bool:
         return False
     label = next((o.label for o in card.options if o.key == answer), "")
     return label.strip().lower().startswith("no")
+
+
+def _settings_model(path: Path) -> object:
+    """The ``model`` of Claude Code's settings file now (modes.MISSING when it has none)."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return moderules.MISSING
+    return data.get("model", moderules.MISSING) if isinstance(data, dict) else moderules.MISSING
+
+
+def _restore_settings_model(path: Path, before: object) -> None:
+    try:
+        current = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return
+    restored = moderules.settings_restored(current, before)
+    if restored is not None:
+        write_json(path, restored)
+        _log.info("put the default model in %s back as it was", path)
 
 
 def _now_iso() -> str:
@@ -867,6 +889,8 @@ class SessionDriver(Runtime):
         (kept for reopen and revive) or why not."""
         self._check_idle("model")
         command = f"/model {model}"
+        settings = self.claude_home / "settings.json"
+        default_before = _settings_model(settings)
         async with self.keys:
             await self._quiet_after_first_frame()
             self.model_changed_at = time.time()  # a "Switch model?" it draws passes
@@ -886,6 +910,9 @@ class SessionDriver(Runtime):
             lines = render(capture.text, capture.width, capture.height).lines
             outcome = moderules.model_outcome(lines, model)
         self.wake_screen.set()
+        if outcome is not None and outcome.ok:
+            # The change is this session's: the person's default for new sessions stays.
+            _restore_settings_model(settings, default_before)
         if outcome is None:
             raise CommandFailed(
                 "model_unconfirmed", f"the Mac's screen did not confirm {command} in time"

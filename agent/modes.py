@@ -10,7 +10,12 @@ given up when the cycle comes back to where it began without passing it (the mod
 claude's cycle: bypass permissions without the launch flag, ``dontAsk``).
 
 **Model.** ``/model <name>`` prints one result line under the command: ``Set model to …`` when
-it took the name, else why not (:func:`model_outcome`). The model a session runs with is told by
+it took the name, else why not (:func:`model_outcome`): 2.1.332 first asks the API with one
+small request whether the model exists (``Model 'x' not found`` when not) and, once the
+conversation has begun, draws ``Switch model?`` (passed by agent/autopass.py). It also writes the
+name as the default for new sessions into ``~/.claude/settings.json`` (``Set model to Haiku 4.5
+and saved as your default for new sessions``); a change made from the phone is for that session
+only, so the agent puts the file's ``model`` back as it was (:func:`settings_restored`). The model a session runs with is told by
 its SessionStart hook (``model``), by each assistant line of its transcript (``message.model``)
 and by that result line.
 """
@@ -159,3 +164,21 @@ def model_outcome(lines: Sequence[str], name: str) -> ModelOutcome | None:
     if found:
         return ModelOutcome(True, text, found.group("model"))
     return ModelOutcome(False, text)
+
+
+MISSING = object()  # the settings had no "model" key
+
+
+def settings_restored(current: object, before: object) -> dict[str, object] | None:
+    """Claude Code's settings (``current``, as read) with their ``model`` as it was before a
+    ``/model`` from the phone (``before``: the value, or MISSING); None when nothing differs or
+    the settings are not an object (then they are left alone)."""
+    if not isinstance(current, dict):
+        return None
+    now = current.get("model", MISSING)
+    if now is before or now == before:
+        return None
+    restored = {k: v for k, v in current.items() if k != "model"}
+    if before is not MISSING:
+        restored["model"] = before
+    return restored
