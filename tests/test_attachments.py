@@ -9,16 +9,26 @@ import base64
 import stat
 import uuid
 from pathlib import Path
-from typing import get_args
+from typing import Any, get_args
 
 import httpx
 import pytest
 
 from agent import attachments
+from agent import held as heldrules
+from agent.daemon import Agent, AgentOptions
 from agent.errors import CommandFailed
+from tests.agent_fakes import FakeHooks, FakeLink, FakeMux
 from tests.support.api import SMALL, error_of, new_id, push
 from tests.support.relay import Account, RelayServer, mac
-from wire.protocol import ATTACHMENT_TYPES, AttachmentType, Command, CommandResult
+from wire import config
+from wire.protocol import (
+    ATTACHMENT_TYPES,
+    AttachmentInfo,
+    AttachmentType,
+    Command,
+    CommandResult,
+)
 
 PNG = b"\x89PNG\r\n\x1a\n" + b"\0" * 20
 SID = str(uuid.uuid4())
@@ -205,5 +215,66 @@ def test_an_upload_reaches_the_mac_as_base64_and_a_message_names_its_id(
                 "unknown_session",
             )
             assert len(seen) == count
+
+    asyncio.run(go())
+
+
+# -- the agent's commands: save, send naming it, delete with the session ------------------------
+
+
+def test_the_agent_keeps_a_file_hands_it_with_the_message_and_deletes_it_with_the_session(
+    tmp_path: Path,
+) -> None:
+    folder = tmp_path / "project"
+    folder.mkdir()
+    sid = str(uuid.uuid4())
+    built: dict[str, Any] = {}
+
+    def make_link(*args: Any) -> FakeLink:
+        built["link"] = FakeLink(*args)
+        return built["link"]  # type: ignore[no-any-return]
+
+    options = AgentOptions(
+        data_dir=tmp_path / "agent",
+        relay_url="http://relay.invalid",
+        token="cbd_test",
+        claude="/opt/claude/bin/claude",
+        mux_program="tmux",
+        claude_home=tmp_path / "claude-home",
+        revive=False,
+        env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)},
+    )
+
+    async def go() -> None:
+        agent = Agent(options, config.load(environ={}), mux=FakeMux(), link=make_link,
+                      hooks=lambda secret_for, on_hook: FakeHooks(secret_for, on_hook))  # fmt: skip
+        link: FakeLink = built["link"]
+        assert (await link.command("create_session", sid, cwd=str(folder))).ok
+        data = base64.b64encode(PNG).decode()
+        saved = await link.command(
+            "save_attachment", sid, filename="shot.png", media_type="image/png", data=data
+        )
+        assert saved.ok, saved
+        info = AttachmentInfo.model_validate(saved.data)
+        path = options.data_dir / "attachments" / sid / f"{info.id}.png"
+        assert path.read_bytes() == PNG and not any(folder.iterdir())  # not in the working tree
+        fake = await link.command(
+            "save_attachment", sid, filename="x.png", media_type="image/png",
+            data=base64.b64encode(b"GIF89a").decode(),
+        )  # fmt: skip
+        assert (fake.ok, fake.code) == (False, "bad_attachment")
+        sent = await link.command(
+            "send", sid, text="what is it?", when="after_turn", attachments=[info.id]
+        )
+        assert sent.ok and sent.data["state"] == "held", sent  # claude is still starting
+        record = agent.registry.get(sid)
+        assert record is not None
+        [held] = record.held
+        assert (held.when, held.attachments) == ("after_turn", [info])
+        assert heldrules.block_text(record.held, {info.id: str(path)}) == f"@{path}\nwhat is it?"
+        unknown = await link.command("send", sid, text="x", attachments=["a" + "e" * 24])
+        assert (unknown.ok, unknown.code) == (False, "unknown_attachment")
+        assert (await link.command("delete_history", sid)).ok
+        assert not (options.data_dir / "attachments" / sid).exists()
 
     asyncio.run(go())

@@ -5,6 +5,7 @@ attachment reaching the API as an image, and a reopen coming back in the mode it
 
 from __future__ import annotations
 
+import json
 import struct
 import zlib
 from typing import Any
@@ -74,9 +75,17 @@ def test_mode_model_follow_up_and_an_image_on_a_running_session(bridge: Bridge) 
         model = phone.patch(base, json={"model": "claude-haiku-4-5"})
         assert model.status_code == 200, model.text
         assert model.json()["model"] == "claude-haiku-4-5"
-        assert "Set model to" in bridge.screen(sid)
+        assert "Set model to Haiku 4.5" in bridge.screen(sid)
+        # Claude Code saved it as the default for new sessions; the person's file is as it was
+        settings = json.loads((bridge.home / ".claude" / "settings.json").read_text())
+        assert "model" not in settings
         unknown = phone.patch(base, json={"model": "no-such-model-x"})
         assert unknown.status_code == 409, unknown.text
+        assert unknown.json()["error"] == {
+            "code": "model_refused",
+            "message": "Claude Code: Model 'no-such-model-x' not found",
+        }
+        assert snapshot(phone, sid)["model"] == "claude-haiku-4-5"
 
         # -- a held message goes in after the tool; the follow-up only once the turn ended
         phone.post(f"{base}/messages", json={"text": "TOOL_THEN_SLOW now"})

@@ -35,7 +35,7 @@ export class Attachments {
     this.onChange = onChange || (() => {});
     this.input = h("input.attach-input", { type: "file", multiple: true, accept: ATTACHMENT_TYPES.join(","), hidden: true, "aria-hidden": "true" });
     this.input.addEventListener("change", () => { this.add([...this.input.files]); this.input.value = ""; });
-    this.button = h("button.attach", { type: "button", title: t("attach"), "aria-label": t("attach") }, "📎");
+    this.button = h("button.attach", { type: "button", title: t("attach"), "aria-label": t("attach") }, "+");
     this.button.addEventListener("click", () => this.input.click());
     this.chips = h("ul.attach-chips", { hidden: true, "aria-label": t("attachments") });
   }
@@ -89,7 +89,7 @@ export function heldDetails(message) {
   const when = message.when || "held";
   parts.push(h("span.held-when", { class: "hw-" + when }, t("when_" + when)));
   for (const a of message.attachments || []) {
-    parts.push(h("span.held-att", { title: a.media_type }, "📎 " + a.name + " (" + typeText(a.media_type) + ")"));
+    parts.push(h("span.held-att", { title: a.media_type }, a.name + " (" + typeText(a.media_type) + ")"));
   }
   return parts;
 }

@@ -101,7 +101,7 @@ export class SessionView {
     this.input.addEventListener("keydown", (e) => {
       if (e.key === "Enter" && (e.metaKey || e.ctrlKey)) { e.preventDefault(); this.send(false); }
     });
-    this.sendButton = h("button.primary.send", { type: "button" }, t("send"));
+    this.sendButton = h("button.primary.send", { type: "button", title: t("held_hint") }, t("send"));
     this.sendButton.addEventListener("click", () => this.send(false));
     this.nowButton = h("button.send-now", { type: "button", title: t("send_now_hint") }, t("send_now"));
     this.nowButton.addEventListener("click", () => this.send(true));
