@@ -87,7 +87,8 @@ export async function upload(sessionId, file) {
 export function heldDetails(message) {
   const parts = [];
   const when = message.when || "held";
-  parts.push(h("span.held-when", { class: "hw-" + when }, t("when_" + when)));
+  // "held" is what every message is unless said otherwise: only the others are named.
+  if (when !== "held") parts.push(h("span.held-when", { class: "hw-" + when }, t("when_" + when)));
   for (const a of message.attachments || []) {
     parts.push(h("span.held-att", { title: a.media_type }, a.name + " (" + typeText(a.media_type) + ")"));
   }

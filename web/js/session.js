@@ -519,7 +519,9 @@ export class SessionView {
     const running = s.state === "busy" && !this.macOffline();
     this.stopButton.hidden = !running;
     this.nowButton.hidden = !(running || s.state === "waiting");
-    this.afterButton.hidden = !(running || s.state === "waiting");
+    // While a card takes the dock, the composer keeps to one row: its answer comes first.
+    this.afterButton.hidden = !running;
+    this.attachments.button.hidden = s.state === "waiting" && !this.attachments.files().length;
   }
 
   showPreview(text) {
