@@ -33,7 +33,7 @@ from pydantic import ValidationError
 
 from agent import attachments as attachmentfiles
 from agent import held as heldrules
-from agent import workspace
+from agent import modes, workspace
 from agent.archive import DiskArchive
 from agent.decisions import DecisionLog
 from agent.driver import (
@@ -158,6 +158,22 @@ def _reason(exc: BaseException) -> str:
     """What went wrong, for a person: a command's own message, else the error as raised."""
     text = exc.message if isinstance(exc, CommandFailed) else str(exc) or type(exc).__name__
     return text[:ERROR_CHARS]
+
+
+MODEL_TAIL_BYTES = 256 * 1024  # how much of a transcript's end is read for its model
+
+
+def _tail_lines(path: Path) -> list[str]:
+    """The complete lines of the last MODEL_TAIL_BYTES of a file ([] when it cannot be read)."""
+    try:
+        with path.open("rb") as handle:
+            size = handle.seek(0, os.SEEK_END)
+            handle.seek(max(0, size - MODEL_TAIL_BYTES))
+            data = handle.read()
+    except OSError:
+        return []
+    lines = data.decode("utf-8", errors="replace").split("\n")
+    return lines[1:] if size > MODEL_TAIL_BYTES else lines
 
 
 def check_session_id(session_id: str) -> None:
@@ -414,7 +430,10 @@ class Agent:
                 data_dir=self.data,
             )
             if record.conversation_id:
-                rt.follower.follow(record.conversation_id, self._transcript_file(record))
+                path = self._transcript_file(record)
+                rt.follower.follow(record.conversation_id, path)
+                # The lines already sent are not read again: the model is read from its tail.
+                rt.model_now = modes.latest_model(_tail_lines(path))
             self.runtimes[record.id] = rt
         return rt
 

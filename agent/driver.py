@@ -246,11 +246,7 @@ class SessionDriver(Runtime):
 
     def note_lines(self, texts: list[str]) -> None:
         """New lines of the conversation: its latest assistant line names the model."""
-        for text in reversed(texts):
-            model = moderules.model_of_line(text)
-            if model is not None:
-                self.note_model(model)
-                return
+        self.note_model(moderules.latest_model(texts))
 
     def ask_card(self, tool: str, payload: dict[str, Any], now: float) -> None:
         """A permission request the policy leaves to the person."""

@@ -111,6 +111,15 @@ def model_of_line(text: str) -> str | None:
     return model if isinstance(model, str) and model not in _NOT_MODELS else None
 
 
+def latest_model(lines: Sequence[str]) -> str | None:
+    """The model of the last assistant line among ``lines`` (a transcript's tail, oldest first)."""
+    for text in reversed(lines):
+        model = model_of_line(text)
+        if model is not None:
+            return model
+    return None
+
+
 def model_of_hook(payload: dict[str, object]) -> str | None:
     value = payload.get("model")
     return value if isinstance(value, str) and value not in _NOT_MODELS else None

@@ -79,6 +79,10 @@ def test_the_mode_of_a_hook_and_the_model_of_a_hook_and_a_transcript_line() -> N
     ):
         assert modes.model_of_line(json.dumps(other)) is None
     assert modes.model_of_line('{"type": "assistant", "model": broken') is None
+    newer = {"type": "assistant", "message": {"model": "claude-haiku-4-5"}}
+    tail = [json.dumps(line), json.dumps(newer), '{"type": "user"}', ""]
+    assert modes.latest_model(tail) == "claude-haiku-4-5"
+    assert modes.latest_model(['{"type": "user"}']) is None
 
 
 def test_patch_sends_mode_and_model_to_the_mac_and_says_why_not(

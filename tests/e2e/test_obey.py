@@ -148,6 +148,16 @@ def test_mode_model_follow_up_and_an_image_on_a_running_session(bridge: Bridge) 
         assert looked["user_images"] == ["image/png"], looked
         wait_state(phone, sid, "idle", 30)
 
+        # -- an agent started again (an update) carries on: the snapshot still knows the model
+        bridge.stop_agent()
+        bridge.start_agent()
+        wait_for(lambda: snapshot(phone, sid)["state"] == "idle", 30, "the session carried on")
+        again_known = snapshot(phone, sid)
+        assert (again_known["permission_mode"], again_known["model"]) == (
+            "acceptEdits",
+            "claude-haiku-4-5",
+        )
+
         # -- reopened by a message, it comes back in the mode and model it had
         assert phone.post(f"{base}/end").status_code == 200
         wait_state(phone, sid, "ended")
@@ -156,3 +166,12 @@ def test_mode_model_follow_up_and_an_image_on_a_running_session(bridge: Bridge) 
         assert body["reopened"] is True
         assert (body["permission_mode"], body["model"]) == ("acceptEdits", "claude-haiku-4-5")
         wait_for(lambda: "accept edits on" in bridge.screen(sid), 30, "the mode after reopen")
+        back = wait_for(
+            lambda: next(
+                (r for r in api_requests(bridge) if "back again" in (r.get("prompt_head") or "")),
+                None,
+            ),
+            30,
+            "the reopened session's request",
+        )
+        assert back["model"] == "claude-haiku-4-5"  # started again with --model
