@@ -831,11 +831,21 @@ class SessionDriver(Runtime):
                 f"answer it first, then change the {what}",
             )
 
+    def _for_next_start(self, **values: str) -> dict[str, Any]:
+        """A stopped session starts with these (``--permission-mode``, ``--model``) when it is
+        reopened; nothing is typed now."""
+        for key, value in values.items():
+            setattr(self.record, key, value)
+        self.host.save()
+        return {**values, "applies": "on_reopen"}
+
     async def set_mode(self, target: str) -> dict[str, Any]:
         """Press Shift+Tab until the mode line shows ``target`` (agent/modes.py decides each
         step); the record keeps it for reopen and revive."""
-        self._check_idle("mode")
         wanted = launch_mode(target) or target
+        if not self.pane_alive:
+            return self._for_next_start(permission_mode=wanted)
+        self._check_idle("mode")
         async with self.keys:
             await self._quiet_after_first_frame()
             facts = await self._screen_now()
@@ -883,6 +893,8 @@ class SessionDriver(Runtime):
     async def set_model(self, model: str) -> dict[str, Any]:
         """Type ``/model <model>`` and read Claude Code's answer under it: ``Set model to …``
         (kept for reopen and revive) or why not."""
+        if not self.pane_alive:
+            return self._for_next_start(model=model)
         self._check_idle("model")
         command = f"/model {model}"
         settings = self.claude_home / "settings.json"

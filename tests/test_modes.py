@@ -244,7 +244,7 @@ def test_a_mode_not_in_the_cycle_is_refused_back_where_it_began(tmp_path: Path) 
     asyncio.run(asyncio.wait_for(body(), 30))
 
 
-def test_mode_and_model_wait_for_an_idle_prompt(tmp_path: Path) -> None:
+def test_mode_and_model_wait_for_an_idle_prompt_or_the_next_start(tmp_path: Path) -> None:
     async def body() -> None:
         mux = ModeMux(CYCLE)
         driver = idle_driver(mux, tmp_path, CYCLE[0].read_text())
@@ -253,10 +253,16 @@ def test_mode_and_model_wait_for_an_idle_prompt(tmp_path: Path) -> None:
             with pytest.raises(CommandFailed) as refused:
                 await change
             assert refused.value.code == "session_busy"
+        assert mux.keys == [] and mux.pasted == []
+        # A stopped session keeps them for its next start (--permission-mode, --model).
         driver.pane_alive = False
-        with pytest.raises(CommandFailed) as ended:
-            await driver.set_mode("plan")
-        assert ended.value.code == "session_ended" and mux.keys == []
+        assert await driver.set_mode("default") == {
+            "permission_mode": "manual",
+            "applies": "on_reopen",
+        }
+        assert await driver.set_model("sonnet") == {"model": "sonnet", "applies": "on_reopen"}
+        assert (driver.record.permission_mode, driver.record.model) == ("manual", "sonnet")
+        assert mux.keys == [] and mux.pasted == []
 
     asyncio.run(asyncio.wait_for(body(), 30))
 
