@@ -648,7 +648,8 @@ export class SessionView {
       { label: t("open_read_only"), run: () => { location.hash = "#/s/" + encodeURIComponent(this.id) + "/read"; } },
     ];
     if (this.archived()) { actionSheet(this.title(), list); return; }
-    if (!stopped) list.push(...modeModelActions({ ...s, id: this.id }, (snap) => {
+    // A stopped session takes them at its next start.
+    list.push(...modeModelActions({ ...s, id: this.id }, (snap) => {
       this.snap = { ...this.snap, ...snap };
       this.renderMeta();
     }));
