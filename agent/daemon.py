@@ -15,6 +15,7 @@ link, the transcripts and the commands (each handing its session's part to the d
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 import dataclasses
 import logging
@@ -31,8 +32,9 @@ from typing import Any, Generic, TypeVar
 
 from pydantic import ValidationError
 
+from agent import attachments as attachmentfiles
 from agent import held as heldrules
-from agent import workspace
+from agent import modes, workspace
 from agent import worktree as worktrees
 from agent.archive import DiskArchive
 from agent.decisions import DecisionLog
@@ -107,7 +109,10 @@ from wire.protocol import (
     ReadFileArgs,
     ReopenArgs,
     RestArgs,
+    SaveAttachmentArgs,
     SendArgs,
+    SetModeArgs,
+    SetModelArgs,
     SetPolicyArgs,
     TranscriptLineArgs,
     Welcome,
@@ -168,6 +173,20 @@ def _copy_lines(source: Path, target: Path) -> None:
     fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "wb") as out:
         out.write(data)
+MODEL_TAIL_BYTES = 256 * 1024  # how much of a transcript's end is read for its model
+
+
+def _tail_lines(path: Path) -> list[str]:
+    """The complete lines of the last MODEL_TAIL_BYTES of a file ([] when it cannot be read)."""
+    try:
+        with path.open("rb") as handle:
+            size = handle.seek(0, os.SEEK_END)
+            handle.seek(max(0, size - MODEL_TAIL_BYTES))
+            data = handle.read()
+    except OSError:
+        return []
+    lines = data.decode("utf-8", errors="replace").split("\n")
+    return lines[1:] if size > MODEL_TAIL_BYTES else lines
 
 
 def check_session_id(session_id: str) -> None:
@@ -426,12 +445,16 @@ class Agent:
                 config=self.config,
                 claude_home=self.options.claude_home,
                 host=self._host,
+                data_dir=self.data,
             )
             if record.fork_conversation and record.fork_copy:
                 # A fork's history first: the conversation it forked, as it was then.
                 rt.follower.follow(record.fork_conversation, Path(record.fork_copy))
             if record.conversation_id:
-                rt.follower.follow(record.conversation_id, self._transcript_file(record))
+                path = self._transcript_file(record)
+                rt.follower.follow(record.conversation_id, path)
+                # The lines already sent are not read again: the model is read from its tail.
+                rt.model_now = modes.latest_model(_tail_lines(path))
             self.runtimes[record.id] = rt
         return rt
 
@@ -693,6 +716,7 @@ class Agent:
         record = rt.record
         await self._send_markers(rt)
         for conversation_id, lines in rt.follower.poll():
+            rt.note_lines([line.text for line in lines])
             for start in range(0, len(lines), LINES_PER_BATCH):
                 if self.runtimes.get(record.id) is not rt:
                     return  # deleted meanwhile: its lines would bring it back on the relay
@@ -781,6 +805,10 @@ class Agent:
             CommandHandler(GitDiffArgs, self._cmd_git_diff),
             # A whole transcript line, for a text the relay cut.
             CommandHandler(TranscriptLineArgs, self._cmd_transcript_line),
+            # The running session's mode and model, and files for its messages.
+            CommandHandler(SetModeArgs, self._cmd_set_mode),
+            CommandHandler(SetModelArgs, self._cmd_set_model),
+            CommandHandler(SaveAttachmentArgs, self._cmd_save_attachment),
         ]
         return {h.model.name: h for h in handlers}
 
@@ -921,7 +949,11 @@ class Agent:
         if known is not None:
             # A retry of a message this Mac already has (its answer was lost): never twice.
             return {"message_id": known.id, "state": known.state, "duplicate": True}
-        message = heldrules.new_message(text, message_id=sender_id)
+        when = heldrules.when_of(args.now, args.when)
+        found = attachmentfiles.find(self.data, session_id, args.attachments or [])
+        message = heldrules.new_message(
+            text, message_id=sender_id, when=when, attachments=[info for info, _ in found]
+        )
         record.held.append(message)
         self._save()
         rt = self._runtime(record)
@@ -929,8 +961,15 @@ class Agent:
             await self._reopen(record)
             rt = self._runtime(record)
             await rt.send_update()
-            return {"message_id": message.id, "state": "held", "reopened": True}
-        await rt.send_now(message, args.now)
+            # Which mode and model it came back in: those it had when it stopped.
+            return {
+                "message_id": message.id,
+                "state": "held",
+                "reopened": True,
+                "permission_mode": record.permission_mode,
+                "model": record.model,
+            }
+        await rt.send_now(message, when == "now")
         state = next((m.state for m in record.held if m.id == message.id), "held")
         return {"message_id": message.id, "state": state}
 
@@ -1023,10 +1062,40 @@ class Agent:
             await self.mux.kill(session_name(session_id))  # a terminal still open for it
         self.archive.delete(session_id)
         self._drop_copies(session_id)
+        if is_session_id(session_id):
+            attachmentfiles.delete_for(self.data, session_id)
         if record is not None:
             self._save()
             _log.info("session %s deleted by the relay (retention or a person)", session_id)
         return {"deleted": record is not None}
+
+    # -- mode, model and attachments of a running session ----------------------------------------
+
+    async def _cmd_set_mode(self, session_id: str, args: SetModeArgs) -> dict[str, Any]:
+        return await self._runtime(self._record(session_id)).set_mode(args.mode)
+
+    async def _cmd_set_model(self, session_id: str, args: SetModelArgs) -> dict[str, Any]:
+        return await self._runtime(self._record(session_id)).set_model(args.model)
+
+    async def _cmd_save_attachment(
+        self, session_id: str, args: SaveAttachmentArgs
+    ) -> dict[str, Any]:
+        """Keep a file for the session's next message (agent/attachments.py)."""
+        self._record(session_id)
+        try:
+            data = base64.b64decode(args.data, validate=True)
+        except ValueError:
+            raise CommandFailed("bad_attachment", "the file's data is not base64") from None
+        info = await asyncio.to_thread(
+            attachmentfiles.save,
+            self.data,
+            session_id,
+            args.filename,
+            args.media_type,
+            data,
+            self.config.int("attachment_max_bytes"),
+        )
+        return info.model_dump()
 
     # -- the session's folder, for the page -----------------------------------------------------
 

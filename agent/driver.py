@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import json
 import logging
 import time
 from collections.abc import Awaitable, Callable, Coroutine
@@ -22,8 +23,9 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from agent import autopass
+from agent import attachments, autopass
 from agent import held as heldrules
+from agent import modes as moderules
 from agent.cards import (
     NO_REQUEST,
     NOT_MATCHING,
@@ -37,6 +39,7 @@ from agent.cards import (
     read_screen,
 )
 from agent.errors import CommandFailed, DialogOpen, MuxError, NotLinked, PaneGone
+from agent.files import write_json
 from agent.mux import Pane, session_name
 from agent.registry import SessionRecord
 from agent.screen import render
@@ -49,6 +52,7 @@ from agent.state import (
     close_open_turn,
     compute,
     current_mode,
+    launch_mode,
     screen_idle_since,
 )
 from agent.status import ClaudeStatus, find_for_session, read_status
@@ -71,6 +75,7 @@ BURST_SECONDS = 1.0  # after a hook, read the screen every BURST_INTERVAL for th
 BURST_INTERVAL = 0.1
 EARLY_CARD_FOR = 10.0  # a request's card waits this long for its dialog to be drawn
 DIALOG_WATCH_INTERVAL = 0.02  # screen reads meanwhile
+MODEL_CONFIRM = 8.0  # how long /model's result line may take to be drawn
 
 
 def policy_of(record: SessionRecord) -> policyrules.Policy:
@@ -123,6 +128,26 @@ def _is_no(card: DetectedCard, answer: str | list[str] | None) -> bool:
     return label.strip().lower().startswith("no")
 
 
+def _settings_model(path: Path) -> object:
+    """The ``model`` of Claude Code's settings file now (modes.MISSING when it has none)."""
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return moderules.MISSING
+    return data.get("model", moderules.MISSING) if isinstance(data, dict) else moderules.MISSING
+
+
+def _restore_settings_model(path: Path, before: object) -> None:
+    try:
+        current = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return
+    restored = moderules.settings_restored(current, before)
+    if restored is not None:
+        write_json(path, restored)
+        _log.info("put the default model in %s back as it was", path)
+
+
 def _now_iso() -> str:
     return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
@@ -170,6 +195,7 @@ class Runtime:
     tool_uses: dict[str, tuple[str, dict[str, Any]]] = field(default_factory=dict)  # PreToolUse
     ask: HookAsk | None = None  # the permission Claude Code asked for, its dialog due or open
     ask_seen: bool = False  # that dialog was seen on screen
+    model_now: str | None = None  # the model it runs with, as Claude Code last told
 
     @property
     def name(self) -> str:
@@ -201,6 +227,7 @@ class SessionDriver(Runtime):
     config: Config = field(kw_only=True)
     claude_home: Path = field(kw_only=True)  # where Claude Code keeps its status files
     host: SessionHost = field(kw_only=True)
+    data_dir: Path | None = field(default=None, kw_only=True)  # the agent's: attachments there
 
     # -- hooks -----------------------------------------------------------------------------
 
@@ -208,6 +235,18 @@ class SessionDriver(Runtime):
         """A hook of this session: its facts for the state, and the requests that may ask."""
         self.hooks = apply_hook(self.hooks, event, payload, now)
         self._note_request(event, payload)
+        if event == "SessionStart":
+            self.note_model(moderules.model_of_hook(payload))
+
+    def note_model(self, model: str | None) -> None:
+        """Claude Code named the model it runs with (a hook, a transcript line, /model's line)."""
+        if model is not None and model != self.model_now:
+            self.model_now = model
+            self.wake_screen.set()  # the next read tells the relay
+
+    def note_lines(self, texts: list[str]) -> None:
+        """New lines of the conversation: its latest assistant line names the model."""
+        self.note_model(moderules.latest_model(texts))
 
     def ask_card(self, tool: str, payload: dict[str, Any], now: float) -> None:
         """A permission request the policy leaves to the person."""
@@ -277,6 +316,7 @@ class SessionDriver(Runtime):
             "cwd": record.cwd,
             "conversation_id": record.conversation_id,
             "permission_mode": record.permission_mode,
+            "model": self.model_now or record.model,
             "error": self.error,
         }
         changed = {k: v for k, v in current.items() if force or self.sent.get(k, object()) != v}
@@ -491,14 +531,14 @@ class SessionDriver(Runtime):
 
     async def deliver_held(self, reason: str) -> None:
         record = self.record
-        waiting = heldrules.pending(record.held)
+        waiting = heldrules.due(record.held, reason)
         if not waiting or not self.pane_alive:
             return
         if time.time() < self.held_not_before:
             await asyncio.sleep(self.held_not_before - time.time())
         card_kind = self.card.kind if self.card else None
         decision = heldrules.decide(heldrules.Situation(self.state, card_kind), now_requested=False)
-        safe_point = reason in ("PostToolUse", "PostToolUseFailure", "Stop", "card", "idle")
+        safe_point = reason in heldrules.SAFE_POINTS
         if decision is heldrules.Delivery.HOLD and not (safe_point and self.state == "busy"):
             return
         if decision in (heldrules.Delivery.REOPEN_THEN_TYPE,):
@@ -526,7 +566,7 @@ class SessionDriver(Runtime):
                 await self._quiet_after_first_frame()
                 if dismiss or interrupt:
                     await self._escape()
-                block = heldrules.block_text(messages)
+                block = heldrules.block_text(messages, self._attachment_paths(messages))
                 if autopass.changes_model(block):
                     self.model_changed_at = time.time()  # its "Switch model?" passes
                 outcome = "typed" if await self._paste_and_submit(block) else "failed"
@@ -543,6 +583,17 @@ class SessionDriver(Runtime):
             self.host.save()
         self.wake_screen.set()
         await self.send_update()
+
+    def _attachment_paths(self, messages: list[HeldMessage]) -> dict[str, str]:
+        """Where the messages' attachments are on the Mac (agent/attachments.py)."""
+        if self.data_dir is None:
+            return {}
+        return {
+            attachment.id: str(path)
+            for m in messages
+            for attachment in m.attachments
+            if (path := attachments.path_of(self.data_dir, self.record.id, attachment)).is_file()
+        }
 
     async def _escape(self) -> None:
         """Esc, until the screen shows the turn stopped or the dialog closed; once more if not.
@@ -676,13 +727,15 @@ class SessionDriver(Runtime):
         in agent/held.py), else it waits and the phone is shown it held."""
         record = self.record
         card_kind = self.card.kind if self.card else None
-        decision = heldrules.decide(heldrules.Situation(self.state, card_kind), now_requested)
+        decision = heldrules.decide(
+            heldrules.Situation(self.state, card_kind), now_requested, when=message.when
+        )
         if decision in (heldrules.Delivery.TYPE_NOW, heldrules.Delivery.DISMISS_THEN_TYPE):
             await self.type_messages(
                 [message], dismiss=decision is heldrules.Delivery.DISMISS_THEN_TYPE
             )
         elif decision is heldrules.Delivery.INTERRUPT_THEN_TYPE:
-            await self.type_messages(heldrules.pending(record.held), interrupt=True)
+            await self.type_messages(heldrules.with_now(record.held, message), interrupt=True)
         else:
             await self.send_update()
 
@@ -758,3 +811,125 @@ class SessionDriver(Runtime):
         async with self.keys:
             await self.mux.send_keys(self.name, [["Escape"]])
         self.wake_screen.set()
+
+    # -- mode and model, changed from the phone ---------------------------------------------
+
+    def _check_idle(self, what: str) -> None:
+        """Mode and model change only on an idle prompt: keys for them would go into a dialog
+        or Claude Code would take ``/model`` as a message queued behind the turn."""
+        if not self.pane_alive:
+            raise CommandFailed("session_ended", "the session is not running; reopen it first")
+        if self.state == "busy":
+            raise CommandFailed(
+                "session_busy", f"a turn is running; the {what} changes once it is idle"
+            )
+        if self.state in ("waiting", "starting"):
+            card = f"a {self.card.kind} card" if self.card else "a dialog"
+            raise CommandFailed(
+                "session_not_idle",
+                f"the session is {self.state} ({card if self.state == 'waiting' else 'starting'}); "
+                f"answer it first, then change the {what}",
+            )
+
+    def _for_next_start(self, **values: str) -> dict[str, Any]:
+        """A stopped session starts with these (``--permission-mode``, ``--model``) when it is
+        reopened; nothing is typed now."""
+        for key, value in values.items():
+            setattr(self.record, key, value)
+        self.host.save()
+        return {**values, "applies": "on_reopen"}
+
+    async def set_mode(self, target: str) -> dict[str, Any]:
+        """Press Shift+Tab until the mode line shows ``target`` (agent/modes.py decides each
+        step); the record keeps it for reopen and revive."""
+        wanted = launch_mode(target) or target
+        if not self.pane_alive:
+            return self._for_next_start(permission_mode=wanted)
+        self._check_idle("mode")
+        async with self.keys:
+            await self._quiet_after_first_frame()
+            facts = await self._screen_now()
+            if facts.card is not None or facts.busy:
+                raise CommandFailed(
+                    "session_not_idle", "a dialog or a turn is on the Mac's screen; try again"
+                )
+            seen: list[str | None] = [facts.mode]
+            while True:
+                step = moderules.next_mode_step(wanted, seen)
+                if step.action == "done":
+                    break
+                if step.action == "give_up":
+                    self.wake_screen.set()
+                    raise CommandFailed("mode_unavailable", step.reason)
+                seen.append(await self._press_for_mode(seen[-1]))
+        now = time.time()
+        self.screen_mode, self.screen_mode_at = wanted, now
+        if self.record.permission_mode != wanted:
+            self.record.permission_mode = wanted
+            self.host.save()
+        self.wake_screen.set()
+        await self.send_update()
+        return {"permission_mode": wanted, "presses": len(seen) - 1}
+
+    async def _press_for_mode(self, before: str | None) -> str | None:
+        """One press of the cycle key; the mode line once it changed (pressed again once if the
+        key was dropped)."""
+        for _ in range(2):
+            await self.mux.send_keys(self.name, [[moderules.CYCLE_KEY]])
+            deadline = time.monotonic() + TYPE_CONFIRM
+            while time.monotonic() < deadline:
+                await asyncio.sleep(0.1)
+                facts = await self._screen_now()
+                if facts.card is not None:
+                    raise CommandFailed(
+                        "session_not_idle",
+                        f"a {facts.card.kind} dialog opened while the mode was changed; "
+                        "the mode is where the screen shows it",
+                    )
+                if facts.mode is not None and facts.mode != before:
+                    return facts.mode
+        return before
+
+    async def set_model(self, model: str) -> dict[str, Any]:
+        """Type ``/model <model>`` and read Claude Code's answer under it: ``Set model to …``
+        (kept for reopen and revive) or why not."""
+        if not self.pane_alive:
+            return self._for_next_start(model=model)
+        self._check_idle("model")
+        command = f"/model {model}"
+        settings = self.claude_home / "settings.json"
+        default_before = _settings_model(settings)
+        async with self.keys:
+            await self._quiet_after_first_frame()
+            self.model_changed_at = time.time()  # a "Switch model?" it draws passes
+            try:
+                typed = await self._paste_and_submit(command)
+            except DialogOpen as exc:
+                raise CommandFailed(
+                    "session_not_idle", f"a {exc.kind} dialog is open; answer it first"
+                ) from None
+        if not typed:
+            raise CommandFailed("not_typed", "the terminal did not take /model; try again")
+        deadline = time.monotonic() + MODEL_CONFIRM
+        outcome: moderules.ModelOutcome | None = None
+        while time.monotonic() < deadline and outcome is None:
+            await asyncio.sleep(0.15)
+            capture = await self.mux.capture(self.name)
+            lines = render(capture.text, capture.width, capture.height).lines
+            outcome = moderules.model_outcome(lines, model)
+        self.wake_screen.set()
+        if outcome is not None and outcome.ok:
+            # The change is this session's: the person's default for new sessions stays.
+            _restore_settings_model(settings, default_before)
+        if outcome is None:
+            raise CommandFailed(
+                "model_unconfirmed", f"the Mac's screen did not confirm {command} in time"
+            )
+        if not outcome.ok:
+            raise CommandFailed("model_refused", f"Claude Code: {outcome.text}")
+        if self.record.model != model:
+            self.record.model = model
+            self.host.save()
+        self.model_now = model
+        await self.send_update()
+        return {"model": model, "shown": outcome.shown, "line": outcome.text}

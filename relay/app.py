@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import ipaddress
 import logging
+import re
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager, suppress
 from pathlib import Path
@@ -59,6 +60,10 @@ SECURITY_HEADERS = {
 }
 
 
+# Routes that take a larger body and count it themselves (an attachment: its own setting).
+OWN_BODY_LIMIT = re.compile(r"^/api/sessions/[^/]+/attachments$")
+
+
 class BodyLimit:
     """Refuse request bodies over ``limit`` bytes with 413, before they are read into memory."""
 
@@ -67,7 +72,7 @@ class BodyLimit:
         self.limit = limit
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
+        if scope["type"] != "http" or OWN_BODY_LIMIT.match(scope.get("path", "")):
             await self.app(scope, receive, send)
             return
         declared = dict(scope["headers"]).get(b"content-length")

@@ -5,6 +5,7 @@ commands, the audit of a card's answer) comes through what they registered on ``
 
 from __future__ import annotations
 
+import base64
 import json
 import re
 from typing import Annotated, Any
@@ -32,28 +33,38 @@ from relay.deps import (
     send_command,
     session_or_404,
 )
-from relay.errors import BadRequest, Conflict, NotFound, Unprocessable
+from relay.errors import BadRequest, Conflict, NotFound, PayloadTooLarge, Unprocessable
 from relay.history import fetch_page
 from relay.live import Link
 from relay.sse import account_updates, last_event_id, session_events
 from relay.state import RelayState, iso
 from relay.store import Principal, new_session_id
 from wire.protocol import (
+    ATTACHMENT_ID,
+    ATTACHMENT_TYPES,
     CLOSE_UNAUTHORIZED,
     HELD_MESSAGE_ID,
+    MAX_ATTACHMENT_BYTES,
+    MAX_ATTACHMENT_NAME_CHARS,
+    MAX_ATTACHMENTS,
     MAX_BRANCH_CHARS,
     MAX_CWD_CHARS,
     MAX_MODEL_CHARS,
+    MODEL_NAME,
     SENDER_MESSAGE_ID,
     AnswerCardArgs,
     CancelHeldArgs,
     CreateSessionArgs,
     EndArgs,
     InterruptArgs,
+    MessageWhen,
     PermissionMode,
     ReopenArgs,
     RestArgs,
+    SaveAttachmentArgs,
     SendArgs,
+    SetModeArgs,
+    SetModelArgs,
 )
 
 __all__ = ["READ_ONLY_HEADER", "refuse_read_only", "router"]
@@ -113,11 +124,19 @@ class SessionPatch(Body):
     group: str | None = Field(default=None, max_length=200)
     locked: bool | None = None
     position: float | None = None
+    # A running session's mode and model: the Mac changes them with Claude Code's own controls.
+    permission_mode: PermissionMode | None = None
+    model: str | None = Field(default=None, pattern=MODEL_NAME)
 
 
 class MessageBody(Body):
     text: str = Field(min_length=1)
     now: bool = False
+    # held: at the next safe point; now: interrupting the turn; after_turn: once the turn ends.
+    when: MessageWhen | None = None
+    attachments: list[Annotated[str, Field(pattern=ATTACHMENT_ID)]] | None = Field(
+        default=None, max_length=MAX_ATTACHMENTS
+    )
     # Chosen by the sender and sent again with a retry: the Mac keeps one message per id, so a
     # retry after a lost answer is never typed twice.
     id: str | None = Field(default=None, pattern=SENDER_MESSAGE_ID)
@@ -318,10 +337,28 @@ async def patch_session(
 ) -> dict[str, Any]:
     fields = body.model_dump(exclude_unset=True, exclude_none=True)
     if not fields:
-        raise BadRequest("nothing to change: send title, group, locked or position")
-    session = await state.store.update_session(principal.account_id, session_id, **fields)
+        raise BadRequest(
+            "nothing to change: send title, group, locked, position, permission_mode or model"
+        )
+    # Mode and model first, on the Mac (each may be refused with why: 409); then the rest.
+    changed: dict[str, Any] = {}
+    mode, model = fields.pop("permission_mode", None), fields.pop("model", None)
+    if mode is not None or model is not None:
+        session = await session_or_404(state, principal, session_id)
+        if mode is not None:
+            changed.update(await send_command(state, session, SetModeArgs(mode=mode)))
+        if model is not None:
+            changed.update(await send_command(state, session, SetModelArgs(model=model)))
+    if fields:
+        session = await state.store.update_session(principal.account_id, session_id, **fields)
+    else:
+        session = await state.store.get_session(principal.account_id, session_id)
     state.publish_session(session)
-    return state.session_json(session, full=True)
+    body_out = state.session_json(session, full=True)
+    for key in ("permission_mode", "model"):
+        if key in changed:
+            body_out[key] = changed[key]  # the Mac's answer; its update may still be on its way
+    return body_out
 
 
 @router.get("/sessions/{session_id}/events")
@@ -401,10 +438,58 @@ async def send_message(
     session_id: str, body: MessageBody, principal: Phone, state: State
 ) -> dict[str, Any]:
     check_message_length(state, body.text)
+    if body.when is not None and body.now and body.when != "now":
+        raise BadRequest(f'"now": true and "when": "{body.when}" disagree: send one of them')
     session = await session_or_404(state, principal, session_id)
-    return await send_command(
-        state, session, SendArgs(text=body.text, now=body.now, message_id=body.id)
+    extra: dict[str, Any] = {}
+    if body.when is not None:
+        extra["when"] = body.when
+    if body.attachments:
+        extra["attachments"] = body.attachments
+    args = SendArgs(text=body.text, now=body.now, message_id=body.id, **extra)
+    return await send_command(state, session, args)
+
+
+_NAME_PARAM = Query(min_length=1, max_length=MAX_ATTACHMENT_NAME_CHARS)
+
+
+@router.post("/sessions/{session_id}/attachments", status_code=201)
+async def upload_attachment(
+    session_id: str,
+    request: Request,
+    principal: Phone,
+    state: State,
+    name: Annotated[str, _NAME_PARAM] = "file",
+) -> dict[str, Any]:
+    """A file for the session's next message: the body is the file itself, its type the
+    Content-Type. The Mac keeps it (outside the working folder) and answers with the id the
+    message names in ``attachments``."""
+    media_type = request.headers.get("content-type", "").split(";", 1)[0].strip().lower()
+    if media_type not in ATTACHMENT_TYPES:
+        raise Unprocessable(
+            f"{media_type[:80] or 'no type'!r} cannot be attached; the types that can: "
+            + ", ".join(ATTACHMENT_TYPES),
+            code="bad_attachment_type",
+        )
+    limit = min(state.config.int("attachment_max_bytes"), MAX_ATTACHMENT_BYTES)
+    too_large = PayloadTooLarge(
+        f"attachments are limited to {limit:,} bytes", code="attachment_too_large", limit=limit
     )
+    declared = request.headers.get("content-length", "")
+    if declared.isdigit() and int(declared) > limit:
+        raise too_large
+    session = await session_or_404(state, principal, session_id)
+    data = bytearray()
+    async for chunk in request.stream():
+        data += chunk
+        if len(data) > limit:
+            raise too_large
+    if not data:
+        raise BadRequest("the file is empty", code="bad_attachment")
+    args = SaveAttachmentArgs.model_validate(
+        {"filename": name, "media_type": media_type, "data": base64.b64encode(data).decode()}
+    )
+    return await send_command(state, session, args)
 
 
 @router.post("/sessions/{session_id}/cards/{card_id}")

@@ -29,7 +29,10 @@ from wire.protocol import (
     ReadFileArgs,
     ReopenArgs,
     RestArgs,
+    SaveAttachmentArgs,
     SendArgs,
+    SetModeArgs,
+    SetModelArgs,
     SetPolicyArgs,
     TranscriptLineArgs,
     relay_message,
@@ -64,6 +67,16 @@ EXAMPLES: list[tuple[CommandArgs, dict[str, Any]]] = [
     (
         AnswerCardArgs(key=None, keys=["1", "3"], text=None, always=False, card_id="c"),
         {"keys": ["1", "3"], "always": False, "card_id": "c"},
+    ),
+    (
+        SendArgs(text="hi", when="after_turn", attachments=["a" + "0" * 24]),
+        {"text": "hi", "when": "after_turn", "attachments": ["a" + "0" * 24]},
+    ),
+    (SetModeArgs(mode="acceptEdits"), {"mode": "acceptEdits"}),
+    (SetModelArgs(model="claude-sonnet-4-5"), {"model": "claude-sonnet-4-5"}),
+    (
+        SaveAttachmentArgs(filename="shot.png", media_type="image/png", data="iVBORw0KGgo="),
+        {"filename": "shot.png", "media_type": "image/png", "data": "iVBORw0KGgo="},
     ),
     (InterruptArgs(), {}),
     (EndArgs(), {}),
@@ -138,6 +151,22 @@ def test_the_documented_commands_read_and_rebuild_key_for_key() -> None:
         ("cancel_held", {"message_id": "../x"}, "message_id"),
         ("set_policy", {}, "policy"),
         ("change_policy", {"changes": "all"}, "changes"),
+        ("send", {"text": "hi", "when": "later"}, "when"),
+        ("send", {"text": "hi", "attachments": ["../../etc/passwd"]}, "attachments"),
+        ("send", {"text": "hi", "attachments": ["a" + "0" * 24] * 11}, "attachments"),
+        ("set_mode", {"mode": "yolo"}, "mode"),
+        ("set_model", {"model": "sonnet\n/exit"}, "model"),
+        ("set_model", {"model": ""}, "model"),
+        (
+            "save_attachment",
+            {"filename": "x", "media_type": "text/html", "data": "AA=="},
+            "media_type",
+        ),
+        (
+            "save_attachment",
+            {"filename": "", "media_type": "image/png", "data": "AA=="},
+            "filename",
+        ),
     ],
 )
 def test_args_outside_the_documented_limits_do_not_read(

@@ -115,6 +115,12 @@ SETTINGS: tuple[Setting, ...] = (
     ),
     Setting("max_link_message_bytes", 32 * MIB, "Largest message on the agent link.", "relay"),
     Setting(
+        "attachment_max_bytes",
+        10 * MIB,
+        "Largest file a phone may attach to a message (at most 20 MiB); the Mac checks it too.",
+        "both",
+    ),
+    Setting(
         "max_message_chars",
         100_000,
         "Longest message text a phone may send (at most 100,000).",

@@ -187,11 +187,58 @@ class Card(_Model):
     digest: str | None = None
 
 
+# When a message from the phone is typed: "held" at the next safe point (a tool finished, the
+# turn ended, a card answered), "now" at once (interrupting the turn), "after_turn" only once the
+# turn has ended.
+MessageWhen = Literal["held", "now", "after_turn"]
+
+# Files the phone may attach to a message (agent/attachments.py saves them on the Mac): the
+# types Claude Code reads as images, and plain documents.
+ATTACHMENT_TYPES: dict[str, str] = {
+    "image/png": ".png",
+    "image/jpeg": ".jpg",
+    "image/gif": ".gif",
+    "image/webp": ".webp",
+    "application/pdf": ".pdf",
+    "text/plain": ".txt",
+    "text/markdown": ".md",
+    "text/csv": ".csv",
+    "application/json": ".json",
+}
+AttachmentType = Literal[
+    "image/png",
+    "image/jpeg",
+    "image/gif",
+    "image/webp",
+    "application/pdf",
+    "text/plain",
+    "text/markdown",
+    "text/csv",
+    "application/json",
+]
+MAX_ATTACHMENT_BYTES = 20 * 1024 * 1024  # the wire's bound; the relay's setting is at most this
+MAX_ATTACHMENTS = 10  # attachments of one message
+MAX_ATTACHMENT_NAME_CHARS = 200
+ATTACHMENT_ID = r"^a[0-9a-f]{24}$"  # made by the Mac; the phone never names a file
+
+
+class AttachmentInfo(_Model):
+    """A file saved on the Mac for a message: its id there, the name the phone gave it (shown
+    only), its type and size."""
+
+    id: str = Field(pattern=ATTACHMENT_ID)
+    name: str = Field(max_length=MAX_ATTACHMENT_NAME_CHARS)
+    media_type: AttachmentType
+    size: int = Field(ge=0, le=MAX_ATTACHMENT_BYTES)
+
+
 class HeldMessage(_Model):
     id: str
     text: str
     state: Literal["held", "typing", "typed", "cancelled", "failed"] = "held"
     created_at: float | None = None
+    when: MessageWhen = "held"
+    attachments: list[AttachmentInfo] = Field(default_factory=list)
 
 
 class SessionPosition(_Model):
@@ -383,6 +430,9 @@ CommandName = Literal[
     "git_status",
     "git_diff",
     "transcript_line",
+    "set_mode",
+    "set_model",
+    "save_attachment",
 ]
 
 # Limits of a command's args (docs/protocol.md §9), checked by the agent: args outside them are
@@ -430,11 +480,17 @@ class CreateSessionArgs(ArgsModel):
 
 
 class SendArgs(ArgsModel):
-    """Type a message (or hold it while a turn runs); ``now`` interrupts first."""
+    """Type a message (or hold it while a turn runs); ``now`` interrupts first. ``when`` says
+    it whole (``now: true`` is ``when: "now"``); ``attachments`` are ids of files saved on the
+    Mac by ``save_attachment``, handed to Claude Code as ``@path`` references."""
 
     name: ClassVar[CommandName] = "send"
     text: str = Field(min_length=1, max_length=MAX_MESSAGE_CHARS)
     now: bool = False
+    when: MessageWhen | None = None
+    attachments: list[Annotated[str, Field(pattern=ATTACHMENT_ID)]] | None = Field(
+        default=None, max_length=MAX_ATTACHMENTS
+    )
     # The phone's own ids are 8-64 characters (the relay checks SENDER_MESSAGE_ID); the Mac
     # takes any id of a held message's shape.
     message_id: str | None = Field(default=None, pattern=HELD_MESSAGE_ID)
@@ -527,6 +583,39 @@ class TranscriptLineArgs(ArgsModel):
     uuid: str = Field(pattern=LINE_UUID)
 
 
+# A model name as ``/model`` and ``--model`` take it: an alias (``sonnet``, ``opus[1m]``) or a
+# full name (``claude-sonnet-4-5``); nothing that could end the command line typed with it.
+MODEL_NAME = r"^[A-Za-z0-9][A-Za-z0-9._:@\[\]-]{0,199}$"
+
+
+class SetModeArgs(ArgsModel):
+    """Change a running session's permission mode with Claude Code's own mode cycle key."""
+
+    name: ClassVar[CommandName] = "set_mode"
+    mode: PermissionMode
+
+
+class SetModelArgs(ArgsModel):
+    """Change a running session's model with Claude Code's ``/model <name>``."""
+
+    name: ClassVar[CommandName] = "set_model"
+    model: str = Field(pattern=MODEL_NAME)
+
+
+# The base64 text of the largest attachment.
+MAX_ATTACHMENT_BASE64 = (MAX_ATTACHMENT_BYTES + 2) // 3 * 4
+
+
+class SaveAttachmentArgs(ArgsModel):
+    """Keep a file from the phone on the Mac for the session's next message (agent/attachments.py):
+    saved under a name the Mac makes, outside the working folder; answered with its id."""
+
+    name: ClassVar[CommandName] = "save_attachment"
+    filename: str = Field(min_length=1, max_length=MAX_ATTACHMENT_NAME_CHARS)
+    media_type: AttachmentType
+    data: str = Field(min_length=1, max_length=MAX_ATTACHMENT_BASE64)  # base64
+
+
 CommandArgs = (
     CreateSessionArgs
     | SendArgs
@@ -544,6 +633,9 @@ CommandArgs = (
     | GitStatusArgs
     | GitDiffArgs
     | TranscriptLineArgs
+    | SetModeArgs
+    | SetModelArgs
+    | SaveAttachmentArgs
 )
 # Each command's args model, by name.
 COMMAND_ARGS: dict[CommandName, type[CommandArgs]] = {

@@ -15,6 +15,7 @@ import { offerQueue, offlineLabel, queuedItems } from "./offline.js";
 import { actionSheet, confirmBox, promptBox, showError, toast } from "./ui.js";
 import { placeBand } from "./versionband.js";
 import { filesActions } from "./files.js";
+import { Attachments, heldDetails, modeModelActions, upload } from "./composer.js";
 
 const PAGE = 500; // first page and catch-up (the relay's catchup_page)
 const OLDER_PAGE = 200;
@@ -100,14 +101,18 @@ export class SessionView {
     this.input.addEventListener("keydown", (e) => {
       if (e.key === "Enter" && (e.metaKey || e.ctrlKey)) { e.preventDefault(); this.send(false); }
     });
-    this.sendButton = h("button.primary.send", { type: "button" }, t("send"));
+    this.sendButton = h("button.primary.send", { type: "button", title: t("held_hint") }, t("send"));
     this.sendButton.addEventListener("click", () => this.send(false));
     this.nowButton = h("button.send-now", { type: "button", title: t("send_now_hint") }, t("send_now"));
     this.nowButton.addEventListener("click", () => this.send(true));
+    // "After this turn": typed only once the running turn has ended (composer.js).
+    this.afterButton = h("button.send-after", { type: "button", title: t("send_after_hint") }, t("send_after"));
+    this.afterButton.addEventListener("click", () => this.send("after_turn"));
     this.stopButton = h("button.interrupt", { type: "button" }, t("interrupt"));
     this.stopButton.addEventListener("click", () => this.interrupt());
-    return h("div.composer", null, this.input,
-      h("div.composer-buttons", null, this.stopButton, this.nowButton, this.sendButton));
+    this.attachments = new Attachments();
+    return h("div.composer", null, this.attachments.chips, this.attachments.input, this.attachments.button, this.input,
+      h("div.composer-buttons", null, this.stopButton, this.nowButton, this.afterButton, this.sendButton));
   }
 
   /** What the dock ends with: the composer, or why there is none. */
@@ -455,6 +460,7 @@ export class SessionView {
       const parent = this.app.sessions.get(s.parent_id);
       parts.push(t("fork_of", { title: (parent && parent.title) || String(s.parent_id).slice(0, 8) }));
     }
+    if (s.model) parts.push(s.model);
     if (s.locked) parts.push("🔒 " + t("locked"));
     this.meta.textContent = parts.filter(Boolean).join(" · ");
     placeBand(this.meta, device);
@@ -507,7 +513,7 @@ export class SessionView {
     this.heldBox.replaceChildren(
       h("h2.held-title", { title: t("held_hint") }, t("held_title")),
       h("ul.held-list", null, items.map((m) => h("li.held-item", { class: "hs-" + m.state, dataset: { id: m.id, state: m.state } },
-        h("span.held-text", null, m.text), h("span.held-state", null, m.label || t("hs_" + m.state))))));
+        h("span.held-text", null, m.text), ...heldDetails(m), h("span.held-state", null, m.label || t("hs_" + m.state))))));
   }
 
   renderComposer() {
@@ -518,6 +524,9 @@ export class SessionView {
     const running = s.state === "busy" && !this.macOffline();
     this.stopButton.hidden = !running;
     this.nowButton.hidden = !(running || s.state === "waiting");
+    // While a card takes the dock, the composer keeps to one row: its answer comes first.
+    this.afterButton.hidden = !running;
+    this.attachments.button.hidden = s.state === "waiting" && !this.attachments.files().length;
   }
 
   showPreview(text) {
@@ -531,11 +540,15 @@ export class SessionView {
 
   // -- actions
 
-  async send(now) {
-    const text = this.input.value.trim();
+  async send(choice) {
+    // true / false: "Send now" / "Send" (at the next safe point); or "after_turn".
+    const when = choice === true ? "now" : choice || "held";
+    const now = when === "now";
+    const files = this.attachments.files();
+    const text = this.input.value.trim() || files.map((f) => f.name).join(", ");
     if (!text) { this.input.focus(); return; }
     // A retry keeps its id: never typed twice.
-    const local = this.failed?.text === text ? this.failed : { id: this.newId(), text };
+    const local = this.failed?.text === text ? this.failed : { id: this.newId(), text, when };
     // "Send now" types every held message with this one, as one block: say so.
     const joined = now ? this.held.filter((m) => m.state === "held" && m.id !== local.id).length : 0;
     this.sending.push(local);
@@ -544,9 +557,15 @@ export class SessionView {
     this.grow();
     this.renderHeld();
     try {
-      const result = await this.post(text, now, local.id);
+      // Files first: the Mac keeps each and answers with the id the message names.
+      const ids = [];
+      for (const file of files) ids.push((await upload(this.id, file)).id);
+      this.attachments.clear();
+      const extra = { ...(when === "after_turn" ? { when } : {}), ...(ids.length ? { attachments: ids } : {}) };
+      const result = await this.post(text, now, local.id, extra);
       this.failed = null;
-      if (result && result.reopened) toast(t("reopened"));
+      if (result && result.reopened && result.permission_mode) toast(t("reopened_in", { mode: t("pm_" + result.permission_mode) }));
+      else if (result && result.reopened) toast(t("reopened"));
       else if (joined) toast(t("sent_as_one", { n: joined + 1 }));
     } catch (error) {
       // Offline, "Send now" is offered the relay's queue too: it then goes as a normal message.
@@ -569,8 +588,8 @@ export class SessionView {
     return "m" + Date.now() + Math.random().toString(36).slice(2, 6);
   }
 
-  post(text, now, id) {
-    return post(`/api/sessions/${encodeURIComponent(this.id)}/messages`, { text, now, id });
+  post(text, now, id, extra = {}) {
+    return post(`/api/sessions/${encodeURIComponent(this.id)}/messages`, { text, now, id, ...extra });
   }
 
   /** A command was refused; an archived session says so where the composer was. */
@@ -658,6 +677,11 @@ export class SessionView {
     if (!s.locked) list.push({ label: t("delete"), danger: true, run: () => this.remove() });
     if (this.archived()) { actionSheet(this.title(), list); return; }
     list.push({ label: t("fork"), run: () => this.fork() });
+    // A stopped session takes them at its next start.
+    list.push(...modeModelActions({ ...s, id: this.id }, (snap) => {
+      this.snap = { ...this.snap, ...snap };
+      this.renderMeta();
+    }));
     if (stopped) list.push({ label: t("reopen"), run: () => this.life("reopen") });
     if (!s.locked && s.mark !== "resting" && s.state !== "ended") list.push({ label: t("rest"), run: () => this.life("rest", t("confirm_rest")) });
     if (!s.locked && s.mark !== "ended") list.push({ label: t("end"), danger: true, run: () => this.life("end", t("confirm_end")) });

@@ -1,0 +1,132 @@
+"""Files the phone attaches to a message, kept on the Mac until the session is deleted.
+
+Each session's files live in the agent's data folder, ``<data>/attachments/<session id>/``
+(0700), never in the working folder: Claude Code is handed them as ``@path`` references in the
+typed message (agent/held.py), so the model sees an image as an image. A file is saved under a
+name the Mac makes (``a`` + 24 hex digits, and the extension of its declared type), 0600; the
+name the phone gave is kept beside it only to be shown. What the bytes are must match the type
+the phone declared (an image's magic number, a PDF's header, a text's UTF-8), so nothing is
+handed to Claude Code as a picture that is not one.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import shutil
+import unicodedata
+from pathlib import Path
+
+from agent.errors import CommandFailed
+from agent.registry import is_session_id
+from wire.protocol import ATTACHMENT_TYPES, MAX_ATTACHMENT_BYTES, AttachmentInfo
+
+FOLDER = "attachments"
+
+# The first bytes of each binary type (WebP: RIFF....WEBP).
+_MAGIC: dict[str, tuple[bytes, ...]] = {
+    "image/png": (b"\x89PNG\r\n\x1a\n",),
+    "image/jpeg": (b"\xff\xd8\xff",),
+    "image/gif": (b"GIF87a", b"GIF89a"),
+    "application/pdf": (b"%PDF-",),
+}
+
+
+def problem(data: bytes, media_type: str, limit: int = MAX_ATTACHMENT_BYTES) -> str | None:
+    """Why ``data`` cannot be kept as ``media_type`` (None: it can)."""
+    if media_type not in ATTACHMENT_TYPES:
+        return f"{media_type[:80]!r} is not a type that can be attached"
+    if not data:
+        return "the file is empty"
+    if len(data) > limit:
+        return f"the file is {len(data):,} bytes; attachments are limited to {limit:,}"
+    if media_type == "image/webp":
+        ok = data[:4] == b"RIFF" and data[8:12] == b"WEBP"
+    elif media_type in _MAGIC:
+        ok = data.startswith(_MAGIC[media_type])
+    else:
+        try:
+            data.decode("utf-8")
+        except UnicodeDecodeError:
+            return f"the file is not UTF-8 text, as {media_type} must be"
+        ok = b"\0" not in data
+    return None if ok else f"the file's bytes are not {media_type}"
+
+
+def shown_name(name: str) -> str:
+    """The phone's file name as shown: its last path part, no control characters, 200 at most."""
+    base = name.replace("\\", "/").rsplit("/", 1)[-1]
+    clean = "".join(c for c in base if unicodedata.category(c)[0] != "C").strip()
+    return clean[:200] or "file"
+
+
+def folder_of(data_dir: Path, session_id: str) -> Path:
+    if not is_session_id(session_id):
+        raise CommandFailed("bad_session_id", f"{session_id[:80]!r} is not a session id")
+    return data_dir / FOLDER / session_id
+
+
+def save(
+    data_dir: Path, session_id: str, name: str, media_type: str, data: bytes, limit: int
+) -> AttachmentInfo:
+    """Keep ``data`` for the session; answered with what the phone sends back with the message."""
+    why = problem(data, media_type, min(limit, MAX_ATTACHMENT_BYTES))
+    if why is not None:
+        raise CommandFailed("bad_attachment", why)
+    folder = folder_of(data_dir, session_id)
+    folder.mkdir(parents=True, exist_ok=True)
+    for part in (data_dir / FOLDER, folder):
+        os.chmod(part, 0o700)
+    info = AttachmentInfo(
+        id="a" + secrets.token_hex(12),
+        name=shown_name(name),
+        media_type=media_type,  # type: ignore[arg-type]  # checked by problem()
+        size=len(data),
+    )
+    _write_private(folder / (info.id + ATTACHMENT_TYPES[media_type]), data)
+    _write_private(folder / (info.id + ".json"), info.model_dump_json().encode())
+    return info
+
+
+def find(data_dir: Path, session_id: str, ids: list[str]) -> list[tuple[AttachmentInfo, Path]]:
+    """The session's attachments of these ids, in that order; ``unknown_attachment`` for an id
+    this Mac does not hold for the session."""
+    folder = folder_of(data_dir, session_id)
+    found = []
+    for attachment_id in ids:
+        try:
+            info = AttachmentInfo.model_validate(
+                json.loads((folder / (attachment_id + ".json")).read_text(encoding="utf-8"))
+            )
+        except (OSError, ValueError):
+            info = None
+        path = path_of(data_dir, session_id, info) if info else None
+        if info is None or info.id != attachment_id or path is None or not path.is_file():
+            raise CommandFailed(
+                "unknown_attachment",
+                f"this Mac holds no attachment {attachment_id[:40]!r} for the session: "
+                "upload it again",
+            )
+        found.append((info, path))
+    return found
+
+
+def path_of(data_dir: Path, session_id: str, info: AttachmentInfo) -> Path:
+    """Where an attachment of the session is kept."""
+    return folder_of(data_dir, session_id) / (info.id + ATTACHMENT_TYPES[info.media_type])
+
+
+def delete_for(data_dir: Path, session_id: str) -> bool:
+    """Remove the session's attachments (the session was deleted); True when there were any."""
+    folder = folder_of(data_dir, session_id)
+    if not folder.exists():
+        return False
+    shutil.rmtree(folder)
+    return True
+
+
+def _write_private(path: Path, data: bytes) -> None:
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    with os.fdopen(fd, "wb") as out:
+        out.write(data)
