@@ -30,6 +30,7 @@ from typing import Any, Generic, TypeVar
 
 from pydantic import ValidationError
 
+from agent import grants as grantrules
 from agent import held as heldrules
 from agent import workspace
 from agent.archive import DiskArchive
@@ -105,6 +106,7 @@ from wire.protocol import (
     ReadFileArgs,
     ReopenArgs,
     RestArgs,
+    RevokeGrantArgs,
     SendArgs,
     SetPolicyArgs,
     TranscriptLineArgs,
@@ -502,6 +504,9 @@ class Agent:
         except MuxError as exc:
             raise CommandFailed("launch_failed", f"claude could not be started: {exc}") from exc
         now = time.time()
+        ended = grantrules.reset_grants(record)  # a new claude process: the old one's grants end
+        if ended:
+            self._add_marker(record, MarkerKind.GRANT, grantrules.ended_line(ended))
         record.alive = True
         record.ended_by_person = False
         record.resting = False
@@ -553,10 +558,12 @@ class Agent:
             tool = payload.get("tool_name")
             tool = tool if isinstance(tool, str) else None
             policy = policy_of(record)
-            verdict = policy.verdict(tool, now)  # an allow-all past its time is off
+            # an allow-all past its time is off; a grant of this claude process may allow
+            verdict, grant = grantrules.decide(policy, grantrules.of_record(record), tool, now)
             self.decisions.note(  # the audit log
-                record.id, verdict, payload, rt.hooks.tools, allow_all_until=policy.allow_all_until
-            )
+                record.id, verdict, payload, rt.hooks.tools,
+                allow_all_until=policy.allow_all_until, grant=grant,
+            )  # fmt: skip
             if verdict.rule == "allow":
                 return permission_decision("allow")
             if verdict.rule == "deny":
@@ -743,6 +750,8 @@ class Agent:
             CommandHandler(GitDiffArgs, self._cmd_git_diff),
             # A whole transcript line, for a text the relay cut.
             CommandHandler(TranscriptLineArgs, self._cmd_transcript_line),
+            # A grant of the running claude ended from the phone (agent/grants.py).
+            CommandHandler(RevokeGrantArgs, self._cmd_revoke_grant),
         ]
         return {h.model.name: h for h in handlers}
 
@@ -908,6 +917,9 @@ class Agent:
         set_policy(record, policy)
         self._save()
         return {"policy": policy.to_json()}
+
+    async def _cmd_revoke_grant(self, session_id: str, args: RevokeGrantArgs) -> dict[str, Any]:
+        return await self._runtime(self._record(session_id)).revoke_grant(args.grant_id)
 
     async def _cmd_delete_history(self, session_id: str, args: DeleteHistoryArgs) -> dict[str, Any]:
         """Retention deleted the session on the relay: drop its event archive and forget it.

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from agent import autopass
+from agent import grants as grantrules
 from agent import held as heldrules
 from agent.cards import (
     NO_REQUEST,
@@ -56,7 +57,7 @@ from agent.transcript import TranscriptFollower
 from wire import policy as policyrules
 from wire.config import Config
 from wire.markers import bridge_line
-from wire.protocol import AnswerCardArgs, HeldMessage, MarkerKind, SessionInfo
+from wire.protocol import AnswerCardArgs, GrantInfo, HeldMessage, MarkerKind, SessionInfo
 
 _log = logging.getLogger("agent")
 
@@ -278,6 +279,10 @@ class SessionDriver(Runtime):
             "conversation_id": record.conversation_id,
             "permission_mode": record.permission_mode,
             "error": self.error,
+            # A dead claude's grants are over (the next launch resets them)
+            "grants": [grantrules.info(g) for g in grantrules.of_record(record)]
+            if self.pane_alive
+            else [],
         }
         changed = {k: v for k, v in current.items() if force or self.sent.get(k, object()) != v}
         if not changed:
@@ -291,6 +296,8 @@ class SessionDriver(Runtime):
                     fields["card"] = card
             elif key == "held":
                 fields["held"] = list(record.held)
+            elif key == "grants":
+                fields["grants"] = [GrantInfo.model_validate(g) for g in value]
             else:
                 fields[key] = value
         info = SessionInfo(**fields)
@@ -691,7 +698,6 @@ class SessionDriver(Runtime):
     ) -> dict[str, Any]:
         """Answer the session's card with its dialog's keys (``send`` sends a stuck card's
         message as the phone's send does)."""
-        record = self.record
         if self.card is None or self.card_id != args.card_id:
             raise CommandFailed("card_closed", "this card is already closed")
         card = self.card
@@ -713,15 +719,11 @@ class SessionDriver(Runtime):
             return {"closed": True}
         changed: dict[str, Any] = {}
         if args.always and card.kind == "permission" and not _is_no(card, answer):
-            # "Always allow this category for this session": the card's tool's category (a tool
-            # with none is allowed by name). Saved before the keys, so it holds for the next
-            # request even if this answer is retried.
-            tool = card.tool or self.hooks.permission_tool
-            policy = policy_of(record).always_allow(tool)
-            if policy != policy_of(record):
-                set_policy(record, policy)
-                self.host.save()
-            changed["policy"] = policy.to_json()
+            # "Always allow this kind of tool for this session": a grant for this claude process
+            # (agent/grants.py). Saved before the keys, so it holds for the next request even if
+            # this answer is retried.
+            grant = self.give_grant(card.tool or self.hooks.permission_tool, args.card_id)
+            changed["grant"] = grant.to_json() if grant is not None else None
         if card.title.strip() == autopass.MODEL_PICKER_TITLE:
             self.model_changed_at = time.time()  # its "Switch model?" passes
         async with self.keys:
@@ -751,6 +753,41 @@ class SessionDriver(Runtime):
             )
         await self.deliver_held(reason="card")
         return {"closed": True, **changed}
+
+    # -- grants (agent/grants.py) ---------------------------------------------------------------
+
+    def give_grant(self, tool: str | None, card_id: str | None) -> grantrules.Grant | None:
+        """The grant a card's "always" gives (None: it gives none, e.g. the policy already
+        decides that tool); a new one is kept with the session and told in its conversation."""
+        record = self.record
+        held = grantrules.of_record(record)
+        grants, grant = grantrules.give(
+            held, tool, policy_of(record), card_id=card_id,
+            launched_at=record.launched_at, now=time.time(),
+        )  # fmt: skip
+        if grant is not None and grant not in held:
+            grantrules.keep(record, grants)
+            self.host.add_marker(record, MarkerKind.GRANT, grantrules.given_line(grant))
+            self.host.save()
+            _log.info("session %s: granted %s", record.id, grant.describe())
+        return grant
+
+    async def revoke_grant(self, grant_id: str) -> dict[str, Any]:
+        """End one grant; ``unknown_grant`` when this claude process holds none of that id."""
+        record = self.record
+        grants, gone = grantrules.revoke(grantrules.of_record(record), grant_id)
+        if gone is None or not self.pane_alive:
+            raise CommandFailed(
+                "unknown_grant",
+                f"the session's running claude holds no grant {grant_id} (revoked already, or "
+                "ended with its process)",
+            )
+        grantrules.keep(record, grants)
+        self.host.add_marker(record, MarkerKind.GRANT, grantrules.revoked_line(gone))
+        self.host.save()
+        _log.info("session %s: grant %s revoked", record.id, gone.describe())
+        await self.send_update()
+        return {"revoked": gone.to_json(), "grants": [g.to_json() for g in grants]}
 
     async def interrupt(self) -> None:
         if not self.pane_alive:

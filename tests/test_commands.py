@@ -29,6 +29,7 @@ from wire.protocol import (
     ReadFileArgs,
     ReopenArgs,
     RestArgs,
+    RevokeGrantArgs,
     SendArgs,
     SetPolicyArgs,
     TranscriptLineArgs,
@@ -85,6 +86,7 @@ EXAMPLES: list[tuple[CommandArgs, dict[str, Any]]] = [
     (GitStatusArgs(), {}),
     (GitDiffArgs(path="README.md"), {"path": "README.md"}),
     (TranscriptLineArgs(uuid="3f1c2a9e-0b7d"), {"uuid": "3f1c2a9e-0b7d"}),
+    (RevokeGrantArgs(grant_id="g_0123456789ab"), {"grant_id": "g_0123456789ab"}),
 ]
 
 
@@ -138,6 +140,8 @@ def test_the_documented_commands_read_and_rebuild_key_for_key() -> None:
         ("cancel_held", {"message_id": "../x"}, "message_id"),
         ("set_policy", {}, "policy"),
         ("change_policy", {"changes": "all"}, "changes"),
+        ("revoke_grant", {"grant_id": "g_../../x"}, "grant_id"),
+        ("revoke_grant", {}, "grant_id"),
     ],
 )
 def test_args_outside_the_documented_limits_do_not_read(
