@@ -30,9 +30,9 @@ from typing import Any, Generic, TypeVar
 
 from pydantic import ValidationError
 
+from agent import denials, workspace
 from agent import grants as grantrules
 from agent import held as heldrules
-from agent import workspace
 from agent.archive import DiskArchive
 from agent.decisions import DecisionLog
 from agent.driver import (
@@ -46,7 +46,7 @@ from agent.driver import (
 )
 from agent.errors import BatchRefused, ClaudeMissing, CommandFailed, MuxError, NotLinked
 from agent.files import write_text
-from agent.hookserver import HookServer, OnHook, SecretFor, permission_decision
+from agent.hookserver import HookAnswer, HookServer, OnHook, SecretFor, permission_decision
 from agent.hooksettings import build_settings, hook_command_path, hook_env, write_settings
 from agent.launch import (
     binary_stamp,
@@ -241,7 +241,11 @@ class Agent:
             _log.warning(warning)
         await self.hook_server.start()
         write_text(self.data / "hook-port", str(self.hook_server.port))
-        write_settings(self.settings_path, build_settings(hook_command_path()))
+        denial_wait = self.config.float("denial_wait")
+        write_settings(
+            self.settings_path,
+            build_settings(hook_command_path(), denial_timeout_s=int(denial_wait) + 5),
+        )
         self.link.device = DeviceInfo(
             name=self.options.device_name,
             hostname=socket.gethostname(),
@@ -326,7 +330,9 @@ class Agent:
         task.add_done_callback(self._background.discard)
 
     def _hook_server(self, secret_for: SecretFor, on_hook: OnHook) -> HookEndpoint:
-        return HookServer(secret_for, on_hook, port=self._hook_port())
+        # a refused call waits for the phone's "allow once" (agent/denials.py)
+        denial = self.config.float("denial_wait") + 1.0
+        return HookServer(secret_for, on_hook, port=self._hook_port(), denial_timeout=denial)
 
     def _relay_link(
         self,
@@ -496,7 +502,14 @@ class Agent:
             record.conversation_ids.append(record.id)
             rt.follower.follow(record.id, self._transcript_file(record))
         base = self.options.env if self.options.env is not None else dict(os.environ)
-        env = session_env(base, hook_env(record.id, record.secret, self.hook_server.port))
+        denial_wait = self.config.float("denial_wait")
+        env = session_env(
+            base,
+            hook_env(
+                record.id, record.secret, self.hook_server.port,
+                denial_wait_s=denial_wait + 2.0 if denial_wait > 0 else None,
+            ),
+        )  # fmt: skip
         with contextlib.suppress(MuxError):
             await self.mux.kill(rt.name)  # a dead pane left from an earlier life
         try:
@@ -533,7 +546,7 @@ class Agent:
         record = self.registry.get(session_id)
         return record.secret if record and record.secret else None
 
-    async def _on_hook(self, session_id: str, event: str, payload: dict[str, Any]) -> str | None:
+    async def _on_hook(self, session_id: str, event: str, payload: dict[str, Any]) -> HookAnswer:
         rt = self.runtimes.get(session_id)
         if rt is None:
             return None
@@ -551,6 +564,10 @@ class Agent:
                 record.transcript_path = path if isinstance(path, str) else None
                 rt.follower.follow(conversation, self._transcript_file(record))
                 self._dirty = True
+        if event == "PermissionDenied":
+            return rt.note_denial(payload, now)  # auto mode refused a call (agent/denials.py)
+        if event == "PreToolUse" and rt.allow_once_for(payload, now):
+            return denials.allow_output()  # the retry of a call the phone allowed once
         if event == "PermissionRequest":
             # The session's policy (wire/policy.py): allow before the dialog is drawn, deny
             # with a reason, or None = ask (the dialog becomes a card). Questions and plans

@@ -23,6 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from agent import autopass
+from agent import denials as denialrules
 from agent import grants as grantrules
 from agent import held as heldrules
 from agent.cards import (
@@ -171,6 +172,12 @@ class Runtime:
     tool_uses: dict[str, tuple[str, dict[str, Any]]] = field(default_factory=dict)  # PreToolUse
     ask: HookAsk | None = None  # the permission Claude Code asked for, its dialog due or open
     ask_seen: bool = False  # that dialog was seen on screen
+    # A call auto mode's classifier refused, its hook waiting for the phone (agent/denials.py):
+    # the refusal, its card id and the answer the hook waits for; then the "allow once" armed.
+    denial: denialrules.Denial | None = None
+    denial_card_id: str | None = None
+    denial_answer: asyncio.Future[str | None] | None = None
+    allow_once: denialrules.Denial | None = None
 
     @property
     def name(self) -> str:
@@ -266,6 +273,9 @@ class SessionDriver(Runtime):
         record = self.record
         state = self.state if self.pane_alive else "ended"
         card = self.card.to_card(self.card_id) if self.card and self.card_id else None
+        if card is None and self.denial is not None and self.denial_card_id is not None:
+            card = self.denial.card(self.denial_card_id)  # the session needs the person
+            state = "waiting" if state in ("busy", "idle") else state
         preview = None
         if self.screen and state == "busy" and not self.screen.tool_running:
             preview = self.screen.preview
@@ -698,6 +708,8 @@ class SessionDriver(Runtime):
     ) -> dict[str, Any]:
         """Answer the session's card with its dialog's keys (``send`` sends a stuck card's
         message as the phone's send does)."""
+        if self.denial is not None and args.card_id == self.denial_card_id:
+            return await self._answer_denial(args)
         if self.card is None or self.card_id != args.card_id:
             raise CommandFailed("card_closed", "this card is already closed")
         card = self.card
@@ -753,6 +765,62 @@ class SessionDriver(Runtime):
             )
         await self.deliver_held(reason="card")
         return {"closed": True, **changed}
+
+    # -- auto mode's refusals (agent/denials.py) ------------------------------------------------
+
+    def note_denial(self, payload: dict[str, Any], now: float) -> asyncio.Future[str | None] | None:
+        """A PermissionDenied hook: show its card and answer the hook once the phone did (or
+        the wait ended: the hook server then answers nothing, and the refusal stands)."""
+        denial = denialrules.from_hook(payload, now)
+        wait = self.config.float("denial_wait")
+        if denial is None or wait <= 0:
+            return None
+        if self.denial_answer is not None and not self.denial_answer.done():
+            self.denial_answer.set_result(None)  # an older one still open: it stands
+        loop = asyncio.get_running_loop()
+        answer: asyncio.Future[str | None] = loop.create_future()
+        self.card_count += 1
+        self.denial, self.denial_answer = denial, answer
+        self.denial_card_id = f"denied-{self.card_count}"
+
+        def closed(_: object) -> None:
+            if self.denial_answer is answer:
+                self.denial, self.denial_card_id, self.denial_answer = None, None, None
+                self.host.spawn(self.send_update())
+
+        answer.add_done_callback(closed)
+
+        def expire() -> None:
+            if not answer.done():
+                answer.set_result(None)  # no answer in time: the refusal stands
+
+        loop.call_later(wait, expire)
+        self.host.spawn(self.send_update())
+        _log.info(
+            "session %s: auto mode refused %s: %s", self.record.id, denial.tool, denial.reason
+        )
+        return answer
+
+    def allow_once_for(self, payload: dict[str, Any], now: float) -> bool:
+        """Is this PreToolUse the retry the phone allowed once? (The allowance is spent.)"""
+        if not denialrules.allowed_once(self.allow_once, payload, now):
+            return False
+        _log.info("session %s: allowed once: %s", self.record.id, payload.get("tool_name"))
+        self.allow_once = None
+        return True
+
+    async def _answer_denial(self, args: AnswerCardArgs) -> dict[str, Any]:
+        denial, answer = self.denial, self.denial_answer
+        if denial is None or answer is None or answer.done():
+            raise CommandFailed("card_closed", "the refusal's wait ended: it stands")
+        if args.key == denialrules.ALLOW_ONCE:
+            self.allow_once = dataclasses.replace(denial, at=time.time())
+            answer.set_result(denialrules.retry_output())
+            return {"closed": True, "allowed_once": True}
+        if args.key == denialrules.KEEP_BLOCKED:
+            answer.set_result(None)
+            return {"closed": True, "allowed_once": False}
+        raise CommandFailed("bad_answer", "answer allow_once or keep_blocked")
 
     # -- grants (agent/grants.py) ---------------------------------------------------------------
 

@@ -81,6 +81,8 @@ class EventKind(StrEnum):
     TOOL_USE = "tool_use"
     TOOL_RESULT = "tool_result"
     MARKER = "marker"
+    # auto mode's classifier refused a tool call: ``text`` is its reason, ``tool_use_id`` the call
+    DENIAL = "denial"
 
 
 class MarkerKind(StrEnum):
@@ -174,7 +176,8 @@ class Card(_Model):
     """
 
     id: str
-    kind: Literal["permission", "question", "plan", "dialog", "keyed", "stuck"]
+    # "denied": auto mode's classifier refused a call (no dialog: built from the hook, agent/denials.py)
+    kind: Literal["permission", "question", "plan", "dialog", "keyed", "stuck", "denied"]
     title: str = ""
     text: str = ""
     options: list[CardOption] = Field(default_factory=list)
