@@ -12,6 +12,7 @@ from typing import Any
 
 import httpx
 import pytest
+from playwright.sync_api import expect
 
 from agent import grants as grantrules
 from agent.decisions import decision_for
@@ -20,6 +21,7 @@ from tests.support.bridge import Bridge
 from tests.support.journeys import events, snapshot, start_session, wait_card, wait_event
 from tests.support.relay import Account, RelayServer, mac
 from tests.support.waits import await_until, wait_for
+from tests.support.web import Phone, ScriptedMac, actions, commands, new_sid
 from wire.policy import Policy
 from wire.protocol import Command, CommandResult, GrantInfo, SessionInfo
 
@@ -330,3 +332,26 @@ def test_a_grant_lasts_for_the_running_claude_only(fake: Bridge) -> None:
     record = fake.agent.registry.get(session_id) if fake.agent else None
     assert record is not None and record.grants == []
     assert second["id"] != grant["id"]
+
+
+# -- the page ---------------------------------------------------------------------------------------
+
+
+def test_the_permissions_panel_lists_the_grants_and_revokes_one(
+    phone: Phone, scripted: ScriptedMac, account: Account
+) -> None:
+    sid = new_sid()
+    _, bash = give("Bash")
+    assert bash is not None
+    scripted.send_transcript(sid, "d_bash")
+    scripted.update(sid, state="idle", grants=[GrantInfo.model_validate(grantrules.info(bash))])
+    page = phone.login(account).open(f"/#/s/{sid}")
+    actions(page, "Permissions")
+    row = page.locator(f"dialog .grant[data-grant='{bash.id}']")
+    expect(row).to_contain_text("Execute tools")
+    expect(row).to_contain_text("from the Bash card")
+    phone.shot("40-grants", full=True)
+    row.get_by_role("button", name="Revoke Execute tools").click()
+    (revoke,) = commands(scripted, "revoke_grant")
+    assert revoke.args == {"grant_id": bash.id}
+    expect(page.locator("dialog .gr-none")).to_be_visible()

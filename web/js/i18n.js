@@ -53,7 +53,7 @@ const en = {
   card_not_ready: "Its dialog is not on the Mac's screen yet.",
   card_from_screen: "Read from the screen: may be cut short.",
   card_always: "Always allow this kind of tool in this session",
-  ck_denied: "Blocked by auto mode"
+  ck_denied: "Blocked by auto mode",
   card_denied_note: "Claude Code waits a little for this answer; after that the refusal stands.",
   // grants (web/js/grants.js)
   gr_title: "Allowed while this claude runs", gr_none: "None: no card was answered with “always”.",
@@ -176,7 +176,7 @@ const ko = {
   card_not_ready: "확인 창이 아직 없어요.",
   card_from_screen: "화면에서 읽음: 잘렸을 수 있어요.",
   card_always: "이 세션에서는 이 종류의 도구를 항상 허용",
-  ck_denied: "자동 모드가 막음"
+  ck_denied: "자동 모드가 막음",
   card_denied_note: "Claude Code가 이 답을 잠시 기다려요. 그 뒤에는 거부가 그대로예요.",
   gr_title: "이번 claude 실행 동안 허용", gr_none: "없음: “항상”으로 답한 카드가 없어요.",
   gr_note: "카드의 “항상”으로 준 허용이에요. claude를 다시 열거나 되살리거나 옮기면 끝나고, 위의 규칙은 남아요.",
