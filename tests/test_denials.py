@@ -9,9 +9,13 @@ import json
 from pathlib import Path
 from typing import Any
 
+from playwright.sync_api import expect
+
 from agent import denials
 from relay.convert import convert_line
 from tests.e2e import mockapi
+from tests.support.relay import Account
+from tests.support.web import Phone, ScriptedMac, commands, new_sid
 from wire.protocol import EventKind
 
 CAPTURES = Path(__file__).resolve().parent / "fixtures" / "auto_mode" / "2.1.332"
@@ -118,3 +122,22 @@ def test_the_fake_api_flags_as_the_server_does() -> None:
     }
     assert mockapi.verdicts({}, scenario, blocks) is None  # no safeguards asked: no verdict
     assert mockapi.verdicts(request, {}, blocks) is None  # a scenario that does not flag
+
+
+def test_the_denied_card_on_the_page_offers_allow_once(
+    phone: Phone, scripted: ScriptedMac, account: Account
+) -> None:
+    (payload,) = [p for e, p in hooks("denied") if e == "PermissionDenied"]
+    denial = denials.from_hook(payload, 100.0)
+    assert denial is not None
+    sid = new_sid()
+    scripted.send_transcript(sid, "d_bash")
+    scripted.update(sid, state="waiting", card=denial.card("denied-1"))
+    page = phone.login(account).open(f"/#/s/{sid}")
+    card = page.locator(".card-denied[data-card-id='denied-1']")
+    expect(card).to_contain_text(REASON)
+    expect(card.locator("pre.cmd")).to_have_text(COMMAND["command"])
+    phone.shot("41-denied-card", full=True)
+    card.get_by_role("button", name="Allow once").click()
+    (answer,) = commands(scripted, "answer_card")
+    assert answer.args == {"key": "allow_once", "always": False, "card_id": "denied-1"}

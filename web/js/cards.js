@@ -58,7 +58,7 @@ export function renderCard(card, { readOnly, answer, message, plan }) {
   el.append(head);
   // "Bash command" under "Bash" says nothing new
   const sameAsTool = card.tool && card.title && card.title.toLowerCase().startsWith(card.tool.toLowerCase());
-  if (card.title && !sameAsTool) el.append(h("h3.card-title", null, card.title));
+  if (card.title && !sameAsTool && card.kind !== "denied") el.append(h("h3.card-title", null, card.title));
 
   const input = card.tool_input || {};
   if (card.kind === "denied") { // auto mode refused the call: its reason, then the call
@@ -136,7 +136,7 @@ export function renderCard(card, { readOnly, answer, message, plan }) {
     const list = h("div.options");
     for (const o of choices) {
       const button = h("button.option", { type: "button", dataset: { key: o.key } },
-        h("span.key", { "aria-hidden": "true" }, o.key), h("span", null, shownLabel(o.label)));
+        card.kind === "denied" ? null : h("span.key", { "aria-hidden": "true" }, o.key), h("span", null, shownLabel(o.label)));
       button.addEventListener("click", () => send(always && always.checked ? { key: o.key, always: true } : { key: o.key }));
       controls.push(button);
       list.append(button);
