@@ -355,3 +355,31 @@ def test_the_permissions_panel_lists_the_grants_and_revokes_one(
     (revoke,) = commands(scripted, "revoke_grant")
     assert revoke.args == {"grant_id": bash.id}
     expect(page.locator("dialog .gr-none")).to_be_visible()
+
+
+# -- the real Claude Code 2.1.332 -------------------------------------------------------------------
+
+
+def test_a_grant_answers_the_real_claudes_next_request_until_a_reopen(bridge: Bridge) -> None:
+    bridge.start_agent()
+    cwd = bridge.folder()
+    with bridge.phone() as phone:
+        sid = start_session(phone, bridge, cwd, prompt="RUN_BASH one", permission_mode="manual")
+        card = wait_card(phone, sid, "permission", timeout=60)
+        answer = phone.post(
+            f"/api/sessions/{sid}/cards/{card['id']}", json={"key": "1", "always": True}
+        )
+        assert answer.status_code == 200, answer.text
+        grant = answer.json()["grant"]
+        wait_for(lambda: snapshot(phone, sid)["state"] == "idle", 60, "idle")
+        assert [g["id"] for g in _grants(phone, sid)] == [grant["id"]]
+        before = _ran(phone, sid)
+        _run_bash(phone, sid, "RUN_BASH two")
+        _runs_without_a_card(phone, sid, before)
+        assert phone.post(f"/api/sessions/{sid}/end").status_code == 200
+        wait_for(lambda: snapshot(phone, sid)["state"] == "ended", 30, "ended")
+        assert phone.post(f"/api/sessions/{sid}/reopen").status_code == 200
+        wait_for(lambda: snapshot(phone, sid)["state"] == "idle", 60, "reopened")
+        assert _grants(phone, sid) == []
+        _run_bash(phone, sid, "RUN_BASH three")
+        assert wait_card(phone, sid, "permission", timeout=60)["tool"] == "Bash"
