@@ -33,8 +33,9 @@ from typing import Any, Generic, TypeVar
 from pydantic import ValidationError
 
 from agent import attachments as attachmentfiles
+from agent import denials, modes, workspace
+from agent import grants as grantrules
 from agent import held as heldrules
-from agent import modes, workspace
 from agent import worktree as worktrees
 from agent.archive import DiskArchive
 from agent.decisions import DecisionLog
@@ -49,7 +50,7 @@ from agent.driver import (
 )
 from agent.errors import BatchRefused, ClaudeMissing, CommandFailed, MuxError, NotLinked
 from agent.files import write_json, write_text
-from agent.hookserver import HookServer, OnHook, SecretFor, permission_decision
+from agent.hookserver import HookAnswer, HookServer, OnHook, SecretFor, permission_decision
 from agent.hooksettings import build_settings, hook_command_path, hook_env, write_settings
 from agent.launch import (
     binary_stamp,
@@ -109,6 +110,7 @@ from wire.protocol import (
     ReadFileArgs,
     ReopenArgs,
     RestArgs,
+    RevokeGrantArgs,
     SaveAttachmentArgs,
     SendArgs,
     SetModeArgs,
@@ -173,6 +175,8 @@ def _copy_lines(source: Path, target: Path) -> None:
     fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
     with os.fdopen(fd, "wb") as out:
         out.write(data)
+
+
 MODEL_TAIL_BYTES = 256 * 1024  # how much of a transcript's end is read for its model
 
 
@@ -278,7 +282,11 @@ class Agent:
                 self.data / MUX_FILE,
                 {"program": self.mux.program, "socket": self.mux.socket_name},
             )
-        write_settings(self.settings_path, build_settings(hook_command_path()))
+        denial_wait = self.config.float("denial_wait")
+        write_settings(
+            self.settings_path,
+            build_settings(hook_command_path(), denial_timeout_s=int(denial_wait) + 5),
+        )
         self.link.device = DeviceInfo(
             name=self.options.device_name,
             hostname=socket.gethostname(),
@@ -363,7 +371,9 @@ class Agent:
         task.add_done_callback(self._background.discard)
 
     def _hook_server(self, secret_for: SecretFor, on_hook: OnHook) -> HookEndpoint:
-        return HookServer(secret_for, on_hook, port=self._hook_port())
+        # a refused call waits for the phone's "allow once" (agent/denials.py)
+        denial = self.config.float("denial_wait") + 1.0
+        return HookServer(secret_for, on_hook, port=self._hook_port(), denial_timeout=denial)
 
     def _relay_link(
         self,
@@ -544,7 +554,14 @@ class Agent:
             record.conversation_ids.append(record.id)
             rt.follower.follow(record.id, self._transcript_file(record))
         base = self.options.env if self.options.env is not None else dict(os.environ)
-        env = session_env(base, hook_env(record.id, record.secret, self.hook_server.port))
+        denial_wait = self.config.float("denial_wait")
+        env = session_env(
+            base,
+            hook_env(
+                record.id, record.secret, self.hook_server.port,
+                denial_wait_s=denial_wait + 2.0 if denial_wait > 0 else None,
+            ),
+        )  # fmt: skip
         with contextlib.suppress(MuxError):
             await self.mux.kill(rt.name)  # a dead pane left from an earlier life
         try:
@@ -552,6 +569,9 @@ class Agent:
         except MuxError as exc:
             raise CommandFailed("launch_failed", f"claude could not be started: {exc}") from exc
         now = time.time()
+        ended = grantrules.reset_grants(record)  # a new claude process: the old one's grants end
+        if ended:
+            self._add_marker(record, MarkerKind.GRANT, grantrules.ended_line(ended))
         record.alive = True
         record.ended_by_person = False
         record.resting = False
@@ -587,7 +607,7 @@ class Agent:
         record = self.registry.get(session_id)
         return record.secret if record and record.secret else None
 
-    async def _on_hook(self, session_id: str, event: str, payload: dict[str, Any]) -> str | None:
+    async def _on_hook(self, session_id: str, event: str, payload: dict[str, Any]) -> HookAnswer:
         rt = self.runtimes.get(session_id)
         if rt is None:
             return None
@@ -605,6 +625,10 @@ class Agent:
                 record.transcript_path = path if isinstance(path, str) else None
                 rt.follower.follow(conversation, self._transcript_file(record))
                 self._dirty = True
+        if event == "PermissionDenied":
+            return rt.note_denial(payload, now)  # auto mode refused a call (agent/denials.py)
+        if event == "PreToolUse" and rt.allow_once_for(payload, now):
+            return denials.allow_output()  # the retry of a call the phone allowed once
         if event == "PermissionRequest":
             # The session's policy (wire/policy.py): allow before the dialog is drawn, deny
             # with a reason, or None = ask (the dialog becomes a card). Questions and plans
@@ -612,10 +636,12 @@ class Agent:
             tool = payload.get("tool_name")
             tool = tool if isinstance(tool, str) else None
             policy = policy_of(record)
-            verdict = policy.verdict(tool, now)  # an allow-all past its time is off
+            # an allow-all past its time is off; a grant of this claude process may allow
+            verdict, grant = grantrules.decide(policy, grantrules.of_record(record), tool, now)
             self.decisions.note(  # the audit log
-                record.id, verdict, payload, rt.hooks.tools, allow_all_until=policy.allow_all_until
-            )
+                record.id, verdict, payload, rt.hooks.tools,
+                allow_all_until=policy.allow_all_until, grant=grant,
+            )  # fmt: skip
             if verdict.rule == "allow":
                 return permission_decision("allow")
             if verdict.rule == "deny":
@@ -809,6 +835,8 @@ class Agent:
             CommandHandler(SetModeArgs, self._cmd_set_mode),
             CommandHandler(SetModelArgs, self._cmd_set_model),
             CommandHandler(SaveAttachmentArgs, self._cmd_save_attachment),
+            # A grant of the running claude ended from the phone (agent/grants.py).
+            CommandHandler(RevokeGrantArgs, self._cmd_revoke_grant),
         ]
         return {h.model.name: h for h in handlers}
 
@@ -1041,6 +1069,9 @@ class Agent:
         set_policy(record, policy)
         self._save()
         return {"policy": policy.to_json()}
+
+    async def _cmd_revoke_grant(self, session_id: str, args: RevokeGrantArgs) -> dict[str, Any]:
+        return await self._runtime(self._record(session_id)).revoke_grant(args.grant_id)
 
     async def _cmd_delete_history(self, session_id: str, args: DeleteHistoryArgs) -> dict[str, Any]:
         """The relay deleted the session (retention, or a person's DELETE): stop its claude,

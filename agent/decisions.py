@@ -1,7 +1,7 @@
 """Permission requests this Mac answered by itself, told to the relay's audit log (relay/audit.py).
 
 When a PermissionRequest hook is answered by the session's policy — a tool's or a category's rule,
-or "allow all" — no card is ever shown, so the relay cannot see the decision: the agent sends a
+or "allow all" — or by a grant of the running claude process (agent/grants.py), no card is ever shown, so the relay cannot see the decision: the agent sends a
 ``decision`` link message (wire/protocol.py) naming the rule that made it and a digest of the
 tool input. Decisions wait here (and in ``decisions.json`` in the data folder, across restarts)
 until the relay acknowledges them; each has its own id, so one sent twice is kept once.
@@ -22,6 +22,7 @@ from typing import Any
 
 from agent.errors import NotLinked
 from agent.files import write_json
+from agent.grants import Grant
 from agent.seams import AgentLink
 from agent.state import RunningTool
 from wire.policy import Verdict
@@ -36,8 +37,15 @@ RESEND_AFTER = 10.0  # seconds a sent decision waits for its ack before it is se
 SUMMARY_CHARS = 500
 
 
-def rule_text(verdict: Verdict, tool: str | None, allow_all_until: float | None = None) -> str:
+def rule_text(
+    verdict: Verdict,
+    tool: str | None,
+    allow_all_until: float | None = None,
+    grant: Grant | None = None,
+) -> str:
     """The rule that decided, as the audit log shows it."""
+    if verdict.source == "grant" and grant is not None:
+        return f"grant {grant.id} (this claude process): {grant.describe()}: allow"
     if verdict.source == "tool":
         return f"tool {tool}: {verdict.rule}"
     if verdict.source == "category":
@@ -58,6 +66,7 @@ def decision_for(
     allow_all_until: float | None = None,
     running: Sequence[RunningTool] = (),
     now: float | None = None,
+    grant: Grant | None = None,
 ) -> Decision | None:
     """The ``decision`` message for a hook the policy answered; None when it asks the person.
 
@@ -78,7 +87,7 @@ def decision_for(
         session_id=session_id,
         at=time.time() if now is None else now,
         source="allow_all" if verdict.source == "allow_all" else "policy",
-        rule=rule_text(verdict, tool, allow_all_until)[:500],
+        rule=rule_text(verdict, tool, allow_all_until, grant)[:500],
         decision="allow" if verdict.rule == "allow" else "deny",
         tool=tool[:200] if tool else None,
         tool_use_id=tool_use_id[:200] if isinstance(tool_use_id, str) else None,
@@ -112,11 +121,14 @@ class DecisionLog:
         payload: Mapping[str, Any],
         running: Sequence[RunningTool] = (),
         allow_all_until: float | None = None,
+        grant: Grant | None = None,
     ) -> None:
-        """A hook was answered by the policy: tell the relay (soon, or once it is back)."""
+        """A hook was answered by the policy or a grant: tell the relay (soon, or once it is
+        back)."""
         decision = decision_for(
-            session_id, verdict, payload, allow_all_until=allow_all_until, running=running
-        )
+            session_id, verdict, payload, allow_all_until=allow_all_until, running=running,
+            grant=grant,
+        )  # fmt: skip
         if decision is None:
             return
         self.pending[decision.id] = decision

@@ -24,6 +24,8 @@ from pathlib import Path
 from typing import Any
 
 from agent import attachments, autopass
+from agent import denials as denialrules
+from agent import grants as grantrules
 from agent import held as heldrules
 from agent import modes as moderules
 from agent.cards import (
@@ -60,7 +62,7 @@ from agent.transcript import TranscriptFollower
 from wire import policy as policyrules
 from wire.config import Config
 from wire.markers import bridge_line
-from wire.protocol import AnswerCardArgs, HeldMessage, MarkerKind, SessionInfo
+from wire.protocol import AnswerCardArgs, GrantInfo, HeldMessage, MarkerKind, SessionInfo
 
 _log = logging.getLogger("agent")
 
@@ -196,6 +198,12 @@ class Runtime:
     ask: HookAsk | None = None  # the permission Claude Code asked for, its dialog due or open
     ask_seen: bool = False  # that dialog was seen on screen
     model_now: str | None = None  # the model it runs with, as Claude Code last told
+    # A call auto mode's classifier refused, its hook waiting for the phone (agent/denials.py):
+    # the refusal, its card id and the answer the hook waits for; then the "allow once" armed.
+    denial: denialrules.Denial | None = None
+    denial_card_id: str | None = None
+    denial_answer: asyncio.Future[str | None] | None = None
+    allow_once: denialrules.Denial | None = None
 
     @property
     def name(self) -> str:
@@ -304,6 +312,9 @@ class SessionDriver(Runtime):
         record = self.record
         state = self.state if self.pane_alive else "ended"
         card = self.card.to_card(self.card_id) if self.card and self.card_id else None
+        if card is None and self.denial is not None and self.denial_card_id is not None:
+            card = self.denial.card(self.denial_card_id)  # the session needs the person
+            state = "waiting" if state in ("busy", "idle") else state
         preview = None
         if self.screen and state == "busy" and not self.screen.tool_running:
             preview = self.screen.preview
@@ -318,6 +329,10 @@ class SessionDriver(Runtime):
             "permission_mode": record.permission_mode,
             "model": self.model_now or record.model,
             "error": self.error,
+            # A dead claude's grants are over (the next launch resets them)
+            "grants": [grantrules.info(g) for g in grantrules.of_record(record)]
+            if self.pane_alive
+            else [],
         }
         changed = {k: v for k, v in current.items() if force or self.sent.get(k, object()) != v}
         if not changed:
@@ -331,6 +346,8 @@ class SessionDriver(Runtime):
                     fields["card"] = card
             elif key == "held":
                 fields["held"] = list(record.held)
+            elif key == "grants":
+                fields["grants"] = [GrantInfo.model_validate(g) for g in value]
             else:
                 fields[key] = value
         info = SessionInfo(**fields)
@@ -744,7 +761,8 @@ class SessionDriver(Runtime):
     ) -> dict[str, Any]:
         """Answer the session's card with its dialog's keys (``send`` sends a stuck card's
         message as the phone's send does)."""
-        record = self.record
+        if self.denial is not None and args.card_id == self.denial_card_id:
+            return await self._answer_denial(args)
         if self.card is None or self.card_id != args.card_id:
             raise CommandFailed("card_closed", "this card is already closed")
         card = self.card
@@ -766,15 +784,11 @@ class SessionDriver(Runtime):
             return {"closed": True}
         changed: dict[str, Any] = {}
         if args.always and card.kind == "permission" and not _is_no(card, answer):
-            # "Always allow this category for this session": the card's tool's category (a tool
-            # with none is allowed by name). Saved before the keys, so it holds for the next
-            # request even if this answer is retried.
-            tool = card.tool or self.hooks.permission_tool
-            policy = policy_of(record).always_allow(tool)
-            if policy != policy_of(record):
-                set_policy(record, policy)
-                self.host.save()
-            changed["policy"] = policy.to_json()
+            # "Always allow this kind of tool for this session": a grant for this claude process
+            # (agent/grants.py). Saved before the keys, so it holds for the next request even if
+            # this answer is retried.
+            grant = self.give_grant(card.tool or self.hooks.permission_tool, args.card_id)
+            changed["grant"] = grant.to_json() if grant is not None else None
         if card.title.strip() == autopass.MODEL_PICKER_TITLE:
             self.model_changed_at = time.time()  # its "Switch model?" passes
         async with self.keys:
@@ -804,6 +818,97 @@ class SessionDriver(Runtime):
             )
         await self.deliver_held(reason="card")
         return {"closed": True, **changed}
+
+    # -- auto mode's refusals (agent/denials.py) ------------------------------------------------
+
+    def note_denial(self, payload: dict[str, Any], now: float) -> asyncio.Future[str | None] | None:
+        """A PermissionDenied hook: show its card and answer the hook once the phone did (or
+        the wait ended: the hook server then answers nothing, and the refusal stands)."""
+        denial = denialrules.from_hook(payload, now)
+        wait = self.config.float("denial_wait")
+        if denial is None or wait <= 0:
+            return None
+        if self.denial_answer is not None and not self.denial_answer.done():
+            self.denial_answer.set_result(None)  # an older one still open: it stands
+        loop = asyncio.get_running_loop()
+        answer: asyncio.Future[str | None] = loop.create_future()
+        self.card_count += 1
+        self.denial, self.denial_answer = denial, answer
+        self.denial_card_id = f"denied-{self.card_count}"
+
+        def closed(_: object) -> None:
+            if self.denial_answer is answer:
+                self.denial, self.denial_card_id, self.denial_answer = None, None, None
+                self.host.spawn(self.send_update())
+
+        answer.add_done_callback(closed)
+
+        def expire() -> None:
+            if not answer.done():
+                answer.set_result(None)  # no answer in time: the refusal stands
+
+        loop.call_later(wait, expire)
+        self.host.spawn(self.send_update())
+        _log.info(
+            "session %s: auto mode refused %s: %s", self.record.id, denial.tool, denial.reason
+        )
+        return answer
+
+    def allow_once_for(self, payload: dict[str, Any], now: float) -> bool:
+        """Is this PreToolUse the retry the phone allowed once? (The allowance is spent.)"""
+        if not denialrules.allowed_once(self.allow_once, payload, now):
+            return False
+        _log.info("session %s: allowed once: %s", self.record.id, payload.get("tool_name"))
+        self.allow_once = None
+        return True
+
+    async def _answer_denial(self, args: AnswerCardArgs) -> dict[str, Any]:
+        denial, answer = self.denial, self.denial_answer
+        if denial is None or answer is None or answer.done():
+            raise CommandFailed("card_closed", "the refusal's wait ended: it stands")
+        if args.key == denialrules.ALLOW_ONCE:
+            self.allow_once = dataclasses.replace(denial, at=time.time())
+            answer.set_result(denialrules.retry_output())
+            return {"closed": True, "allowed_once": True}
+        if args.key == denialrules.KEEP_BLOCKED:
+            answer.set_result(None)
+            return {"closed": True, "allowed_once": False}
+        raise CommandFailed("bad_answer", "answer allow_once or keep_blocked")
+
+    # -- grants (agent/grants.py) ---------------------------------------------------------------
+
+    def give_grant(self, tool: str | None, card_id: str | None) -> grantrules.Grant | None:
+        """The grant a card's "always" gives (None: it gives none, e.g. the policy already
+        decides that tool); a new one is kept with the session and told in its conversation."""
+        record = self.record
+        held = grantrules.of_record(record)
+        grants, grant = grantrules.give(
+            held, tool, policy_of(record), card_id=card_id,
+            launched_at=record.launched_at, now=time.time(),
+        )  # fmt: skip
+        if grant is not None and grant not in held:
+            grantrules.keep(record, grants)
+            self.host.add_marker(record, MarkerKind.GRANT, grantrules.given_line(grant))
+            self.host.save()
+            _log.info("session %s: granted %s", record.id, grant.describe())
+        return grant
+
+    async def revoke_grant(self, grant_id: str) -> dict[str, Any]:
+        """End one grant; ``unknown_grant`` when this claude process holds none of that id."""
+        record = self.record
+        grants, gone = grantrules.revoke(grantrules.of_record(record), grant_id)
+        if gone is None or not self.pane_alive:
+            raise CommandFailed(
+                "unknown_grant",
+                f"the session's running claude holds no grant {grant_id} (revoked already, or "
+                "ended with its process)",
+            )
+        grantrules.keep(record, grants)
+        self.host.add_marker(record, MarkerKind.GRANT, grantrules.revoked_line(gone))
+        self.host.save()
+        _log.info("session %s: grant %s revoked", record.id, gone.describe())
+        await self.send_update()
+        return {"revoked": gone.to_json(), "grants": [g.to_json() for g in grants]}
 
     async def interrupt(self) -> None:
         if not self.pane_alive:

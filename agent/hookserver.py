@@ -13,8 +13,12 @@ never compared with the bridge's session id.
 
 Responses:
 
-* any event but PermissionRequest: 204 as soon as the report is queued; Claude Code never waits
-  for the agent's callback.
+* any event but PermissionRequest, PermissionDenied and PreToolUse: 204 as soon as the report is
+  queued; Claude Code never waits for the agent's callback.
+* PreToolUse: the callback's text (an "allow once" armed for this call, agent/denials.py) → 200,
+  None → 204, within ``decision_timeout``.
+* PermissionDenied: the same within ``denial_timeout``; the callback may answer a future (the
+  phone's "allow once"), which answers the report when done without holding up the others.
 * PermissionRequest: the callback's return value is the decision. Text → 200 with that body
   (``permission_decision`` builds it); None → 204, "ask": Claude Code draws its dialog. With no
   decision within ``decision_timeout`` seconds the answer is 204 as well (the callback still runs
@@ -55,8 +59,12 @@ HOOK_EVENTS: tuple[str, ...] = (
     "SubagentStart",
     "SubagentStop",
     "PreCompact",
+    "PermissionDenied",  # auto mode's classifier refused a call (agent/denials.py)
 )
 """Every hook event the settings file registers and the endpoint accepts."""
+
+ANSWERED_EVENTS = frozenset({"PermissionRequest", "PermissionDenied", "PreToolUse"})
+"""Events whose report waits for the callback's answer (the hook prints it for Claude Code)."""
 
 SESSION_HEADER = "x-cb-session"
 SECRET_HEADER = "x-cb-secret"
@@ -68,7 +76,10 @@ READ_TIMEOUT_S = 5.0
 SHUTDOWN_GRACE_S = 1.0
 
 SecretFor = Callable[[str], str | None]
-OnHook = Callable[[str, str, dict[str, Any]], Awaitable[str | None]]
+# The callback answers text, None, or a future of either: an answer that waits for the person
+# (a PermissionDenied's "allow once") without holding up the session's other reports.
+HookAnswer = str | None | asyncio.Future[str | None]
+OnHook = Callable[[str, str, dict[str, Any]], Awaitable[HookAnswer]]
 
 
 def permission_decision(behavior: Literal["allow", "deny"], message: str | None = None) -> str:
@@ -121,6 +132,7 @@ class HookServer:
         host: str = "127.0.0.1",
         port: int = 0,
         decision_timeout: float = DECISION_TIMEOUT_S,
+        denial_timeout: float = DECISION_TIMEOUT_S,
         max_body: int = MAX_BODY,
         read_timeout: float = READ_TIMEOUT_S,
     ) -> None:
@@ -133,6 +145,7 @@ class HookServer:
         self._host = host
         self._wanted_port = port
         self.decision_timeout = decision_timeout
+        self.denial_timeout = denial_timeout  # PermissionDenied: the phone's "allow once"
         self.max_body = max_body
         self.read_timeout = read_timeout
         self._server: asyncio.Server | None = None
@@ -223,17 +236,18 @@ class HookServer:
         except TimeoutError:
             return HTTPStatus.REQUEST_TIMEOUT, b""
 
-        if event != "PermissionRequest":
+        if event not in ANSWERED_EVENTS:
             self._enqueue(session_id, _Report(event, payload))
             return HTTPStatus.NO_CONTENT, b""
 
         answer: asyncio.Future[str | None] = asyncio.get_running_loop().create_future()
         self._enqueue(session_id, _Report(event, payload, answer))
+        wait = self.denial_timeout if event == "PermissionDenied" else self.decision_timeout
         try:
-            async with asyncio.timeout(self.decision_timeout):
+            async with asyncio.timeout(wait):
                 decision = await asyncio.shield(answer)
         except TimeoutError:
-            log.info("no permission decision within %.1f s: ask", self.decision_timeout)
+            log.info("no %s answer within %.1f s", event, wait)
             decision = None
         if not decision:
             return HTTPStatus.NO_CONTENT, b""
@@ -316,7 +330,9 @@ class HookServer:
                 except Exception:
                     log.exception("hook callback failed for %s %s", session_id, report.event)
                     result = None
-                if report.answer is not None and not report.answer.done():
+                if isinstance(result, asyncio.Future):
+                    _answer_later(result, report.answer)
+                elif report.answer is not None and not report.answer.done():
                     report.answer.set_result(result if isinstance(result, str) else None)
         finally:
             # single-threaded: nothing can be appended between the last check and this removal
@@ -326,6 +342,19 @@ class HookServer:
             for report in queue.reports:
                 if report.answer is not None and not report.answer.done():
                     report.answer.set_result(None)
+
+
+def _answer_later(
+    later: asyncio.Future[str | None], answer: asyncio.Future[str | None] | None
+) -> None:
+    """Answer the report once ``later`` is done (nobody waits for it here)."""
+
+    def done(future: asyncio.Future[str | None]) -> None:
+        value = None if future.cancelled() or future.exception() else future.result()
+        if answer is not None and not answer.done():
+            answer.set_result(value if isinstance(value, str) else None)
+
+    later.add_done_callback(done)
 
 
 def parse_head(head: bytes) -> tuple[str, str, dict[str, str]]:

@@ -31,7 +31,9 @@ from typing import Any
 from agent.files import write_json
 from agent.hookserver import HOOK_EVENTS
 
-TOOL_EVENTS = frozenset({"PreToolUse", "PostToolUse", "PostToolUseFailure", "PermissionRequest"})
+TOOL_EVENTS = frozenset(
+    {"PreToolUse", "PostToolUse", "PostToolUseFailure", "PermissionRequest", "PermissionDenied"}
+)
 """Events that take a tool-name matcher; ``*`` = every tool."""
 
 EVENT_TIMEOUT_S = 5
@@ -79,6 +81,7 @@ def build_settings(
     permission_timeout_s: int = PERMISSION_TIMEOUT_S,
     *,
     event_timeout_s: int = EVENT_TIMEOUT_S,
+    denial_timeout_s: int | None = None,
 ) -> dict[str, Any]:
     """The ``--settings`` document: one ``/bin/sh <hook_path> <Event>`` command per hook event."""
     if not hook_path.is_absolute():
@@ -90,6 +93,8 @@ def build_settings(
     hooks: dict[str, list[dict[str, Any]]] = {}
     for event in HOOK_EVENTS:
         timeout = permission_timeout_s if event == "PermissionRequest" else event_timeout_s
+        if event == "PermissionDenied" and denial_timeout_s is not None:
+            timeout = max(timeout, denial_timeout_s)  # it waits for the phone's "allow once"
         entry: dict[str, Any] = {
             "hooks": [{"type": "command", "command": f"{command} {event}", "timeout": timeout}]
         }
@@ -110,7 +115,12 @@ def new_secret() -> str:
 
 
 def hook_env(
-    session_id: str, secret: str, port: int, *, permission_wait_s: float | None = None
+    session_id: str,
+    secret: str,
+    port: int,
+    *,
+    permission_wait_s: float | None = None,
+    denial_wait_s: float | None = None,
 ) -> dict[str, str]:
     """The environment that makes cb-hook report: ``CB_HOOK=<session id>:<secret>:<port>``.
 
@@ -128,4 +138,6 @@ def hook_env(
         if not permission_wait_s > 0:
             raise ValueError("permission_wait_s must be positive")
         env["CB_HOOK_WAIT"] = f"{permission_wait_s:.3f}"
+    if denial_wait_s is not None and denial_wait_s > 0:
+        env["CB_HOOK_DENIAL_WAIT"] = f"{denial_wait_s:.3f}"  # PermissionDenied: "allow once"
     return env

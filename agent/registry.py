@@ -55,6 +55,7 @@ class SessionRecord:
     held: list[HeldMessage] = field(default_factory=list)
     allow_all: bool = False  # kept in step with policy["allow_all"] (older files had only it)
     policy: dict[str, Any] = field(default_factory=dict)  # wire/policy.py's JSON form
+    grants: list[dict[str, Any]] = field(default_factory=list)  # agent/grants.py: this claude's
     marker_seq: int = 0  # offsets of the bridge's own marker lines
     pending_markers: list[dict[str, Any]] = field(default_factory=list)  # not yet stored
     # A fork (POST …/fork): the session it came from, the conversation claude forked

@@ -25,6 +25,7 @@ from relay.features import (
     audit,
     files,
     fulltext,
+    grants,
     outbox,
     permissions,
     push,
@@ -226,6 +227,7 @@ FEATURES: tuple[Feature, ...] = (
     titles.FEATURE,  # derived and Claude Code's titles
     search.FEATURE,  # summaries and the search index
     permissions.FEATURE,  # the relay's copy of session policies
+    grants.FEATURE,  # the running claude's grants ("always" on a card), revoked from the phone
     audit.FEATURE,  # every decision on every card
     retention.FEATURE,  # expiry on a schedule
     files.FEATURE,  # a session's folder and git changes, read from its Mac

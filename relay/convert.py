@@ -347,6 +347,25 @@ def _is_rejection(line: _JsonObj, text: str) -> bool:
     )
 
 
+# Auto mode's classifier refused the call (2.1.332, tests/fixtures/auto_mode/2.1.332/denied): the
+# tool_result's line says so; its text carries the reason.
+_AUTO_MODE_DENIAL: Final = "automode-blocked"
+_TEXT_DENIED: Final = "⛔ Blocked by auto mode"
+_AUTO_MODE_REASON = re.compile(
+    r"denied by the Claude Code auto mode classifier\. Reason: (.*?)(?:\. If you have|$)", re.S
+)
+
+
+def _auto_mode_reason(line: _JsonObj, text: str) -> str | None:
+    """The classifier's reason when auto mode denied this call, else None."""
+    decision = line.get("permissionDecision")
+    code = decision.get("reasonCode") if isinstance(decision, dict) else None
+    if line.get("toolDenialKind") != _AUTO_MODE_DENIAL and code != "classifier:auto-mode":
+        return None
+    found = _AUTO_MODE_REASON.search(text)
+    return (found.group(1).strip() if found else "") or "no reason given"
+
+
 def _tool_result(block: _JsonObj, line: _JsonObj, ctx: _Ctx) -> None:
     text = _result_text(block.get("content"))
     kept, cut = _cut(text, ctx.limits.tool_result_max_chars)
@@ -362,6 +381,10 @@ def _tool_result(block: _JsonObj, line: _JsonObj, ctx: _Ctx) -> None:
     )
     if is_error and _is_rejection(line, text):
         ctx.marker(MarkerKind.REJECTED, _TEXT_REJECTED, tool_use_id=tool_use_id)
+    reason = _auto_mode_reason(line, text) if is_error else None
+    if reason is not None:
+        text = f"{_TEXT_DENIED}: {one_line(reason, 500)}"
+        ctx.add(EventKind.DENIAL, text=text, tool_use_id=tool_use_id)
 
 
 # ---------------------------------------------------------------------------

@@ -29,6 +29,7 @@ from wire.protocol import (
     ReadFileArgs,
     ReopenArgs,
     RestArgs,
+    RevokeGrantArgs,
     SaveAttachmentArgs,
     SendArgs,
     SetModeArgs,
@@ -98,6 +99,7 @@ EXAMPLES: list[tuple[CommandArgs, dict[str, Any]]] = [
     (GitStatusArgs(), {}),
     (GitDiffArgs(path="README.md"), {"path": "README.md"}),
     (TranscriptLineArgs(uuid="3f1c2a9e-0b7d"), {"uuid": "3f1c2a9e-0b7d"}),
+    (RevokeGrantArgs(grant_id="g_0123456789ab"), {"grant_id": "g_0123456789ab"}),
 ]
 
 
@@ -167,6 +169,8 @@ def test_the_documented_commands_read_and_rebuild_key_for_key() -> None:
             {"filename": "", "media_type": "image/png", "data": "AA=="},
             "filename",
         ),
+        ("revoke_grant", {"grant_id": "g_../../x"}, "grant_id"),
+        ("revoke_grant", {}, "grant_id"),
     ],
 )
 def test_args_outside_the_documented_limits_do_not_read(

@@ -35,6 +35,7 @@ HOOK = REPO / "hooks" / "cb-hook"
 FIXTURES = Path(__file__).parent / "fixtures"
 HOOK_LOGS = FIXTURES / "hooks"
 CAPTURED_SETTINGS = FIXTURES / "screens" / "a_startup_trust" / "hooks-settings.json"
+AUTO_MODE_SETTINGS = FIXTURES / "auto_mode" / "2.1.332" / "retried" / "hooks-settings.json"
 
 ALLOW = (
     '{"hookSpecificOutput":{"hookEventName":"PermissionRequest","decision":{"behavior":"allow"}}}'
@@ -497,15 +498,19 @@ def test_permission_request_prints_the_decision(
     run(go())
 
 
-def test_only_permission_request_prints() -> None:
+def test_only_the_answered_events_print() -> None:
+    """PermissionRequest, PermissionDenied and PreToolUse print the agent's answer
+    (agent/denials.py: "allow once"); every other event prints nothing, whatever it answers."""
+
     async def always(session: str, event: str, payload: Payload) -> str | None:
         return permission_decision("allow")
 
     async def go() -> None:
         async with agent(always) as a:
-            for event, payload in captured("d_bash_permission"):
+            for event, payload in captured("d_bash_permission") + captured("auto_mode_retried"):
                 result = await run_hook(event, payload, a.env())
-                expected = ALLOW if event == "PermissionRequest" else ""
+                answered = ("PermissionRequest", "PermissionDenied", "PreToolUse")
+                expected = ALLOW if event in answered else ""
                 assert result.stdout.decode() == expected
 
     run(go())
@@ -716,8 +721,11 @@ def test_build_settings_covers_every_hook_like_the_captured_file() -> None:
     path = hook_command_path()
     settings = build_settings(path, 12)
     hooks = settings["hooks"]
-    assert list(hooks) == list(HOOK_EVENTS) and len(hooks) == 12
+    assert list(hooks) == list(HOOK_EVENTS) and len(hooks) == 13
     captured_hooks = json.loads(CAPTURED_SETTINGS.read_text())["hooks"]
+    # PermissionDenied is newer than that capture: as 2.1.332 ran it (tests/fixtures/auto_mode)
+    denied = json.loads(AUTO_MODE_SETTINGS.read_text())["hooks"]["PermissionDenied"]
+    captured_hooks["PermissionDenied"] = denied
     assert set(hooks) == set(captured_hooks)
     for event, entries in hooks.items():
         (entry,) = entries

@@ -491,44 +491,6 @@ def test_a_policy_denying_bash_denies_it_and_survives_an_agent_restart(fake: Bri
     assert record is not None and record.policy["tools"] == {"Bash": "deny"}
 
 
-def test_always_on_a_card_allows_the_next_bash_without_a_card(fake: Bridge) -> None:
-    fake.start_agent()
-    cwd = fake.folder()
-    with fake.phone() as phone:
-        session_id = start_session(
-            phone, fake, cwd, prompt="RUN_BASH one", permission_mode="manual"
-        )
-        card = wait_card(phone, session_id, "permission")
-        assert card["tool"] == "Bash"
-        answer = phone.post(
-            f"/api/sessions/{session_id}/cards/{card['id']}", json={"key": "1", "always": True}
-        )
-        assert answer.status_code == 200, answer.text
-        assert answer.json()["policy"]["categories"] == {"execute": "allow"}
-        wait_event(phone, session_id, _bash_ran, "the first result")
-        wait_for(lambda: snapshot(phone, session_id)["state"] == "idle", 30, "idle")
-        count = len([e for e in events(phone, session_id) if _bash_ran(e)])
-        phone.post(f"/api/sessions/{session_id}/messages", json={"text": "RUN_BASH two"})
-        _no_card_seen(
-            phone,
-            session_id,
-            lambda e: len([x for x in events(phone, session_id) if _bash_ran(x)]) > count,
-        )
-        allowed = [e for e in events(phone, session_id) if e.get("marker") == "hook_allowed"]
-        assert len(allowed) == 1  # the second Bash, allowed by the hook
-        shown = phone.get(f"/api/sessions/{session_id}/policy").json()
-        assert shown["policy"]["categories"] == {"execute": "allow"}
-        # A change of one rule from the phone keeps the "always" the Mac holds.
-        patched = phone.patch(
-            f"/api/sessions/{session_id}/policy", json={"tools": {"Read": "deny"}}
-        )
-        assert patched.status_code == 200, patched.text
-        now = {"allow_all": False, "categories": {"execute": "allow"}, "tools": {"Read": "deny"}}
-        assert patched.json()["policy"] == now
-    record = fake.agent.registry.get(session_id) if fake.agent else None
-    assert record is not None and record.policy == now
-
-
 def test_questions_are_never_auto_answered_even_with_allow_all(fake: Bridge) -> None:
     fake.start_agent()
     cwd = fake.folder()

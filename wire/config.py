@@ -70,6 +70,13 @@ SETTINGS: tuple[Setting, ...] = (
         "agent",
     ),
     Setting(
+        "denial_wait",
+        30.0,
+        "Seconds a call auto mode's classifier refused waits for the phone's \"allow once\" "
+        "(Claude Code's PermissionDenied hook; 0: none, the refusal stands at once).",
+        "agent",
+    ),
+    Setting(
         "events_kept",
         1000,
         "Events kept per session on the relay; older ones are fetched from the Mac.",

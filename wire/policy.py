@@ -84,7 +84,8 @@ class Verdict:
     """What the policy says for one tool, and which rule said it (for the deny message)."""
 
     rule: Rule
-    source: Literal["never_auto", "tool", "category", "allow_all", "default"]
+    # "grant": a card's "always" for this claude process allowed it (agent/grants.py)
+    source: Literal["never_auto", "tool", "category", "allow_all", "default", "grant"]
     category: Category | None = None
 
     def deny_message(self, tool: str) -> str:

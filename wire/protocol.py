@@ -81,6 +81,8 @@ class EventKind(StrEnum):
     TOOL_USE = "tool_use"
     TOOL_RESULT = "tool_result"
     MARKER = "marker"
+    # auto mode's classifier refused a tool call: ``text`` is its reason, ``tool_use_id`` the call
+    DENIAL = "denial"
 
 
 class MarkerKind(StrEnum):
@@ -98,6 +100,7 @@ class MarkerKind(StrEnum):
     AUTO_PASSED = "auto_passed"  # a dialog passed without asking (agent)
     REVIVED = "revived"  # 🔁 the Mac restarted, the session was reopened
     ALLOW_ALL = "allow_all"  # "allow all" started or ended (agent)
+    GRANT = "grant"  # a grant given, revoked or ended with its claude process (agent)
     INFO = "info"
 
 
@@ -173,7 +176,8 @@ class Card(_Model):
     """
 
     id: str
-    kind: Literal["permission", "question", "plan", "dialog", "keyed", "stuck"]
+    # "denied": auto mode's classifier refused a call (no dialog: built from the hook, agent/denials.py)
+    kind: Literal["permission", "question", "plan", "dialog", "keyed", "stuck", "denied"]
     title: str = ""
     text: str = ""
     options: list[CardOption] = Field(default_factory=list)
@@ -262,6 +266,22 @@ class DeviceInfo(_Model):
     )
 
 
+GRANT_ID = r"^g_[0-9a-f]{12}$"  # a grant's id (agent/grants.py), checked before it is sent
+
+
+class GrantInfo(_Model):
+    """A card's "always allow this kind of tool" for the running claude process (agent/grants.py):
+    ``kind`` ``category`` (``name`` is read, edit, execute, web or mcp) or ``tool`` (``name`` is
+    the tool's), the card's ``tool``, the ``card_id`` it was given on and when (Unix seconds)."""
+
+    id: str = Field(pattern=GRANT_ID)
+    kind: Literal["category", "tool"]
+    name: str = Field(min_length=1, max_length=200)
+    tool: str = Field(min_length=1, max_length=200)
+    card_id: str | None = Field(default=None, max_length=200)
+    granted_at: float = Field(ge=0, le=1e11, allow_inf_nan=False)
+
+
 class SessionInfo(_Model):
     """What the Mac reports about a session's live side (never stored as state)."""
 
@@ -278,6 +298,8 @@ class SessionInfo(_Model):
     permission_mode: str | None = None
     model: str | None = None
     error: str | None = None  # why the Mac could not (re)start the session; None once it runs
+    # The grants of the running claude process, all of them (a field left out: unchanged).
+    grants: list[GrantInfo] | None = Field(default=None, max_length=64)
 
 
 # ---------------------------------------------------------------------------
@@ -433,6 +455,7 @@ CommandName = Literal[
     "set_mode",
     "set_model",
     "save_attachment",
+    "revoke_grant",
 ]
 
 # Limits of a command's args (docs/protocol.md §9), checked by the agent: args outside them are
@@ -503,7 +526,7 @@ class AnswerCardArgs(ArgsModel):
     key: CardKey | None = None
     keys: list[CardKey] | None = Field(default=None, max_length=MAX_CARD_KEYS)
     text: str | None = Field(default=None, max_length=MAX_MESSAGE_CHARS)
-    always: bool = False  # also "always allow this category for this session"
+    always: bool = False  # also a grant: "always allow this kind of tool" (agent/grants.py)
     card_id: str = Field(min_length=1)
 
 
@@ -616,6 +639,14 @@ class SaveAttachmentArgs(ArgsModel):
     data: str = Field(min_length=1, max_length=MAX_ATTACHMENT_BASE64)  # base64
 
 
+class RevokeGrantArgs(ArgsModel):
+    """End one grant of the running claude process (agent/grants.py); the next request of
+    that kind asks again."""
+
+    name: ClassVar[CommandName] = "revoke_grant"
+    grant_id: str = Field(pattern=GRANT_ID)
+
+
 CommandArgs = (
     CreateSessionArgs
     | SendArgs
@@ -636,6 +667,7 @@ CommandArgs = (
     | SetModeArgs
     | SetModelArgs
     | SaveAttachmentArgs
+    | RevokeGrantArgs
 )
 # Each command's args model, by name.
 COMMAND_ARGS: dict[CommandName, type[CommandArgs]] = {

@@ -53,15 +53,17 @@ export function renderCard(card, { readOnly, answer, message, plan }) {
 
   // The top bar already names the kind ("Permission"): a permission card starts with its tool.
   const head = h("header.card-head", null, card.kind === "permission" && card.tool ? null : h("span.badge.waiting", null, t("ck_" + card.kind)));
-  if (card.tool && card.kind === "permission") head.append(h("span.card-tool", null, card.tool));
+  if (card.tool && ["permission", "denied"].includes(card.kind)) head.append(h("span.card-tool", null, card.tool));
   if (card.kind === "permission" && card.tool_input && card.tool_input.description) head.append(h("span.card-desc", null, String(card.tool_input.description)));
   el.append(head);
   // "Bash command" under "Bash" says nothing new
   const sameAsTool = card.tool && card.title && card.title.toLowerCase().startsWith(card.tool.toLowerCase());
-  if (card.title && !sameAsTool) el.append(h("h3.card-title", null, card.title));
+  if (card.title && !sameAsTool && card.kind !== "denied") el.append(h("h3.card-title", null, card.title));
 
   const input = card.tool_input || {};
-  if (card.kind === "permission") {
+  if (card.kind === "denied") { // auto mode refused the call: its reason, then the call
+    el.append(h("p.card-text.denied-reason", null, card.text || ""), toolInput(card.tool, input));
+  } else if (card.kind === "permission") {
     el.append(toolInput(card.tool, input));
     const text = withoutRepeats(card.text, [input.command, input.description, input.file_path]);
     if (text) el.append(h("p.card-text", null, text));
@@ -134,7 +136,7 @@ export function renderCard(card, { readOnly, answer, message, plan }) {
     const list = h("div.options");
     for (const o of choices) {
       const button = h("button.option", { type: "button", dataset: { key: o.key } },
-        h("span.key", { "aria-hidden": "true" }, o.key), h("span", null, shownLabel(o.label)));
+        card.kind === "denied" ? null : h("span.key", { "aria-hidden": "true" }, o.key), h("span", null, shownLabel(o.label)));
       button.addEventListener("click", () => send(always && always.checked ? { key: o.key, always: true } : { key: o.key }));
       controls.push(button);
       list.append(button);
@@ -159,7 +161,8 @@ export function renderCard(card, { readOnly, answer, message, plan }) {
     controls.push(talk);
     body.append(h("div.row.card-chat", null, talk));
   }
-  if (card.kind !== "stuck") {
+  if (card.kind === "denied") body.append(h("p.note", null, t("card_denied_note")));
+  else if (card.kind !== "stuck") {
     body.append(h("p.note.card-send-note", null, t(["question", "plan", "dialog"].includes(card.kind) ? "card_send_dismiss" : "card_send_held")));
   }
   el.append(status);

@@ -2,6 +2,7 @@
 
 import { get, patch, post } from "./api.js";
 import { ago, append, count, h, usd } from "./dom.js";
+import { grantsSection } from "./grants.js";
 import { t } from "./i18n.js";
 import { modal, showError, toast } from "./ui.js";
 
@@ -48,7 +49,7 @@ export async function showPolicy(id, readOnly) {
   const box = h("div", null, h("p.muted", null, t("loading")));
   const status = h("p.pol-status", { role: "alert" });
   const save = h("button.primary", { type: "button", hidden: readOnly, disabled: true }, t("save"));
-  const dialog = modal(h("div.wide", null, h("h2.sheet-title", null, t("perms")), box, status,
+  const dialog = modal(h("div.wide", null, h("h2.sheet-title", null, t("perms")), box, grantsSection(id, readOnly), status,
     h("form.row.end", { method: "dialog" }, h("button", null, t("cancel")), save)));
   let data;
   try { data = await get(`/api/sessions/${enc(id)}/policy`); } catch (error) { box.replaceChildren(h("p.error", null, error.message)); return; }
