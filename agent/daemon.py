@@ -55,6 +55,7 @@ from agent.launch import (
     version_warning,
 )
 from agent.link import RelayLink
+from agent.moving import Moving
 from agent.mux import Mux, Pane, session_name
 from agent.registry import Registry, SessionRecord, is_session_id, revive_candidates
 from agent.seams import (
@@ -106,6 +107,7 @@ from wire.protocol import (
     ReopenArgs,
     RestArgs,
     SendArgs,
+    SessionInfo,
     SetPolicyArgs,
     TranscriptLineArgs,
     Welcome,
@@ -219,9 +221,10 @@ class Agent:
         self._stopping = asyncio.Event()
         self._dirty = False
         self._background: set[asyncio.Task[None]] = set()
+        self.moving = Moving(self)  # sessions moving to or from this Mac (agent/moving.py)
         self.commands = self._command_table()
         self._host = SessionHost(
-            update=lambda info: self.link.update(info),  # the link's as it is then
+            update=self._update,
             save=self._save,
             changed=self._changed,
             add_marker=self._add_marker,
@@ -249,6 +252,7 @@ class Agent:
             recent_folders=self._recent_folders(),
         )
         self._forget_bad_ids()
+        self.moving.recover()  # sessions a move left undecided: held until the relay says
         for record in self.registry.sessions.values():
             self.archive.track(record.id)
         await self._attach_running()
@@ -359,6 +363,12 @@ class Agent:
                 return 0
         return port
 
+    async def _update(self, info: SessionInfo) -> None:
+        """Tell the relay of a session's live side (the link's as it is then); nothing of a
+        session arriving by a move, until it is this Mac's."""
+        if not self.moving.quiet(info.session_id):
+            await self.link.update(info)
+
     def _save(self) -> None:
         self.registry.save()
         self._dirty = False
@@ -432,7 +442,11 @@ class Agent:
 
     async def _revive(self) -> None:
         running = {rid for rid, rt in self.runtimes.items() if rt.pane_alive}
-        candidates = [r for r in self.registry.sessions.values() if r.id not in running]
+        candidates = [
+            r
+            for r in self.registry.sessions.values()
+            if r.id not in running and not self.moving.holds(r.id)
+        ]
         chosen = revive_candidates(
             candidates,
             time.time(),
@@ -625,7 +639,7 @@ class Agent:
                 continue
             now = time.monotonic()
             for rt in list(self.runtimes.values()):
-                if rt.transcript_retry_at > now:
+                if rt.transcript_retry_at > now or self.moving.quiet(rt.record.id):
                     continue
                 try:
                     await self._send_transcript(rt)
@@ -743,6 +757,8 @@ class Agent:
             CommandHandler(GitDiffArgs, self._cmd_git_diff),
             # A whole transcript line, for a text the relay cut.
             CommandHandler(TranscriptLineArgs, self._cmd_transcript_line),
+            # A session moving to or from this Mac (agent/moving.py).
+            *(CommandHandler(model, run) for model, run in self.moving.handlers()),
         ]
         return {h.model.name: h for h in handlers}
 

@@ -24,6 +24,7 @@ from relay.features import (
     audit,
     files,
     fulltext,
+    moves,
     outbox,
     permissions,
     push,
@@ -226,6 +227,7 @@ FEATURES: tuple[Feature, ...] = (
     files.FEATURE,  # a session's folder and git changes, read from its Mac
     fulltext.FEATURE,  # the whole text of an event the relay cut, read again from its Mac
     outbox.FEATURE,  # messages queued for an offline Mac
+    moves.FEATURE,  # a session moved to another Mac
 )
 
 

@@ -25,6 +25,7 @@ BRIDGE_MARKERS: Final[frozenset[str]] = frozenset(
         MarkerKind.INFO,
         MarkerKind.LINE_TOO_LARGE,
         MarkerKind.ALLOW_ALL,
+        MarkerKind.MOVED,
     }
 )
 

@@ -62,6 +62,7 @@ BACKEND_MODULES = frozenset(
         "test_files_api.py",
         "test_fulltext.py",
         "test_approvals.py",
+        "test_moves.py",
     }
 )
 BACKENDS_ENV = "CB_TEST_BACKENDS"  # e.g. CB_TEST_BACKENDS=postgres: one backend only
