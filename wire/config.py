@@ -343,6 +343,20 @@ SETTINGS: tuple[Setting, ...] = (
         "agent",
     ),
     Setting(
+        "move_max_bytes",
+        500 * MIB,
+        "Largest working folder a move copies; larger ones are refused before anything moves.",
+        "agent",
+    ),
+    Setting(
+        "move_skip_folders",
+        "node_modules,.venv,venv,__pycache__,.tox,.nox,.mypy_cache,.pytest_cache,.ruff_cache,"
+        ".parcel-cache,.next,.nuxt,.gradle",
+        "Folder names a move never copies, ignored or not (comma-separated); a virtualenv "
+        "(a folder holding pyvenv.cfg) and a repository inside the folder are never copied either.",
+        "agent",
+    ),
+    Setting(
         "retention_retry_interval",
         5.0,
         "Seconds between checks for Macs back online that still have deleted sessions to drop.",
