@@ -103,7 +103,8 @@ class Journal:
     error: str | None = None
     files: list[dict[str, Any]] = field(default_factory=list)
     manifest: dict[str, Any] = field(default_factory=dict)
-    created_folder: bool = False  # the target made the folder: an abort removes it
+    tree: str = ""  # target: where the folder's tree goes (its repository's top)
+    created_folder: bool = False  # the target made the tree: an abort removes it
     unpacked: bool = False  # the target unpacked the folder (a place asked again skips it)
     placed: list[str] = field(default_factory=list)  # transcripts the target added
     started_at: float = field(default_factory=time.time)
@@ -286,6 +287,9 @@ class Moving:
 
     # -- the journal -----------------------------------------------------------------------
 
+    def _skip(self) -> tuple[str, ...]:
+        return foldersync.skip_folders(self.agent.config.str("move_skip_folders"))
+
     def _folder(self, move_id: str) -> Path:
         return self.root / move_id
 
@@ -382,7 +386,9 @@ class Moving:
         out.mkdir(mode=0o700, parents=True)
         limit = agent.config.int("move_max_bytes")
         cwd = Path(record.cwd)
-        manifest = await foldersync.pack(cwd, out / FOLDER_FILE, limit=limit, have=tuple(have))
+        manifest = await foldersync.pack(
+            cwd, out / FOLDER_FILE, limit=limit, have=tuple(have), skip=self._skip()
+        )
         home = agent.options.claude_home
         project = home / "projects" / project_slug(record.cwd)
         conversations = list(dict.fromkeys([*record.conversation_ids, record.conversation_id]))
@@ -451,9 +457,13 @@ class Moving:
                 raise CommandFailed(
                     "session_exists", f"session {session_id} is on this Mac already"
                 )
-            root = Path(args.cwd).expanduser()
-            manifest = foldersync.FolderManifest.from_json(args.manifest)
-            state = await foldersync.describe(root)
+            try:
+                manifest = foldersync.FolderManifest.from_json(args.manifest)
+            except ValueError as exc:
+                raise CommandFailed("bad_args", str(exc)) from None
+            # A session in a subfolder of its repository: the whole repository travels.
+            root = Path(foldersync.tree_root(str(Path(args.cwd).expanduser()), manifest.subdir))
+            state = await foldersync.describe(root, skip=self._skip())
             differs = foldersync.differences(manifest, state)
             if differs:
                 shown = "; ".join(differs[:8]) + (" …" if len(differs) > 8 else "")
@@ -475,9 +485,10 @@ class Moving:
                 session_id,
                 TARGET,
                 "receiving",
-                os.path.realpath(root) if root.exists() else str(root),
+                str(Path(args.cwd).expanduser()),
                 files=[f.model_dump() for f in args.files],
                 manifest=args.manifest,
+                tree=str(root),
                 created_folder=not root.exists(),
             )
             self._save(journal)
@@ -543,15 +554,17 @@ class Moving:
         known = agent.registry.sessions.pop(journal.session_id, None)
         if known is not None:  # placed before this Mac restarted: start over from the files
             await self._stop_here(journal.session_id)
-        root = Path(journal.cwd)
-        if not root.exists():
+        tree = Path(journal.tree or journal.cwd)
+        if not tree.exists():
             journal.created_folder = True
             self._save(journal)
         if not journal.unpacked:
             manifest = foldersync.FolderManifest.from_json(journal.manifest)
-            await foldersync.unpack(incoming / FOLDER_FILE, root, manifest)
+            await foldersync.unpack(incoming / FOLDER_FILE, tree, manifest)
             journal.unpacked = True
-        cwd = os.path.realpath(root)
+        if not Path(journal.cwd).is_dir():
+            raise CommandFailed("folder_gone", f"the folder {journal.cwd} was not made")
+        cwd = os.path.realpath(journal.cwd)
         journal.cwd = cwd
         self._save(journal)
         home = agent.options.claude_home
@@ -701,6 +714,6 @@ class Moving:
                 shutil.rmtree(path, ignore_errors=True)
             else:
                 path.unlink(missing_ok=True)
-        if journal.created_folder and journal.cwd:
-            shutil.rmtree(journal.cwd, ignore_errors=True)
+        if journal.created_folder and (journal.tree or journal.cwd):
+            shutil.rmtree(journal.tree or journal.cwd, ignore_errors=True)
         _log.info("move %s of session %s undone here", journal.move_id, journal.session_id)

@@ -42,7 +42,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from fastapi import APIRouter
+from fastapi import APIRouter, WebSocketDisconnect
 from pydantic import Field, ValidationError
 
 from relay.bodies import Body
@@ -150,7 +150,10 @@ class Move:
         return self.phase in OPEN_PHASES
 
     def to_json(self) -> dict[str, Any]:
-        state = {"done": "done", "failed": "failed"}.get(self.phase, "moving")
+        # What the phone shows: decided is decided, whether or not both Macs were told yet.
+        state = {"committed": "done", "done": "done", "aborting": "failed", "failed": "failed"}.get(
+            self.phase, "moving"
+        )
         return {
             "id": self.id,
             "state": state,
@@ -485,6 +488,8 @@ class Moves:
                 except RelayError as exc:
                     if exc.code not in ("device_offline", "device_timeout"):
                         raise MoveFailed(exc.code, exc.message) from None
+                except (OSError, RuntimeError, WebSocketDisconnect):
+                    pass  # the link died as the command went: it is offline
                 else:
                     if result.ok:
                         return result.data
@@ -595,8 +600,8 @@ class Moves:
                     result = await link.command(
                         move.session_id, args, self.state.config.float("command_timeout")
                     )
-                except RelayError as exc:
-                    _log.info("move %s: the %s Mac was not told yet: %s", move.id, side, exc)
+                except (RelayError, OSError, RuntimeError, WebSocketDisconnect) as exc:
+                    _log.info("move %s: the %s Mac was not told yet: %r", move.id, side, exc)
                     continue
                 if not result.ok:
                     _log.warning(
@@ -680,16 +685,16 @@ class Moves:
 
     def fields(self, session: Session) -> Mapping[str, Any]:
         move = self.latest.get(session.id)
-        return {"move": move.to_json() if move is not None and move.phase != "done" else None}
+        return {"move": move.to_json() if move is not None and move.phase not in ("committed", "done") else None}
 
     async def snapshot(self, session: Session) -> Mapping[str, Any]:
         move = self.latest.get(session.id) if session.id in self.tasks else None
         move = move or await self.last_of(session.id)
-        return {"move": move.to_json() if move is not None and move.phase != "done" else None}
+        return {"move": move.to_json() if move is not None and move.phase not in ("committed", "done") else None}
 
     async def listed(self, account_id: str) -> Callable[[str], Mapping[str, Any]]:
         rows = await self._rows(
-            "account_id = ? AND phase <> 'done' ORDER BY created_at", (account_id,)
+            "account_id = ? AND phase NOT IN ('committed', 'done') ORDER BY created_at", (account_id,)
         )
         found = {m.session_id: m for m in rows}
         found.update({k: v for k, v in self.latest.items() if k in found and v.id in self.tasks})
