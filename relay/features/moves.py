@@ -230,6 +230,14 @@ def have_sizes(raw: Any, files: list[MoveFile]) -> dict[str, int]:
     return have
 
 
+def shown(move: Move | None) -> dict[str, Any] | None:
+    """A session's ``move`` field: its move under way, or the last one that failed (with why);
+    None once it moved (it is where it went)."""
+    if move is None or move.phase in ("committed", "done"):
+        return None
+    return move.to_json()
+
+
 # -- the running part ----------------------------------------------------------------------------
 
 
@@ -684,17 +692,16 @@ class Moves:
             self.state.publish_session(session)
 
     def fields(self, session: Session) -> Mapping[str, Any]:
-        move = self.latest.get(session.id)
-        return {"move": move.to_json() if move is not None and move.phase not in ("committed", "done") else None}
+        return {"move": shown(self.latest.get(session.id))}
 
     async def snapshot(self, session: Session) -> Mapping[str, Any]:
         move = self.latest.get(session.id) if session.id in self.tasks else None
-        move = move or await self.last_of(session.id)
-        return {"move": move.to_json() if move is not None and move.phase not in ("committed", "done") else None}
+        return {"move": shown(move or await self.last_of(session.id))}
 
     async def listed(self, account_id: str) -> Callable[[str], Mapping[str, Any]]:
         rows = await self._rows(
-            "account_id = ? AND phase NOT IN ('committed', 'done') ORDER BY created_at", (account_id,)
+            "account_id = ? AND phase NOT IN ('committed', 'done') ORDER BY created_at",
+            (account_id,),
         )
         found = {m.session_id: m for m in rows}
         found.update({k: v for k, v in self.latest.items() if k in found and v.id in self.tasks})
