@@ -568,12 +568,12 @@ class Moving:
         journal.cwd = cwd
         self._save(journal)
         home = agent.options.claude_home
-        by_conversation: dict[str, list[Path]] = {}
+        by_conversation: dict[str, dict[str, Path]] = {}
         for file in files:
             if file.name.startswith(TRANSCRIPTS + "/"):
-                by_conversation.setdefault(conversation_of(file.name), []).append(
-                    incoming / file.name
-                )
+                by_conversation.setdefault(conversation_of(file.name), {})[
+                    file.name[len(TRANSCRIPTS) + 1 :]
+                ] = incoming / file.name
         project = home / "projects" / project_slug(cwd)
         for conversation_id, paths in by_conversation.items():
             main = project / f"{conversation_id}.jsonl"
