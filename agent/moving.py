@@ -599,9 +599,9 @@ class Moving:
             if rt.computed is not None and (
                 not rt.pane_alive or (rt.screen is not None and rt.screen.exited)
             ):
-                said = ""
+                said = rt.screen_key[0].strip() if rt.screen_key else ""
                 with contextlib.suppress(MuxError):
-                    said = (await agent.mux.capture(rt.name)).text.strip()
+                    said = (await agent.mux.capture(rt.name)).text.strip() or said
                 raise CommandFailed(
                     "resume_refused",
                     "Claude Code on this Mac would not resume the conversation"
