@@ -60,6 +60,7 @@ from agent.launch import (
     version_warning,
 )
 from agent.link import RelayLink
+from agent.moving import Moving
 from agent.mux import Mux, Pane, session_name
 from agent.registry import Registry, SessionRecord, is_session_id, revive_candidates
 from agent.seams import (
@@ -113,6 +114,7 @@ from wire.protocol import (
     RevokeGrantArgs,
     SaveAttachmentArgs,
     SendArgs,
+    SessionInfo,
     SetModeArgs,
     SetModelArgs,
     SetPolicyArgs,
@@ -257,9 +259,10 @@ class Agent:
         self._stopping = asyncio.Event()
         self._dirty = False
         self._background: set[asyncio.Task[None]] = set()
+        self.moving = Moving(self)  # sessions moving to or from this Mac (agent/moving.py)
         self.commands = self._command_table()
         self._host = SessionHost(
-            update=lambda info: self.link.update(info),  # the link's as it is then
+            update=self._update,
             save=self._save,
             changed=self._changed,
             add_marker=self._add_marker,
@@ -296,6 +299,7 @@ class Agent:
             recent_folders=self._recent_folders(),
         )
         self._forget_bad_ids()
+        self.moving.recover()  # sessions a move left undecided: held until the relay says
         for record in self.registry.sessions.values():
             self.archive.track(record.id)
         await self._attach_running()
@@ -408,6 +412,12 @@ class Agent:
                 return 0
         return port
 
+    async def _update(self, info: SessionInfo) -> None:
+        """Tell the relay of a session's live side (the link's as it is then); nothing of a
+        session arriving by a move, until it is this Mac's."""
+        if not self.moving.quiet(info.session_id):
+            await self.link.update(info)
+
     def _save(self) -> None:
         self.registry.save()
         self._dirty = False
@@ -488,7 +498,11 @@ class Agent:
 
     async def _revive(self) -> None:
         running = {rid for rid, rt in self.runtimes.items() if rt.pane_alive}
-        candidates = [r for r in self.registry.sessions.values() if r.id not in running]
+        candidates = [
+            r
+            for r in self.registry.sessions.values()
+            if r.id not in running and not self.moving.holds(r.id)
+        ]
         chosen = revive_candidates(
             candidates,
             time.time(),
@@ -710,7 +724,7 @@ class Agent:
                 continue
             now = time.monotonic()
             for rt in list(self.runtimes.values()):
-                if rt.transcript_retry_at > now:
+                if rt.transcript_retry_at > now or self.moving.quiet(rt.record.id):
                     continue
                 try:
                     await self._send_transcript(rt)
@@ -837,6 +851,8 @@ class Agent:
             CommandHandler(SaveAttachmentArgs, self._cmd_save_attachment),
             # A grant of the running claude ended from the phone (agent/grants.py).
             CommandHandler(RevokeGrantArgs, self._cmd_revoke_grant),
+            # A session moving to or from this Mac (agent/moving.py).
+            *(CommandHandler(model, run) for model, run in self.moving.handlers()),
         ]
         return {h.model.name: h for h in handlers}
 

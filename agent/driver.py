@@ -185,6 +185,7 @@ class Runtime:
     pass_failed: set[str] = field(default_factory=set)  # dialogs that would not pass: cards
     model_changed_at: float | None = None  # the phone changed the model (its confirmation passes)
     held_not_before: float = 0.0  # after a revive, held messages wait a little
+    moving: bool = False  # in a move to or from another Mac: its held messages wait
     launching: bool = False  # its terminal is being (re)made: screen reads wait
     error: str | None = None  # why its last launch failed (shown on the phone), None once up
     # The latest mode line read on its screen, and when: a screen without one (a dialog, a
@@ -549,7 +550,7 @@ class SessionDriver(Runtime):
     async def deliver_held(self, reason: str) -> None:
         record = self.record
         waiting = heldrules.due(record.held, reason)
-        if not waiting or not self.pane_alive:
+        if not waiting or not self.pane_alive or self.moving:
             return
         if time.time() < self.held_not_before:
             await asyncio.sleep(self.held_not_before - time.time())

@@ -26,6 +26,7 @@ from relay.features import (
     files,
     fulltext,
     grants,
+    moves,
     outbox,
     permissions,
     push,
@@ -233,6 +234,7 @@ FEATURES: tuple[Feature, ...] = (
     files.FEATURE,  # a session's folder and git changes, read from its Mac
     fulltext.FEATURE,  # the whole text of an event the relay cut, read again from its Mac
     outbox.FEATURE,  # messages queued for an offline Mac
+    moves.FEATURE,  # a session moved to another Mac
 )
 
 

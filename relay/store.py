@@ -606,6 +606,54 @@ class Store:
 
         return await self._writer.run(job)
 
+    async def hand_over(
+        self,
+        account_id: str,
+        session_id: str,
+        from_device: str,
+        to_device: str,
+        cwd: str,
+        also: Callable[[Any], None] | None = None,
+    ) -> Session:
+        """Give the session to another Mac of the account, in one transaction: from then on
+        only ``to_device`` may send its lines, positions and reports (``from_device`` is
+        refused, as any other Mac is). Its id, title, group, events and seq stay; its folder is
+        the one on the new Mac and its mark goes. ``also`` runs in the same transaction (the
+        move's own record): if it raises, nothing changes. Conflict ``not_your_session`` when
+        the session is no longer on ``from_device``."""
+        lock = self.dialect.for_update
+
+        def job(conn: Any, _: list[Callable[[], None]]) -> Session:
+            row = conn.execute(
+                "SELECT device_id FROM sessions WHERE id = ? AND account_id = ?" + lock,
+                (session_id, account_id),
+            ).fetchone()
+            if row is None:
+                raise NotFound(
+                    f"no session {session_id}", code="unknown_session", session_id=session_id
+                )
+            if row[0] != from_device:
+                raise _not_yours(session_id)
+            conn.execute(
+                "UPDATE sessions SET device_id = ?, cwd = ?, mark = NULL, updated_at = ?"
+                " WHERE id = ?",
+                (to_device, cwd, time.time(), session_id),
+            )
+            if also is not None:
+                also(conn)
+            return self._session(_select_session(conn, session_id))
+
+        return await self._writer.run(job)
+
+    async def stored_offsets(self, session_id: str) -> dict[str, int]:
+        """How far each conversation of the session is stored: conversation id → the offset of
+        its last stored line (what a Mac's follower goes on from)."""
+        rows = await self._read(
+            "SELECT conversation_id, last_offset FROM conversations WHERE session_id = ?",
+            (session_id,),
+        )
+        return {str(r[0]): int(r[1]) for r in rows}
+
     # -- events ------------------------------------------------------------------
 
     async def ingest(

@@ -175,6 +175,30 @@ SETTINGS: tuple[Setting, ...] = (
         "command_timeout", 15.0, "Seconds the relay waits for the Mac to answer a command.", "relay"
     ),
     Setting(
+        "move_chunk_bytes",
+        512 * KIB,
+        "Bytes of one chunk of a moving session's files on the link (below max_link_message_bytes).",
+        "relay",
+    ),
+    Setting(
+        "move_reconnect_wait",
+        60.0,
+        "Seconds a move waits for a Mac that went offline mid-move before it gives up.",
+        "relay",
+    ),
+    Setting(
+        "move_idle_wait",
+        1800.0,
+        "Seconds a move asked for when idle waits for the running turn to end.",
+        "relay",
+    ),
+    Setting(
+        "move_resume_timeout",
+        90.0,
+        "Seconds the Mac a session moves to waits for its resumed Claude Code to be ready.",
+        "agent",
+    ),
+    Setting(
         "history_timeout",
         5.0,
         "Seconds the relay waits for the Mac to send older history.",

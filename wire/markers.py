@@ -26,6 +26,7 @@ BRIDGE_MARKERS: Final[frozenset[str]] = frozenset(
         MarkerKind.LINE_TOO_LARGE,
         MarkerKind.ALLOW_ALL,
         MarkerKind.GRANT,
+        MarkerKind.MOVED,
     }
 )
 

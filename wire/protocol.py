@@ -101,6 +101,7 @@ class MarkerKind(StrEnum):
     REVIVED = "revived"  # 🔁 the Mac restarted, the session was reopened
     ALLOW_ALL = "allow_all"  # "allow all" started or ended (agent)
     GRANT = "grant"  # a grant given, revoked or ended with its claude process (agent)
+    MOVED = "moved"  # 🚚 the session moved to this Mac from another (agent)
     INFO = "info"
 
 
@@ -456,6 +457,14 @@ CommandName = Literal[
     "set_model",
     "save_attachment",
     "revoke_grant",
+    # Moving a session to another Mac (relay/features/moves.py, agent/moving.py)
+    "move_probe",
+    "move_export",
+    "move_accept",
+    "move_read",
+    "move_write",
+    "move_place",
+    "move_finish",
 ]
 
 # Limits of a command's args (docs/protocol.md §9), checked by the agent: args outside them are
@@ -647,6 +656,110 @@ class RevokeGrantArgs(ArgsModel):
     grant_id: str = Field(pattern=GRANT_ID)
 
 
+# -- moving a session to another Mac (docs/protocol.md §9, relay/features/moves.py) -----------
+
+MOVE_ID = r"^[A-Za-z0-9_-]{8,64}$"
+# A file of a move, named relative to the move's folder: each part starts with a letter, digit,
+# "_" or "-" (never "." or ".."), never an absolute path (the Mac checks again as it opens one).
+MOVE_FILE = r"^[A-Za-z0-9_-][A-Za-z0-9_.-]*(?:/[A-Za-z0-9_-][A-Za-z0-9_.-]*){0,7}$"
+MAX_MOVE_CHUNK = 4 * 1024 * 1024  # bytes of one chunk read or written (the setting is less)
+MAX_MOVE_FILES = 10_000
+MAX_MOVE_FILE_BYTES = 2**50
+MAX_HAVE_COMMITS = 100_000
+COMMIT_ID = r"^[0-9a-f]{40}(?:[0-9a-f]{24})?$"
+MoveId = Annotated[str, Field(pattern=MOVE_ID)]
+MoveFileName = Annotated[str, Field(max_length=400, pattern=MOVE_FILE)]
+
+
+class MoveFile(_Model):
+    """One file a move carries (the folder's archive, a transcript, the session's record)."""
+
+    name: MoveFileName
+    size: Annotated[int, Field(ge=0, le=MAX_MOVE_FILE_BYTES)]
+    sha256: str = Field(pattern=r"^[0-9a-f]{64}$")
+
+
+class MoveProbeArgs(ArgsModel):
+    """Target: what the folder ``cwd`` holds here and the commits it has (so the source sends
+    only what this Mac lacks), and the free disk space."""
+
+    name: ClassVar[CommandName] = "move_probe"
+    move_id: MoveId
+    cwd: str = Field(min_length=1, max_length=MAX_CWD_CHARS)
+
+
+class MoveExportArgs(ArgsModel):
+    """Source: stop typing held messages, wait for the turn to end (``idle``) or interrupt it
+    (``now``), then pack the folder and the transcripts. Asked again until it answers ``ready``
+    (or ``failed``): each answer says where it is."""
+
+    name: ClassVar[CommandName] = "move_export"
+    move_id: MoveId
+    when: Literal["idle", "now"] = "idle"
+    have: list[Annotated[str, Field(pattern=COMMIT_ID)]] = Field(
+        default_factory=list, max_length=MAX_HAVE_COMMITS
+    )
+    wait: float = Field(default=2.0, ge=0, le=20, allow_inf_nan=False)  # seconds it may take
+
+
+class MoveAcceptArgs(ArgsModel):
+    """Target: check the folder (it must not differ) and the disk, and answer how much of each
+    file it already has (a move cut off goes on from there)."""
+
+    name: ClassVar[CommandName] = "move_accept"
+    move_id: MoveId
+    cwd: str = Field(min_length=1, max_length=MAX_CWD_CHARS)
+    manifest: dict[str, Any]  # the folder's (agent/foldersync.py FolderManifest)
+    files: list[MoveFile] = Field(max_length=MAX_MOVE_FILES)
+
+
+class MoveReadArgs(ArgsModel):
+    """Source: ``length`` bytes of a file of the move from ``offset`` (base64 in ``data``)."""
+
+    name: ClassVar[CommandName] = "move_read"
+    move_id: MoveId
+    file: MoveFileName
+    offset: Annotated[int, Field(ge=0, le=MAX_MOVE_FILE_BYTES)]
+    length: Annotated[int, Field(ge=1, le=MAX_MOVE_CHUNK)]
+
+
+class MoveWriteArgs(ArgsModel):
+    """Target: bytes of a file of the move at ``offset`` (base64); answers the size it has."""
+
+    name: ClassVar[CommandName] = "move_write"
+    move_id: MoveId
+    file: MoveFileName
+    offset: Annotated[int, Field(ge=0, le=MAX_MOVE_FILE_BYTES)]
+    data: str = Field(max_length=(MAX_MOVE_CHUNK + 2) // 3 * 4)
+
+
+class MovePlaceArgs(ArgsModel):
+    """Target: check every file, unpack the folder, place the transcripts and resume the
+    conversation (not yet reported: the relay has not handed the session over). Asked again
+    until it answers ``ready`` (or ``failed``)."""
+
+    name: ClassVar[CommandName] = "move_place"
+    move_id: MoveId
+    wait: float = Field(default=2.0, ge=0, le=20, allow_inf_nan=False)
+
+
+class MoveFinishArgs(ArgsModel):
+    """Either side: the relay's store decided the move (``commit``: the session is the
+    target's now; ``abort``: it stays the source's). Idempotent: sent until answered."""
+
+    name: ClassVar[CommandName] = "move_finish"
+    move_id: MoveId
+    outcome: Literal["commit", "abort"]
+    # Target, on commit: how far the relay stored each conversation (its follower goes on
+    # from there) and where the session came from, for the conversation's line.
+    stored: dict[Annotated[str, Field(max_length=200)], Annotated[int, Field(ge=-1)]] = Field(
+        default_factory=dict, max_length=MAX_MOVE_FILES
+    )
+    source_name: str = Field(default="", max_length=200)
+    target_name: str = Field(default="", max_length=200)
+    reason: str = Field(default="", max_length=1000)
+
+
 CommandArgs = (
     CreateSessionArgs
     | SendArgs
@@ -668,6 +781,13 @@ CommandArgs = (
     | SetModelArgs
     | SaveAttachmentArgs
     | RevokeGrantArgs
+    | MoveProbeArgs
+    | MoveExportArgs
+    | MoveAcceptArgs
+    | MoveReadArgs
+    | MoveWriteArgs
+    | MovePlaceArgs
+    | MoveFinishArgs
 )
 # Each command's args model, by name.
 COMMAND_ARGS: dict[CommandName, type[CommandArgs]] = {

@@ -65,6 +65,7 @@ BACKEND_MODULES = frozenset(
         # sessions in and out (fork, delete)
         "test_fork.py",
         "test_delete.py",
+        "test_moves.py",
     }
 )
 BACKENDS_ENV = "CB_TEST_BACKENDS"  # e.g. CB_TEST_BACKENDS=postgres: one backend only

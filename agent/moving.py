@@ -1,0 +1,719 @@
+"""A session moving to or from this Mac: the agent's side of relay/features/moves.py.
+
+The relay drives a move and both Macs answer its commands; every command may come twice (after a
+cut link, a restart of either side), so each is idempotent. What a Mac must remember of a move is
+its journal, ``<data>/moves/<move id>/journal.json`` (written before each step's effects), beside
+the move's files (``out/`` on the source, ``in/`` on the target).
+
+Source: ``move_export`` stops typing the session's held messages (they stay held and travel),
+waits for the turn to end (``idle``) or interrupts it (``now``), then packs the working folder
+(agent/foldersync.py: a git bundle of what the target lacks, the uncommitted and untracked files),
+the conversations' transcripts (agent/placement.py), the session's record and its event archive
+into ``out/``; ``move_read`` serves them in chunks. On ``move_finish`` commit it stops its claude
+and forgets the session (its folder and Claude Code's own transcripts stay); on abort it carries on
+and types what was held.
+
+Target: ``move_probe`` says what its folder holds, ``move_accept`` checks it (a folder that differs
+refuses the move, with what differs) and the disk, ``move_write`` appends chunks (at the offset it
+has: a chunk it has already is taken again as a no-op), ``move_place`` checks every file, unpacks
+the folder, places the transcripts where its Claude Code finds them and resumes the conversation
+with ``claude --resume`` — silently: until the relay commits, the session is not this Mac's, so
+nothing of it is reported (``quiet``). On commit it reports the session from where the relay stored
+it, with a line in the conversation saying where it came from, and types the held messages; on
+abort it removes what it unpacked, placed and started.
+
+At agent start (``recover``) the journals say which sessions are in a move: those are not revived,
+typed into or (on the target) reported until the relay says how the move ended.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import contextlib
+import dataclasses
+import hashlib
+import json
+import logging
+import os
+import re
+import shutil
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from pydantic import ValidationError
+
+from agent import foldersync, placement
+from agent.errors import CommandFailed, MuxError
+from agent.files import write_json
+from agent.mux import session_name
+from agent.registry import SessionRecord, is_session_id
+from agent.transcript import TranscriptFollower, project_slug
+from wire.markers import BRIDGE_CONVERSATION
+from wire.protocol import (
+    MOVE_FILE,
+    ArgsModel,
+    MarkerKind,
+    MoveAcceptArgs,
+    MoveExportArgs,
+    MoveFile,
+    MoveFinishArgs,
+    MovePlaceArgs,
+    MoveProbeArgs,
+    MoveReadArgs,
+    MoveWriteArgs,
+    NumberedEvent,
+)
+
+if TYPE_CHECKING:
+    from agent.daemon import Agent
+
+_log = logging.getLogger("agent.moving")
+
+MOVES_DIR = "moves"
+JOURNAL = "journal.json"
+FOLDER_FILE = "folder.bin"
+RECORD_FILE = "session.json"
+EVENTS_FILE = "events.jsonl"
+TRANSCRIPTS = "transcripts"
+DISK_MARGIN = 64 * 1024 * 1024  # bytes left free beyond what a move needs
+IDLE_POLL = 0.2
+MOVED_TEXT = "🚚 Moved from {source} to {target}"
+
+# Journal statuses. Source: waiting → packing → ready (or failed). Target: receiving → placing →
+# placed (or failed) → committed.
+SOURCE, TARGET = "source", "target"
+BUSY = ("waiting", "packing", "placing")
+
+
+@dataclass
+class Journal:
+    """What this Mac must remember of one move, across its own restarts."""
+
+    move_id: str
+    session_id: str
+    role: str  # "source" | "target"
+    status: str
+    cwd: str = ""  # the folder on this Mac
+    when: str = "idle"
+    code: str | None = None
+    error: str | None = None
+    files: list[dict[str, Any]] = field(default_factory=list)
+    manifest: dict[str, Any] = field(default_factory=dict)
+    tree: str = ""  # target: where the folder's tree goes (its repository's top)
+    created_folder: bool = False  # the target made the tree: an abort removes it
+    unpacked: bool = False  # the target unpacked the folder (a place asked again skips it)
+    placed: list[str] = field(default_factory=list)  # transcripts the target added
+    started_at: float = field(default_factory=time.time)
+
+    def to_json(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Journal:
+        known = {f.name for f in dataclasses.fields(cls)}
+        return cls(**{k: v for k, v in data.items() if k in known})
+
+
+# -- pure steps ---------------------------------------------------------------------------------
+
+
+def settled(state: str, card_kind: str | None, alive: bool, when: str) -> bool:
+    """Whether the source may pack now: its claude is not running a turn. ``now`` also takes
+    the interruption notice left after Esc (a ``stuck`` card) as the turn's end."""
+    if not alive:
+        return True
+    if state == "idle":
+        return True
+    return when == "now" and state == "waiting" and card_kind == "stuck"
+
+
+def write_plan(have: int, offset: int, length: int, size: int) -> tuple[int, int] | None:
+    """Where a chunk of ``length`` bytes at ``offset`` goes in a file of which ``have`` bytes are
+    written (of ``size`` in all): (skip, start) — skip that many of its bytes and write the rest
+    at ``start``; None when the chunk is wholly had already. CommandFailed ``move_gap`` when it
+    starts past what is written (the relay asks again what this Mac has), ``bad_offset`` when it
+    ends past the file's size."""
+    if offset + length > size:
+        raise CommandFailed(
+            "bad_offset", f"a chunk at {offset} of {length} bytes ends past the file's {size}"
+        )
+    if offset > have:
+        raise CommandFailed("move_gap", f"this Mac has {have} bytes of the file, not {offset}")
+    if offset + length <= have:
+        return None
+    return have - offset, have
+
+
+def staged_name(path: Path, project: Path, conversation_id: str) -> str:
+    """A transcript's name among the move's files: its place under the project folder
+    (``<conversation>.jsonl``, ``<conversation>/subagents/agent-….jsonl``)."""
+    try:
+        rel = path.relative_to(project).as_posix()
+    except ValueError:
+        rel = f"{conversation_id}/{path.name}"
+    return f"{TRANSCRIPTS}/{rel}"
+
+
+def conversation_of(name: str) -> str:
+    """The conversation a staged transcript belongs to (see ``staged_name``)."""
+    rest = name[len(TRANSCRIPTS) + 1 :]
+    head = rest.split("/", 1)[0]
+    return head[: -len(".jsonl")] if head.endswith(".jsonl") else head
+
+
+def moved_record(data: dict[str, Any], cwd: str) -> SessionRecord:
+    """The session's record as the source sent it, made this Mac's: its folder here, a new hook
+    secret (made at launch), no path of the other Mac."""
+    record = SessionRecord.from_json(data)
+    record.cwd = cwd
+    record.secret = ""
+    record.transcript_path = None
+    record.launched_at = 0.0
+    record.held = [
+        h.model_copy(update={"state": "held"}) if h.state == "typing" else h for h in record.held
+    ]
+    return record
+
+
+def adopt_stored(record: SessionRecord, stored: dict[str, int]) -> None:
+    """After the commit: the relay's offsets are where this Mac's follower goes on, and its own
+    marker lines are numbered after the last the relay stored."""
+    for conversation_id, offset in stored.items():
+        record.acked[conversation_id] = max(offset, record.acked.get(conversation_id, -1))
+    bridge = stored.get(BRIDGE_CONVERSATION, -1)
+    record.marker_seq = max(record.marker_seq, bridge)
+    record.pending_markers = [m for m in record.pending_markers if m["offset"] > bridge]
+
+
+def archived_events(path: Path) -> tuple[str, list[NumberedEvent]]:
+    """The events of a session's archive file as the source kept it, and their epoch (the
+    last one's); a torn or unreadable line is skipped."""
+    events: list[NumberedEvent] = []
+    with path.open("rb") as handle:
+        for raw in handle:
+            with contextlib.suppress(ValueError, ValidationError):
+                events.append(NumberedEvent.model_validate_json(raw))
+    return (events[-1].epoch if events else ""), events
+
+
+def sha256_of(path: Path) -> str:
+    digest = hashlib.sha256()
+    with path.open("rb") as handle:
+        while block := handle.read(1024 * 1024):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+def inside(root: Path, name: str) -> Path:
+    """The file ``name`` of a move's folder; never outside it."""
+    if not re.fullmatch(MOVE_FILE, name):
+        raise CommandFailed("bad_args", f"{name[:80]!r} is not a file of a move")
+    path = root / name
+    if not path.resolve().is_relative_to(root.resolve()):
+        raise CommandFailed("bad_args", f"{name[:80]!r} is not a file of a move")
+    return path
+
+
+def free_bytes(path: Path) -> int:
+    """Free space of the disk ``path`` is on (or would be, for a folder not made yet)."""
+    probe = path
+    while not probe.exists() and probe != probe.parent:
+        probe = probe.parent
+    return shutil.disk_usage(probe).free
+
+
+# -- the agent's side ----------------------------------------------------------------------------
+
+
+Handler = tuple[type[ArgsModel], Callable[[str, Any], Awaitable[dict[str, Any]]]]
+
+
+class Moving:
+    def __init__(self, agent: Agent) -> None:
+        self.agent = agent
+        self.root = agent.data / MOVES_DIR
+        self.journals: dict[str, Journal] = {}
+        self.tasks: dict[str, asyncio.Task[None]] = {}
+
+    def handlers(self) -> list[Handler]:
+        return [
+            (MoveProbeArgs, self.probe),
+            (MoveExportArgs, self.export),
+            (MoveAcceptArgs, self.accept),
+            (MoveReadArgs, self.read),
+            (MoveWriteArgs, self.write),
+            (MovePlaceArgs, self.place),
+            (MoveFinishArgs, self.finish),
+        ]
+
+    # -- what the rest of the agent asks ----------------------------------------------------
+
+    def quiet(self, session_id: str) -> bool:
+        """Nothing of this session is reported: it is arriving and not this Mac's yet."""
+        return any(
+            j.session_id == session_id and j.role == TARGET and j.status != "committed"
+            for j in self.journals.values()
+        )
+
+    def holds(self, session_id: str) -> bool:
+        """The session is in a move: not revived, nothing typed into it, until it is decided."""
+        return any(j.session_id == session_id for j in self.journals.values())
+
+    def recover(self) -> None:
+        """At agent start: the moves this Mac was in when it stopped, from their journals."""
+        if not self.root.is_dir():
+            return
+        for folder in sorted(self.root.iterdir()):
+            try:
+                journal = Journal.from_json(json.loads((folder / JOURNAL).read_text("utf-8")))
+            except (OSError, ValueError, TypeError) as exc:
+                _log.warning("move %s: its journal cannot be read (%s); left", folder.name, exc)
+                continue
+            self.journals[journal.move_id] = journal
+            record = self.agent.registry.get(journal.session_id)
+            if record is not None:
+                self.agent._runtime(record).moving = True
+            _log.info(
+                "session %s was in move %s (%s, %s): waiting for the relay to settle it",
+                journal.session_id,
+                journal.move_id,
+                journal.role,
+                journal.status,
+            )
+
+    # -- the journal -----------------------------------------------------------------------
+
+    def _skip(self) -> tuple[str, ...]:
+        return foldersync.skip_folders(self.agent.config.str("move_skip_folders"))
+
+    def _folder(self, move_id: str) -> Path:
+        return self.root / move_id
+
+    def _save(self, journal: Journal) -> None:
+        folder = self._folder(journal.move_id)
+        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+        os.chmod(self.root, 0o700)
+        write_json(folder / JOURNAL, journal.to_json())
+        self.journals[journal.move_id] = journal
+
+    def _journal(self, move_id: str, session_id: str, role: str) -> Journal:
+        journal = self.journals.get(move_id)
+        if journal is None or journal.session_id != session_id or journal.role != role:
+            raise CommandFailed("unknown_move", f"this Mac is not the {role} of move {move_id}")
+        return journal
+
+    def _drop(self, journal: Journal) -> None:
+        self.journals.pop(journal.move_id, None)
+        task = self.tasks.pop(journal.move_id, None)
+        if task is not None:
+            task.cancel()
+        shutil.rmtree(self._folder(journal.move_id), ignore_errors=True)
+
+    def _run(self, journal: Journal, work: Callable[[Journal], Awaitable[None]]) -> None:
+        """Run a step in the background (it takes longer than one command): its outcome goes in
+        the journal, which the relay's next ask reads."""
+        if journal.move_id in self.tasks:
+            return
+
+        async def step() -> None:
+            try:
+                await work(journal)
+            except asyncio.CancelledError:
+                raise
+            except CommandFailed as exc:
+                journal.status, journal.code, journal.error = "failed", exc.code, exc.message
+            except foldersync.FolderSyncError as exc:
+                journal.status, journal.code, journal.error = "failed", exc.code, str(exc)
+            except OSError as exc:
+                code = "disk_full" if exc.errno == 28 else "mac_error"
+                journal.status, journal.code, journal.error = "failed", code, str(exc)[:500]
+            except Exception as exc:
+                _log.exception("move %s: %s failed", journal.move_id, journal.role)
+                journal.status, journal.code, journal.error = "failed", "mac_error", str(exc)[:500]
+            finally:
+                self.tasks.pop(journal.move_id, None)
+            if journal.move_id in self.journals:
+                self._save(journal)
+
+        self.tasks[journal.move_id] = asyncio.get_running_loop().create_task(step())
+
+    async def _wait(self, journal: Journal, seconds: float) -> None:
+        task = self.tasks.get(journal.move_id)
+        if task is not None:
+            with contextlib.suppress(TimeoutError, asyncio.CancelledError):
+                await asyncio.wait_for(asyncio.shield(task), seconds)
+
+    def _answer(self, journal: Journal) -> dict[str, Any]:
+        answer: dict[str, Any] = {"status": journal.status}
+        if journal.status == "failed":
+            answer.update(code=journal.code, error=journal.error)
+        if journal.status == "ready" and journal.role == SOURCE:
+            answer.update(manifest=journal.manifest, files=journal.files)
+        return answer
+
+    # -- source ---------------------------------------------------------------------------
+
+    async def export(self, session_id: str, args: MoveExportArgs) -> dict[str, Any]:
+        journal = self.journals.get(args.move_id)
+        if journal is None:
+            record = self.agent._record(session_id)
+            journal = Journal(args.move_id, record.id, SOURCE, "waiting", record.cwd, args.when)
+            self._save(journal)
+            self.agent._runtime(record).moving = True  # held messages stay held: they travel
+        journal = self._journal(args.move_id, session_id, SOURCE)
+        if journal.status in BUSY:
+            self._run(journal, lambda j: self._export(j, list(args.have)))
+            await self._wait(journal, args.wait)
+        return self._answer(journal)
+
+    async def _export(self, journal: Journal, have: list[str]) -> None:
+        agent = self.agent
+        record = agent._record(journal.session_id)
+        rt = agent._runtime(record)
+        if journal.when == "now" and rt.pane_alive and rt.state in ("busy", "waiting"):
+            with contextlib.suppress(CommandFailed, MuxError):
+                await rt.interrupt()
+        while not settled(rt.state, rt.card.kind if rt.card else None, rt.pane_alive, journal.when):
+            await asyncio.sleep(IDLE_POLL)
+        journal.status = "packing"
+        self._save(journal)
+        out = self._folder(journal.move_id) / "out"
+        shutil.rmtree(out, ignore_errors=True)
+        out.mkdir(mode=0o700, parents=True)
+        limit = agent.config.int("move_max_bytes")
+        cwd = Path(record.cwd)
+        manifest = await foldersync.pack(
+            cwd, out / FOLDER_FILE, limit=limit, have=tuple(have), skip=self._skip()
+        )
+        home = agent.options.claude_home
+        project = home / "projects" / project_slug(record.cwd)
+        conversations = list(dict.fromkeys([*record.conversation_ids, record.conversation_id]))
+        for conversation_id in [c for c in conversations if c]:
+            for path in placement.conversation_files(home, record.cwd, conversation_id):
+                target = inside(out, staged_name(path, project, conversation_id))
+                target.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+                await asyncio.to_thread(shutil.copyfile, path, target)
+        events = agent.archive.path(record.id)
+        if events.is_file():
+            await asyncio.to_thread(shutil.copyfile, events, out / EVENTS_FILE)
+        write_json(out / RECORD_FILE, record.to_json())
+        files = [p for p in sorted(out.rglob("*")) if p.is_file()]
+        total = sum(p.stat().st_size for p in files)
+        if total > limit:
+            raise CommandFailed(
+                "too_big",
+                f"the session's folder and transcripts come to {total:,} bytes, more than "
+                f"move_max_bytes ({limit:,}); nothing was sent",
+            )
+        listed = []
+        for path in files:
+            digest = await asyncio.to_thread(sha256_of, path)
+            name = path.relative_to(out).as_posix()
+            listed.append(MoveFile(name=name, size=path.stat().st_size, sha256=digest))
+        journal.manifest = manifest.to_json()
+        journal.files = [f.model_dump() for f in listed]
+        journal.status = "ready"
+
+    async def read(self, session_id: str, args: MoveReadArgs) -> dict[str, Any]:
+        journal = self._journal(args.move_id, session_id, SOURCE)
+        if journal.status != "ready":
+            raise CommandFailed("not_ready", f"move {args.move_id} is not packed yet")
+        path = inside(self._folder(journal.move_id) / "out", args.file)
+
+        def chunk() -> bytes:
+            with path.open("rb") as handle:
+                handle.seek(args.offset)
+                return handle.read(args.length)
+
+        try:
+            data = await asyncio.to_thread(chunk)
+        except FileNotFoundError:
+            raise CommandFailed(
+                "not_found", f"move {args.move_id} has no file {args.file}"
+            ) from None
+        return {"data": base64.b64encode(data).decode("ascii"), "size": len(data)}
+
+    # -- target ---------------------------------------------------------------------------
+
+    async def probe(self, session_id: str, args: MoveProbeArgs) -> dict[str, Any]:
+        if not is_session_id(session_id):
+            raise CommandFailed("bad_session_id", f"{session_id[:80]!r} is not a session id")
+        known = self.agent.registry.get(session_id)
+        if known is not None and not self.holds(session_id):
+            raise CommandFailed("session_exists", f"session {session_id} is on this Mac already")
+        root = Path(args.cwd).expanduser()
+        state = await foldersync.describe(root)
+        have = list(await foldersync.have_commits(root)) if state.exists else []
+        return {"state": state.to_json(), "have": have, "free_bytes": free_bytes(root)}
+
+    async def accept(self, session_id: str, args: MoveAcceptArgs) -> dict[str, Any]:
+        journal = self.journals.get(args.move_id)
+        if journal is None:
+            if self.agent.registry.get(session_id) is not None:
+                raise CommandFailed(
+                    "session_exists", f"session {session_id} is on this Mac already"
+                )
+            try:
+                manifest = foldersync.FolderManifest.from_json(args.manifest)
+            except ValueError as exc:
+                raise CommandFailed("bad_args", str(exc)) from None
+            # A session in a subfolder of its repository: the whole repository travels.
+            root = Path(foldersync.tree_root(str(Path(args.cwd).expanduser()), manifest.subdir))
+            state = await foldersync.describe(root, skip=self._skip())
+            differs = foldersync.differences(manifest, state)
+            if differs:
+                shown = "; ".join(differs[:8]) + (" …" if len(differs) > 8 else "")
+                raise CommandFailed(
+                    "folder_differs",
+                    f"the folder {root} on this Mac differs from the session's: {shown}. "
+                    "Pick another folder to move it to",
+                )
+            need = 2 * sum(f.size for f in args.files) + DISK_MARGIN
+            for where in {root, self.agent.data}:
+                if free_bytes(where) < need:
+                    raise CommandFailed(
+                        "disk_full",
+                        f"the disk of {where} on this Mac has {free_bytes(where):,} bytes free; "
+                        f"the move needs {need:,}",
+                    )
+            journal = Journal(
+                args.move_id,
+                session_id,
+                TARGET,
+                "receiving",
+                str(Path(args.cwd).expanduser()),
+                files=[f.model_dump() for f in args.files],
+                manifest=args.manifest,
+                tree=str(root),
+                created_folder=not root.exists(),
+            )
+            self._save(journal)
+            (self._folder(args.move_id) / "in").mkdir(mode=0o700, exist_ok=True)
+        journal = self._journal(args.move_id, session_id, TARGET)
+        incoming = self._folder(args.move_id) / "in"
+        have = {}
+        for item in journal.files:
+            path = inside(incoming, item["name"])
+            have[item["name"]] = path.stat().st_size if path.exists() else 0
+        return {"have": have}
+
+    async def write(self, session_id: str, args: MoveWriteArgs) -> dict[str, Any]:
+        journal = self._journal(args.move_id, session_id, TARGET)
+        if journal.status != "receiving":
+            raise CommandFailed("not_receiving", f"move {args.move_id} is past its transfer")
+        size = next((f["size"] for f in journal.files if f["name"] == args.file), None)
+        if size is None:
+            raise CommandFailed("not_found", f"move {args.move_id} has no file {args.file}")
+        try:
+            data = base64.b64decode(args.data, validate=True)
+        except ValueError:
+            raise CommandFailed("bad_args", "data: not base64") from None
+        path = inside(self._folder(args.move_id) / "in", args.file)
+        have = path.stat().st_size if path.exists() else 0
+        plan = write_plan(have, args.offset, len(data), int(size))
+        if plan is not None:
+            skip, start = plan
+
+            def put() -> None:
+                path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+                fd = os.open(path, os.O_WRONLY | os.O_CREAT, 0o600)
+                with open(fd, "r+b") as handle:
+                    handle.seek(start)
+                    handle.write(data[skip:])
+
+            await asyncio.to_thread(put)
+        return {"size": path.stat().st_size if path.exists() else 0}
+
+    async def place(self, session_id: str, args: MovePlaceArgs) -> dict[str, Any]:
+        journal = self._journal(args.move_id, session_id, TARGET)
+        if journal.status == "receiving":
+            journal.status = "placing"
+            self._save(journal)
+        if journal.status == "placing":
+            self._run(journal, self._place)
+            await self._wait(journal, args.wait)
+        return {"status": "ready" if journal.status == "placed" else journal.status, **(
+            {"code": journal.code, "error": journal.error} if journal.status == "failed" else {}
+        )}  # fmt: skip
+
+    async def _place(self, journal: Journal) -> None:
+        agent = self.agent
+        incoming = self._folder(journal.move_id) / "in"
+        files = [MoveFile.model_validate(f) for f in journal.files]
+        for file in files:
+            path = inside(incoming, file.name)
+            if not path.is_file() or path.stat().st_size != file.size:
+                raise CommandFailed("incomplete", f"{file.name} did not arrive whole")
+            if await asyncio.to_thread(sha256_of, path) != file.sha256:
+                path.unlink()
+                raise CommandFailed("corrupt", f"{file.name} arrived damaged; move it again")
+        known = agent.registry.sessions.pop(journal.session_id, None)
+        if known is not None:  # placed before this Mac restarted: start over from the files
+            await self._stop_here(journal.session_id)
+        tree = Path(journal.tree or journal.cwd)
+        if not tree.exists():
+            journal.created_folder = True
+            self._save(journal)
+        if not journal.unpacked:
+            manifest = foldersync.FolderManifest.from_json(journal.manifest)
+            await foldersync.unpack(incoming / FOLDER_FILE, tree, manifest)
+            journal.unpacked = True
+        if not Path(journal.cwd).is_dir():
+            raise CommandFailed("folder_gone", f"the folder {journal.cwd} was not made")
+        cwd = os.path.realpath(journal.cwd)
+        journal.cwd = cwd
+        self._save(journal)
+        home = agent.options.claude_home
+        by_conversation: dict[str, dict[str, Path]] = {}
+        for file in files:
+            if file.name.startswith(TRANSCRIPTS + "/"):
+                by_conversation.setdefault(conversation_of(file.name), {})[
+                    file.name[len(TRANSCRIPTS) + 1 :]
+                ] = incoming / file.name
+        project = home / "projects" / project_slug(cwd)
+        for conversation_id, paths in by_conversation.items():
+            main = project / f"{conversation_id}.jsonl"
+            for placed in (main, main.with_suffix("")):
+                if not placed.exists() and str(placed) not in journal.placed:
+                    journal.placed.append(str(placed))
+            self._save(journal)
+            await asyncio.to_thread(placement.place_conversation, home, cwd, conversation_id, paths)
+        data = json.loads((incoming / RECORD_FILE).read_text("utf-8"))
+        record = moved_record(data, cwd)
+        agent.registry.add(record)
+        rt = agent._runtime(record)
+        rt.moving = True
+        if record.alive:
+            await self._resume(record)
+
+    async def _resume(self, record: SessionRecord) -> None:
+        """Start the session's claude on this Mac in its conversation; wait until it is up."""
+        agent = self.agent
+        rt = await agent._launch(record, resume=record.conversation_id is not None)
+        deadline = time.monotonic() + agent.config.float("move_resume_timeout")
+        while rt.state != "idle" or not rt.pane_alive:
+            if rt.computed is not None and (
+                not rt.pane_alive or (rt.screen is not None and rt.screen.exited)
+            ):
+                said = rt.screen_key[0].strip() if rt.screen_key else ""
+                with contextlib.suppress(MuxError):
+                    said = (await agent.mux.capture(rt.name)).text.strip() or said
+                raise CommandFailed(
+                    "resume_refused",
+                    "Claude Code on this Mac would not resume the conversation"
+                    + (f": {' '.join(said.split())[-300:]}" if said else ""),
+                )
+            if time.monotonic() > deadline:
+                raise CommandFailed(
+                    "resume_refused",
+                    f"Claude Code on this Mac was not ready within "
+                    f"{agent.config.float('move_resume_timeout'):g} s (state {rt.state})",
+                )
+            await asyncio.sleep(IDLE_POLL)
+
+    # -- the end of a move ------------------------------------------------------------------
+
+    async def finish(self, session_id: str, args: MoveFinishArgs) -> dict[str, Any]:
+        journal = self.journals.get(args.move_id)
+        if journal is None or journal.session_id != session_id:
+            return {"done": True, "known": False}  # told again: settled already
+        task = self.tasks.pop(journal.move_id, None)
+        if task is not None:
+            task.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await task
+        if journal.role == SOURCE:
+            await (
+                self._release(journal) if args.outcome == "commit" else self._resume_here(journal)
+            )
+        elif args.outcome == "commit":
+            await self._arrive(journal, args)
+        else:
+            await self._undo(journal)
+        self._drop(journal)
+        return {"done": True, "known": True}
+
+    async def _stop_here(self, session_id: str) -> None:
+        """The session's claude stopped and forgotten on this Mac (its registry entry, its
+        runtime, its terminal, its event archive)."""
+        agent = self.agent
+        agent.registry.sessions.pop(session_id, None)
+        rt = agent.runtimes.pop(session_id, None)
+        if rt is not None:
+            rt.pane_alive = False
+        with contextlib.suppress(MuxError):
+            await agent.mux.kill(session_name(session_id))
+        agent.archive.delete(session_id)
+        agent._save()
+
+    async def _release(self, journal: Journal) -> None:
+        """Source, committed: the session is the other Mac's now; stop its claude here."""
+        await self._stop_here(journal.session_id)
+        _log.info("session %s moved away (move %s)", journal.session_id, journal.move_id)
+
+    async def _resume_here(self, journal: Journal) -> None:
+        """Source, aborted: the session goes on here; what was held is typed."""
+        agent = self.agent
+        record = agent.registry.get(journal.session_id)
+        if record is None:
+            return
+        rt = agent._runtime(record)
+        rt.moving = False
+        if record.alive and not rt.pane_alive:
+            with contextlib.suppress(Exception):
+                await agent._reopen(record)
+        rt.wake_screen.set()
+        agent._spawn(rt.deliver_held(reason="idle"))
+        await rt.send_update(force=True)
+
+    async def _arrive(self, journal: Journal, args: MoveFinishArgs) -> None:
+        """Target, committed: the session is this Mac's from now on."""
+        agent = self.agent
+        journal.status = "committed"
+        self._save(journal)
+        record = agent.registry.get(journal.session_id)
+        if record is None:
+            _log.warning("move %s committed but its session is not here", journal.move_id)
+            return
+        adopt_stored(record, args.stored)
+        rt = agent._runtime(record)
+        rt.follower = TranscriptFollower(record.acked)
+        if record.conversation_id:
+            rt.follower.follow(record.conversation_id, agent._transcript_file(record))
+        events = self._folder(journal.move_id) / "in" / EVENTS_FILE
+        if events.is_file():
+            epoch, archived = await asyncio.to_thread(archived_events, events)
+            if archived:
+                agent.archive.add(record.id, epoch, archived)
+        agent.archive.track(record.id)
+        source = args.source_name or "another Mac"
+        target = args.target_name or "this Mac"
+        agent._add_marker(record, MarkerKind.MOVED, MOVED_TEXT.format(source=source, target=target))
+        rt.moving = False
+        agent._save()
+        if record.alive and not rt.pane_alive:
+            with contextlib.suppress(Exception):
+                await agent._reopen(record)
+        rt.sent.clear()
+        rt.wake_screen.set()
+        await rt.send_update(force=True)
+        agent._spawn(rt.deliver_held(reason="idle"))
+        agent.link.device.recent_folders = agent._recent_folders()
+        _log.info("session %s moved here from %s (move %s)", record.id, source, journal.move_id)
+
+    async def _undo(self, journal: Journal) -> None:
+        """Target, aborted: nothing of the session stays here."""
+        await self._stop_here(journal.session_id)
+        for placed in journal.placed:
+            path = Path(placed)
+            if path.is_dir():
+                shutil.rmtree(path, ignore_errors=True)
+            else:
+                path.unlink(missing_ok=True)
+        if journal.created_folder and (journal.tree or journal.cwd):
+            shutil.rmtree(journal.tree or journal.cwd, ignore_errors=True)
+        _log.info("move %s of session %s undone here", journal.move_id, journal.session_id)
