@@ -26,6 +26,13 @@ from wire.protocol import (
     GitStatusArgs,
     InterruptArgs,
     ListFilesArgs,
+    MoveAcceptArgs,
+    MoveExportArgs,
+    MoveFinishArgs,
+    MovePlaceArgs,
+    MoveProbeArgs,
+    MoveReadArgs,
+    MoveWriteArgs,
     ReadFileArgs,
     ReopenArgs,
     RestArgs,
@@ -44,6 +51,28 @@ DOCS = Path(__file__).resolve().parent.parent / "docs" / "protocol.md"
 # One example of each command's args as the relay builds them, and the JSON object it sent
 # before the models (its own hand-built dicts), key order included.
 EXAMPLES: list[tuple[CommandArgs, dict[str, Any]]] = [
+    (MoveProbeArgs(move_id="mv-12345678", cwd="/src"), {"move_id": "mv-12345678", "cwd": "/src"}),
+    (
+        MoveExportArgs(move_id="mv-12345678", when="now"),
+        {"move_id": "mv-12345678", "when": "now"},
+    ),
+    (
+        MoveAcceptArgs(move_id="mv-12345678", cwd="/src", manifest={}, files=[]),
+        {"move_id": "mv-12345678", "cwd": "/src", "manifest": {}, "files": []},
+    ),
+    (
+        MoveReadArgs(move_id="mv-12345678", file="folder.tar", offset=0, length=512),
+        {"move_id": "mv-12345678", "file": "folder.tar", "offset": 0, "length": 512},
+    ),
+    (
+        MoveWriteArgs(move_id="mv-12345678", file="folder.tar", offset=512, data="AA=="),
+        {"move_id": "mv-12345678", "file": "folder.tar", "offset": 512, "data": "AA=="},
+    ),
+    (MovePlaceArgs(move_id="mv-12345678"), {"move_id": "mv-12345678"}),
+    (
+        MoveFinishArgs(move_id="mv-12345678", outcome="abort"),
+        {"move_id": "mv-12345678", "outcome": "abort"},
+    ),
     (
         CreateSessionArgs(cwd="/src", prompt="fix it", permission_mode="plan", model="opus"),
         {"cwd": "/src", "prompt": "fix it", "permission_mode": "plan", "model": "opus"},
