@@ -24,9 +24,7 @@ pytestmark = [
     pytest.mark.e2e,
     # Known open: the target's resumed claude is judged gone before its first screen
     # (resume_refused) — being looked into; the move itself is covered by tests/test_moves.py.
-    pytest.mark.xfail(
-        reason="the target's resume is refused before its first screen", run=False
-    ),
+    pytest.mark.xfail(reason="the target's resume is refused before its first screen", run=False),
 ]
 
 
