@@ -6,16 +6,18 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-from collections.abc import Mapping, Sequence
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel
 
+from agent.daemon import Agent, AgentOptions
 from agent.errors import MuxError, PaneGone
 from agent.hookserver import OnHook, SecretFor
 from agent.mux import Capture, Pane
 from agent.seams import OnLinked, OnUnlinked
+from wire import config
 from wire.client import Archive, CommandHandler
 from wire.protocol import (
     Ack,
@@ -161,3 +163,51 @@ class FakeHooks:
         if self.secret_for(session_id) is None:
             return None  # the real server refuses it (403) before the agent sees it
         return await self.on_hook(session_id, event, payload)
+
+
+# -- an agent on these fakes ---------------------------------------------------------------------
+
+
+class Parts:
+    """An agent and the fakes it was built on, for a test's body."""
+
+    def __init__(self, agent: Agent, mux: FakeMux, link: FakeLink, hooks: FakeHooks) -> None:
+        self.agent, self.mux, self.link, self.hooks = agent, mux, link, hooks
+
+
+def fake_options(tmp_path: Path) -> AgentOptions:
+    """An agent's options with its data and Claude home in ``tmp_path``; nothing is revived."""
+    return AgentOptions(
+        data_dir=tmp_path / "agent",
+        relay_url="http://relay.invalid",
+        token="cbd_test",
+        claude="/opt/claude/bin/claude",
+        mux_program="tmux",
+        claude_home=tmp_path / "claude-home",
+        revive=False,
+        env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)},
+    )
+
+
+def with_agent(tmp_path: Path, body: Callable[[Parts], Awaitable[None]]) -> None:
+    """Run ``body`` on an agent whose multiplexer, link and hook server are the fakes above."""
+    built: dict[str, Any] = {}
+
+    def make_link(*args: Any) -> FakeLink:
+        built["link"] = FakeLink(*args)
+        return built["link"]  # type: ignore[no-any-return]
+
+    def make_hooks(secret_for: SecretFor, on_hook: OnHook) -> FakeHooks:
+        built["hooks"] = FakeHooks(secret_for, on_hook)
+        return built["hooks"]  # type: ignore[no-any-return]
+
+    mux = FakeMux()
+
+    async def go() -> None:
+        agent = Agent(
+            fake_options(tmp_path), config.load(environ={}), mux=mux, link=make_link,
+            hooks=make_hooks,
+        )  # fmt: skip
+        await body(Parts(agent, mux, built["link"], built["hooks"]))
+
+    asyncio.run(go())

@@ -4,54 +4,14 @@ claude in tests/test_agent_fake.py."""
 
 from __future__ import annotations
 
-import asyncio
 import os
 import uuid
-from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any, get_args
+from typing import get_args
 
-from agent.daemon import Agent, AgentOptions
-from agent.hookserver import OnHook, SecretFor
 from agent.mux import session_name
-from tests.agent_fakes import FakeHooks, FakeLink, FakeMux
-from wire import config
+from tests.agent_fakes import Parts, with_agent
 from wire.protocol import COMMAND_ARGS, CommandName
-
-
-class Parts:
-    def __init__(self, agent: Agent, mux: FakeMux, link: FakeLink, hooks: FakeHooks) -> None:
-        self.agent, self.mux, self.link, self.hooks = agent, mux, link, hooks
-
-
-def with_agent(tmp_path: Path, body: Callable[[Parts], Awaitable[None]]) -> None:
-    built: dict[str, Any] = {}
-
-    def make_link(*args: Any) -> FakeLink:
-        built["link"] = FakeLink(*args)
-        return built["link"]  # type: ignore[no-any-return]
-
-    def make_hooks(secret_for: SecretFor, on_hook: OnHook) -> FakeHooks:
-        built["hooks"] = FakeHooks(secret_for, on_hook)
-        return built["hooks"]  # type: ignore[no-any-return]
-
-    options = AgentOptions(
-        data_dir=tmp_path / "agent",
-        relay_url="http://relay.invalid",
-        token="cbd_test",
-        claude="/opt/claude/bin/claude",
-        mux_program="tmux",
-        claude_home=tmp_path / "claude-home",
-        revive=False,
-        env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)},
-    )
-    mux = FakeMux()
-
-    async def go() -> None:
-        agent = Agent(options, config.load(environ={}), mux=mux, link=make_link, hooks=make_hooks)
-        await body(Parts(agent, mux, built["link"], built["hooks"]))
-
-    asyncio.run(go())
 
 
 def test_every_command_of_the_protocol_has_a_handler(tmp_path: Path) -> None:

@@ -9,19 +9,17 @@ import base64
 import stat
 import uuid
 from pathlib import Path
-from typing import Any, get_args
+from typing import get_args
 
 import httpx
 import pytest
 
 from agent import attachments
 from agent import held as heldrules
-from agent.daemon import Agent, AgentOptions
 from agent.errors import CommandFailed
-from tests.agent_fakes import FakeHooks, FakeLink, FakeMux
+from tests.agent_fakes import Parts, fake_options, with_agent
 from tests.support.api import SMALL, error_of, new_id, push
 from tests.support.relay import Account, RelayServer, mac
-from wire import config
 from wire.protocol import (
     ATTACHMENT_TYPES,
     AttachmentInfo,
@@ -228,27 +226,10 @@ def test_the_agent_keeps_a_file_hands_it_with_the_message_and_deletes_it_with_th
     folder = tmp_path / "project"
     folder.mkdir()
     sid = str(uuid.uuid4())
-    built: dict[str, Any] = {}
+    options = fake_options(tmp_path)
 
-    def make_link(*args: Any) -> FakeLink:
-        built["link"] = FakeLink(*args)
-        return built["link"]  # type: ignore[no-any-return]
-
-    options = AgentOptions(
-        data_dir=tmp_path / "agent",
-        relay_url="http://relay.invalid",
-        token="cbd_test",
-        claude="/opt/claude/bin/claude",
-        mux_program="tmux",
-        claude_home=tmp_path / "claude-home",
-        revive=False,
-        env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)},
-    )
-
-    async def go() -> None:
-        agent = Agent(options, config.load(environ={}), mux=FakeMux(), link=make_link,
-                      hooks=lambda secret_for, on_hook: FakeHooks(secret_for, on_hook))  # fmt: skip
-        link: FakeLink = built["link"]
+    async def go(p: Parts) -> None:
+        agent, link = p.agent, p.link
         assert (await link.command("create_session", sid, cwd=str(folder))).ok
         data = base64.b64encode(PNG).decode()
         saved = await link.command(
@@ -277,4 +258,4 @@ def test_the_agent_keeps_a_file_hands_it_with_the_message_and_deletes_it_with_th
         assert (await link.command("delete_history", sid)).ok
         assert not (options.data_dir / "attachments" / sid).exists()
 
-    asyncio.run(go())
+    with_agent(tmp_path, go)

@@ -17,15 +17,14 @@ from typing import Any
 
 import httpx
 
-from agent.daemon import Agent, AgentOptions
-from agent.hookserver import OnHook, SecretFor
+from agent.daemon import Agent
 from agent.launch import claude_argv
 from agent.transcript import transcript_path
-from tests.agent_fakes import FakeHooks, FakeLink, FakeMux
+from tests import agent_fakes as fakes
+from tests.agent_fakes import FakeLink, FakeMux
 from tests.support.api import SMALL, error_of, push
 from tests.support.cli import cli
 from tests.support.relay import RelayServer, mac
-from wire import config
 from wire.protocol import Command, CommandResult
 
 
@@ -42,32 +41,7 @@ def test_claude_is_asked_to_fork_under_the_new_id() -> None:
 
 
 def with_agent(tmp_path: Path, body: Callable[[Agent, FakeMux, FakeLink], Awaitable[None]]) -> None:
-    built: dict[str, Any] = {}
-
-    def make_link(*args: Any) -> FakeLink:
-        built["link"] = FakeLink(*args)
-        return built["link"]  # type: ignore[no-any-return]
-
-    def make_hooks(secret_for: SecretFor, on_hook: OnHook) -> FakeHooks:
-        return FakeHooks(secret_for, on_hook)
-
-    options = AgentOptions(
-        data_dir=tmp_path / "agent",
-        relay_url="http://relay.invalid",
-        token="cbd_test",
-        claude="/opt/claude/bin/claude",
-        mux_program="tmux",
-        claude_home=tmp_path / "claude-home",
-        revive=False,
-        env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)},
-    )
-    mux = FakeMux()
-
-    async def go() -> None:
-        agent = Agent(options, config.load(environ={}), mux=mux, link=make_link, hooks=make_hooks)
-        await body(agent, mux, built["link"])
-
-    asyncio.run(go())
+    fakes.with_agent(tmp_path, lambda p: body(p.agent, p.mux, p.link))
 
 
 def line(uuid_: str, text: str) -> str:

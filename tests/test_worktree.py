@@ -11,19 +11,17 @@ import subprocess
 import uuid
 from collections.abc import Awaitable, Callable
 from pathlib import Path, PurePosixPath
-from typing import Any
 
 import pytest
 from playwright.sync_api import expect
 
 from agent import worktree
-from agent.daemon import Agent, AgentOptions
+from agent.daemon import Agent
 from agent.errors import CommandFailed
-from agent.hookserver import OnHook, SecretFor
-from tests.agent_fakes import FakeHooks, FakeLink, FakeMux
+from tests import agent_fakes as fakes
+from tests.agent_fakes import FakeLink, FakeMux
 from tests.support.relay import Account
 from tests.support.web import Phone, ScriptedMac, commands
-from wire import config
 
 # -- branch names (pure) ------------------------------------------------------------------------
 
@@ -161,32 +159,7 @@ def test_make_refuses_with_what_to_do(tmp_path: Path) -> None:
 
 
 def with_agent(tmp_path: Path, body: Callable[[Agent, FakeMux, FakeLink], Awaitable[None]]) -> None:
-    built: dict[str, Any] = {}
-
-    def make_link(*args: Any) -> FakeLink:
-        built["link"] = FakeLink(*args)
-        return built["link"]  # type: ignore[no-any-return]
-
-    def make_hooks(secret_for: SecretFor, on_hook: OnHook) -> FakeHooks:
-        return FakeHooks(secret_for, on_hook)
-
-    options = AgentOptions(
-        data_dir=tmp_path / "agent",
-        relay_url="http://relay.invalid",
-        token="cbd_test",
-        claude="/opt/claude/bin/claude",
-        mux_program="tmux",
-        claude_home=tmp_path / "claude-home",
-        revive=False,
-        env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path)},
-    )
-    mux = FakeMux()
-
-    async def go() -> None:
-        agent = Agent(options, config.load(environ={}), mux=mux, link=make_link, hooks=make_hooks)
-        await body(agent, mux, built["link"])
-
-    asyncio.run(go())
+    fakes.with_agent(tmp_path, lambda p: body(p.agent, p.mux, p.link))
 
 
 def test_a_worktree_session_runs_in_it_and_keeps_it_when_reopened(tmp_path: Path) -> None:
