@@ -115,6 +115,7 @@ async def agent_link(ws: WebSocket) -> None:
             for r in outcome.sessions
         ]
         await link.send(Welcome(device_id=device_id, sessions=positions).model_dump_json())
+        link.welcomed.set()
         if outcome.refused:
             listed = ", ".join(outcome.refused[:5]) + (" …" if len(outcome.refused) > 5 else "")
             await link.send(

@@ -42,6 +42,9 @@ class DeviceLink:
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     closed: bool = False
     replaced: bool = False  # a newer link of the same Mac took over
+    # Set once ``welcome`` is sent: the link is listed before that (so a newer link can replace
+    # it), but a command or request sent earlier would reach a Mac still waiting for welcome.
+    welcomed: asyncio.Event = field(default_factory=asyncio.Event)
 
     async def send(self, text: str) -> None:
         # One sender at a time: commands from HTTP handlers interleave with acks.
@@ -52,6 +55,10 @@ class DeviceLink:
         future: asyncio.Future[Any] = asyncio.get_running_loop().create_future()
         self.pending[request_id] = future
         try:
+            async with asyncio.timeout(timeout):
+                await self.welcomed.wait()
+            if future.done():  # the link failed before its welcome
+                return await future
             await self.send(text)
             return await asyncio.wait_for(future, timeout)
         except TimeoutError:
@@ -92,6 +99,7 @@ class DeviceLink:
 
     def fail_pending(self) -> None:
         self.closed = True
+        self.welcomed.set()  # wake requests waiting for a welcome that will not come
         for future in self.pending.values():
             if not future.done():
                 future.set_exception(

@@ -118,6 +118,7 @@ def test_every_api_route_refuses_missing_revoked_expired_and_device_tokens(
         "card_id": "c1",
         "message_id": "m1",
         "agent_id": "a1",
+        "grant_id": "g1",
         "seq": 1,
     }
     bodies: dict[tuple[str, str], Any] = {

@@ -363,7 +363,18 @@ def test_a_card_survives_later_updates_and_clears_only_when_told(
                 SessionInfo(session_id=session_id, held=[HeldMessage(id="h1", text="later")])
             )
             snap = await snapshot(
-                client, [{"id": "h1", "text": "later", "state": "held", "created_at": None}], "held"
+                client,
+                [
+                    {
+                        "id": "h1",
+                        "text": "later",
+                        "state": "held",
+                        "created_at": None,
+                        "when": "held",
+                        "attachments": [],
+                    }
+                ],
+                "held",
             )
             assert snap["card"]["id"] == "c1" and snap["state"] == "waiting"  # type: ignore[index]
             await link.update(SessionInfo(session_id=session_id, state="busy", clear_card=True))
