@@ -208,6 +208,10 @@ class Cluster:
     def forward_revoke(self, token_hashes: list[str]) -> None:
         self._broadcast({"t": "revoke", "h": token_hashes})
 
+    def nudge(self, topic: str, session_id: str) -> None:
+        """Tell the other nodes' ``topic`` feature that the session has news for it."""
+        self._broadcast({"t": "nudge", "k": topic, "s": session_id})
+
     async def linked(self, link: DeviceLink) -> None:
         """A Mac linked to this node: record it (the lease), and end an older link elsewhere."""
         await self._run(
@@ -493,6 +497,10 @@ class Cluster:
             state.hub.resync_session(message["s"], message["r"], forward=False)
         elif kind == "revoke":
             state.hub.revoke(list(message["h"]), forward=False)
+        elif kind == "nudge":
+            handler = state.nudge_handlers.get(str(message.get("k")))
+            if handler is not None:
+                handler(str(message["s"]))
 
     def _spawn(self, coro: Coroutine[Any, Any, None]) -> None:
         """Run ``coro`` beside the loop that heard it, kept until done (cancelled on close)."""

@@ -101,6 +101,9 @@ class RelayState:
     # This node's part in a cluster of relay nodes on PostgreSQL (relay/cluster.py); None when
     # the relay is one process (SQLite).
     cluster: Cluster | None = None
+    # What a feature does when another node nudges it about a session (``Cluster.nudge``), by
+    # topic: e.g. the outbox delivers what another node queued for a Mac linked here.
+    nudge_handlers: dict[str, Callable[[str], None]] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.pair_limiter = RateLimiter(self.config.int("pair_attempts_per_minute"))

@@ -523,7 +523,7 @@ def test_a_10000_event_replay_survives_its_node_killed_twice(nodes: Nodes, tmp_p
                     replay.prefer_first.set()
                     await asyncio.sleep(0.2)
             await asyncio.wait_for(task, 180)
-            assert kills == 2 and replay.links >= 3, replay
+            assert kills == 2 and replay.links >= 3, (replay.links, replay.seen_urls, nodes[0].url)
             assert balancer.url in replay.seen_urls, replay.seen_urls
             for i, phone in enumerate(phones):
                 await phone.wait_for(REPLAY_LINES, timeout=120)

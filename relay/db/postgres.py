@@ -17,11 +17,12 @@ import asyncio
 import functools
 import re
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
 from relay.db.base import POSTGRES, Database, Dialect, Schema, StepLog, default_step_log
 from relay.db.migrations import migrate
+from relay.errors import StoreUnavailable
 from relay.writer import Writer, WriterBackend, unavailable
 from wire.config import Config, ConfigError
 
@@ -38,6 +39,8 @@ except ImportError as exc:  # pragma: no cover - the [postgres] extra is not ins
 
 CONNECT_TIMEOUT = 5  # seconds to reach the server before a request fails with 503
 POOL_WAIT = 5.0  # seconds a read waits for a free connection of the pool
+
+_T = TypeVar("_T")
 
 
 def safe_url(url: str) -> str:
@@ -226,6 +229,7 @@ class PostgresDatabase(Database):
             name="relay-readers",
         )
         self.pool.open(wait=False)
+        self._pool_lagging = False  # the server answered while the pool had no connection
 
     def describe(self) -> str:
         return safe_url(self.url)
@@ -258,25 +262,54 @@ class PostgresDatabase(Database):
             self._migrated = True
         return conn
 
-    def query(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
+    def _read(self, work: Callable[[Any], _T]) -> _T:
+        """Run ``work`` on a reader connection. Reads change nothing, so one that failed on the
+        pool's connection runs once more on a connection of its own: after the server restarted,
+        the pool may still be waiting out its reconnect back-off (seconds) while the server
+        already answers. Until the pool has a connection again, reads go straight there."""
+        if not self._pool_lagging or self.pool.get_stats().get("pool_available", 0) > 0:
+            self._pool_lagging = False
+            try:
+                with self.pool.connection() as raw:
+                    return work(raw)
+            except psycopg.OperationalError:
+                pass
+            except psycopg.Error as exc:
+                raise translate(exc) from exc
         try:
-            with self.pool.connection() as raw:
-                cursor = raw.execute(to_postgres(sql), _params(params))
-                return list(cursor.fetchall()) if cursor.description is not None else []
+            with psycopg.connect(self.url, autocommit=True, connect_timeout=CONNECT_TIMEOUT) as raw:
+                result = work(raw)
         except psycopg.Error as exc:
             raise translate(exc) from exc
+        self._pool_lagging = True
+        return result
+
+    def query(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
+        def work(raw: Any) -> list[Any]:
+            cursor = raw.execute(to_postgres(sql), _params(params))
+            return list(cursor.fetchall()) if cursor.description is not None else []
+
+        return self._read(work)
 
     def stream(self, sql: str, params: Sequence[Any], consume: Callable[[Any], bool]) -> None:
-        try:
-            with self.pool.connection() as raw:
-                cursor = raw.cursor()
-                cursor.execute(to_postgres(sql), _params(params))
-                while rows := cursor.fetchmany(200):
-                    for row in rows:
-                        if not consume(row):
-                            return
-        except psycopg.Error as exc:
-            raise translate(exc) from exc
+        started = False
+
+        def work(raw: Any) -> None:
+            nonlocal started
+            if started:  # rows were handed on already: run again, they would be seen twice
+                raise StoreUnavailable(
+                    "the relay's database connection was lost mid-read; try again",
+                    code="store_unavailable",
+                )
+            cursor = raw.cursor()
+            cursor.execute(to_postgres(sql), _params(params))
+            while rows := cursor.fetchmany(200):
+                for row in rows:
+                    started = True
+                    if not consume(row):
+                        return
+
+        self._read(work)
 
     async def aquery(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
         return await asyncio.to_thread(self.query, sql, params)

@@ -11,7 +11,9 @@ session is flushed oldest first, one message at a time, and stops at the first t
 person to drop it; the messages behind it wait too, so the order holds).
 
 Flushing starts when the Mac reports the session (it does so as soon as it links) and on a
-schedule (``outbox_retry_interval``) while anything waits. What waits is part of each session's
+schedule (``outbox_retry_interval``) while anything waits. With several relay nodes (PostgreSQL)
+only the node holding the Mac's link delivers; a node that queues for a Mac linked elsewhere
+nudges that node over the cluster bus. What waits is part of each session's
 snapshot as ``queued`` (the page lists it in its ledger as "queued on the relay").
 """
 
@@ -143,6 +145,12 @@ class Outbox:
             )
             self.state.publish_session(session)
         self.kick(session.id)  # the Mac may be back already
+        if (
+            self.shared
+            and self.state.cluster is not None
+            and session.device_id in self.state.live.remote
+        ):
+            self.state.cluster.nudge("outbox", session.id)  # the node holding the Mac delivers it
         return {"message_id": message_id, "state": "queued", "duplicate": not added}
 
     async def drop(self, session: Session, message_id: str) -> bool:
@@ -181,6 +189,12 @@ class Outbox:
         elif session.id in self.waiting:
             self.kick(session.id)
 
+    def nudged(self, session_id: str) -> None:
+        """Another node queued a message for the session: deliver it if its Mac is linked here."""
+        task = asyncio.get_running_loop().create_task(self._reload_and_kick(session_id))
+        self.tasks.add(task)
+        task.add_done_callback(self.tasks.discard)
+
     async def _reload_and_kick(self, session_id: str) -> None:
         if self._lock(session_id).locked():
             return  # being flushed now, from what the table held
@@ -212,8 +226,13 @@ class Outbox:
                 except NotFound:  # the session was deleted: nothing to deliver to
                     await self._delete(session_id, message["id"])
                     continue
-                if self.state.live.link(session.device_id) is None:
+                link = self.state.live.link(session.device_id)
+                if link is None:
                     return  # still offline: the Mac's next report flushes
+                if self.shared and self.state.live.local.get(session.device_id) is not link:
+                    # Only the node holding the Mac delivers (nudged when a message is queued
+                    # elsewhere, its sweep otherwise), so no message is sent twice at once.
+                    return
                 try:
                     await send_command(
                         self.state,
@@ -277,6 +296,7 @@ async def start(state: RelayState) -> Outbox:
     state.watchers.append(outbox.watch)
     state.session_fields.append(outbox.fields)
     if outbox.shared:  # queued through any node: the listing and the snapshot read the table
+        state.nudge_handlers["outbox"] = outbox.nudged
         state.list_fields.append(outbox.listed)
         state.snapshot_fields.append(outbox.snapshot)
     outbox.sweeper = asyncio.get_running_loop().create_task(outbox.sweep())
