@@ -589,6 +589,7 @@ class Moving:
         rt.moving = True
         if record.alive:
             await self._resume(record)
+        journal.status = "placed"  # the relay's next ask is answered "ready", not placed again
 
     async def _resume(self, record: SessionRecord) -> None:
         """Start the session's claude on this Mac in its conversation; wait until it is up."""
@@ -596,10 +597,12 @@ class Moving:
         rt = await agent._launch(record, resume=record.conversation_id is not None)
         deadline = time.monotonic() + agent.config.float("move_resume_timeout")
         while rt.state != "idle" or not rt.pane_alive:
+            said = rt.screen_key[0].strip() if rt.screen_key else ""
+            # A blank screen reads as "exited" too, but a resuming claude draws nothing at first:
+            # only a pane that died, or a screen that says claude ended, is a refusal.
             if rt.computed is not None and (
-                not rt.pane_alive or (rt.screen is not None and rt.screen.exited)
+                not rt.pane_alive or (rt.screen is not None and rt.screen.exited and said)
             ):
-                said = rt.screen_key[0].strip() if rt.screen_key else ""
                 with contextlib.suppress(MuxError):
                     said = (await agent.mux.capture(rt.name)).text.strip() or said
                 raise CommandFailed(

@@ -15,6 +15,7 @@ import os
 import re
 import shlex
 import shutil
+import signal
 import tempfile
 from collections import deque
 from collections.abc import Mapping, Sequence
@@ -29,6 +30,10 @@ from agent.errors import PaneGone as PaneGone
 SESSION_PREFIX = "cb-"
 CONTROL_SESSION = "_cb_control"
 DEFAULT_SOCKET = "claude-bridge"
+# After tmux's hangup, claude finishes writing its transcript before it exits (a few hundred ms):
+# ``kill`` waits that long at most, then kills it, so a relaunch never runs beside it.
+EXIT_WAIT = 3.0
+EXIT_POLL = 0.05
 _SAFE = re.compile(r"^[A-Za-z0-9_@%+=:,./-]+$")
 _BLOCK = re.compile(r"^%(begin|end|error) (\d+) (\d+) (\d+)$")
 PANE_FORMAT = (
@@ -54,6 +59,31 @@ class Capture:
     width: int
     height: int
     cursor: tuple[int, int]
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # someone else's process now holds the number
+        return False
+    return True
+
+
+async def wait_exited(pid: int, seconds: float) -> None:
+    """Wait for ``pid`` to exit; past ``seconds``, kill it and wait a little more."""
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + seconds
+    while _alive(pid):
+        if loop.time() > deadline:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
+            deadline = loop.time() + seconds
+            while _alive(pid) and loop.time() < deadline:
+                await asyncio.sleep(EXIT_POLL)
+            return
+        await asyncio.sleep(EXIT_POLL)
 
 
 def quote(arg: str) -> str:
@@ -317,8 +347,12 @@ class Mux:
                 os.unlink(path)
 
     async def kill(self, name: str) -> None:
+        """End the terminal and the program in it; return once that program has exited."""
+        pane = (await self.panes()).get(name)
         with contextlib.suppress(MuxError):
             await self.control.run("kill-session", "-t", name)
+        if pane is not None and not pane.dead and pane.pid > 1:
+            await wait_exited(pane.pid, EXIT_WAIT)
 
     async def kill_server(self) -> None:
         await self.control.close()

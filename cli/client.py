@@ -91,6 +91,27 @@ class Deleted(TypedDict, total=False):
     mac: str
 
 
+class MoveError(TypedDict):
+    code: str | None
+    message: str
+
+
+class Move(TypedDict, total=False):
+    """A session's move (``POST``/``GET /api/sessions/{id}/move``): ``state`` is moving, done or
+    failed; ``bytes`` of ``total`` carried so far; ``error`` when it failed."""
+
+    id: str
+    state: str
+    phase: str
+    step: str
+    to: str
+    cwd: str
+    when: str
+    bytes: int
+    total: int
+    error: MoveError | None
+
+
 class Event(TypedDict, total=False):
     seq: int
     kind: str
@@ -410,6 +431,17 @@ class RelayClient:
         """``DELETE /api/sessions/{id}``: ended and deleted on the relay and its Mac."""
         done: Deleted = self._call("DELETE", _session_path(session_id))
         return done
+
+    def move(self, session_id: str, device_id: str, *, cwd: str | None, when: str) -> Move:
+        """``POST /api/sessions/{id}/move``: the move, begun (its progress: ``move_status``)."""
+        body = {"device_id": device_id, "when": when} | ({"cwd": cwd} if cwd else {})
+        begun: Move = self._call("POST", f"{_session_path(session_id)}/move", json=body)["move"]
+        return begun
+
+    def move_status(self, session_id: str) -> Move:
+        """``GET /api/sessions/{id}/move``: the session's latest move."""
+        found: Move = self._call("GET", f"{_session_path(session_id)}/move")["move"]
+        return found
 
     def send(self, session_id: str, text: str) -> None:
         self._call("POST", f"{_session_path(session_id)}/messages", json={"text": text})

@@ -291,3 +291,36 @@ def test_a_session_whose_lines_the_relay_refuses_does_not_hold_up_the_others(
             assert texts == ["hello one", "hello again"]
     finally:
         store.ingest = real_ingest  # type: ignore[method-assign]
+
+
+@pytest.mark.parametrize("stubborn", [False, True], ids=["slow-to-exit", "ignores-hangup"])
+def test_ending_a_terminal_returns_once_its_program_has_exited(
+    tmp_path: Path, stubborn: bool
+) -> None:
+    """Claude Code writes the end of its transcript after tmux's hangup; a session reopened at
+    once must not run beside it. A program that ignores the hangup is killed."""
+    from agent import mux as muxmod
+
+    socket = f"cbkill-{uuid.uuid4().hex[:8]}"
+    done = tmp_path / "done"
+    on_hup = "" if stubborn else f"sleep 0.6; echo bye > {done}; exit 0"
+    script = f"trap '{on_hup}' HUP; echo ready; while :; do sleep 0.1; done"
+
+    async def go() -> None:
+        mux = Mux("tmux", socket)
+        try:
+            pane = await mux.new_session("cb-k", tmp_path, ["sh", "-c", script], {}, 80, 24)
+            await asyncio.to_thread(
+                wait_for, lambda: "ready" in subprocess.run(
+                    ["tmux", "-L", socket, "capture-pane", "-p", "-t", "cb-k"],
+                    capture_output=True, text=True, check=False,
+                ).stdout, 10, "the program up",
+            )  # fmt: skip
+            await mux.kill("cb-k")
+            assert not muxmod._alive(pane.pid)
+            assert done.exists() is not stubborn  # it finished what it was writing
+        finally:
+            await mux.close()
+            subprocess.run(["tmux", "-L", socket, "kill-server"], capture_output=True, check=False)
+
+    asyncio.run(go())

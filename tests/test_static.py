@@ -102,3 +102,14 @@ def test_the_page_runs_from_versioned_files_and_the_worker_keeps_them(
     version = names["keys"][0].removeprefix("cb-shell-")
     assert f"/js/live.js?v={version}" in names["urls"]
     assert "/index.html" in names["urls"]
+
+
+def test_the_service_worker_keeps_every_module_of_the_page() -> None:
+    """Opened without the relay, the page loads from the kept shell: a module missing from the
+    service worker's list would fail the whole page offline."""
+    sw = (WEB_DIR / "sw.js").read_text()
+    start = sw.index("const FILES")
+    listed = set(re.findall(r'"(/[^"?]+)"', sw[start : sw.index("];", start)]))
+    modules = {"/js/" + p.name for p in (WEB_DIR / "js").glob("*.js")}
+    assert modules - listed == set(), "add them to FILES in web/sw.js"
+    assert {"/app.js", "/style.css", "/pair.js"} <= listed

@@ -12,7 +12,7 @@ const FILES = [
   "/js/api.js", "/js/cache.js", "/js/cards.js", "/js/conversation.js", "/js/dom.js", "/js/forms.js",
   "/js/i18n.js", "/js/live.js", "/js/md.js", "/js/overview.js", "/js/session.js", "/js/ui.js", "/js/search.js",
   "/js/extras.js", "/js/subagent.js", "/js/audit.js", "/js/offline.js",
-  "/js/versionband.js", "/js/files.js", "/js/wide.js", "/js/grants.js",
+  "/js/versionband.js", "/js/files.js", "/js/wide.js", "/js/grants.js", "/js/composer.js", "/js/move.js",
   "/icons/icon-192.png", "/icons/icon-512.png", "/icons/apple-touch-icon.png",
 ];
 const SHELL = [...ENTRY, ...FILES.map((f) => f + "?v=" + VERSION)];

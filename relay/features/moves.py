@@ -266,6 +266,11 @@ class Moves:
             raise NotFound(f"no move {move_id}", code="unknown_move")
         return rows[0]
 
+    def driven(self, session_id: str) -> Move | None:
+        """The session's move as this node drives it now (its progress is ahead of the row's)."""
+        move = self.latest.get(session_id)
+        return move if move is not None and move.id in self.tasks else None
+
     async def last_of(self, session_id: str) -> Move | None:
         rows = await self._rows("session_id = ? ORDER BY created_at DESC LIMIT 1", (session_id,))
         return rows[0] if rows else None
@@ -687,6 +692,8 @@ class Moves:
         if not force and now - self._published.get(move.session_id, 0.0) < PROGRESS_EVERY:
             return
         self._published[move.session_id] = now
+        if not force:  # the progress in the row too, for the other relay nodes' phones
+            await self._update(move, bytes_done=move.bytes_done)
         with contextlib.suppress(NotFound):
             session = await self.state.store.get_session(move.account_id, move.session_id)
             self.state.publish_session(session)
@@ -695,8 +702,7 @@ class Moves:
         return {"move": shown(self.latest.get(session.id))}
 
     async def snapshot(self, session: Session) -> Mapping[str, Any]:
-        move = self.latest.get(session.id) if session.id in self.tasks else None
-        return {"move": shown(move or await self.last_of(session.id))}
+        return {"move": shown(self.driven(session.id) or await self.last_of(session.id))}
 
     async def listed(self, account_id: str) -> Callable[[str], Mapping[str, Any]]:
         rows = await self._rows(
@@ -788,8 +794,7 @@ async def session_move(session_id: str, principal: Phone, state: State) -> dict[
     """The session's latest move (running, done or failed with its reason)."""
     session = await session_or_404(state, principal, session_id)
     moves = _moves(state)
-    move = moves.latest.get(session.id) if session.id in moves.tasks else None
-    move = move or await moves.last_of(session.id)
+    move = moves.driven(session.id) or await moves.last_of(session.id)
     if move is None:
         raise NotFound("this session was never moved", code="no_move")
     return {"move": move.to_json()}

@@ -20,12 +20,7 @@ from tests.support.journeys import events, snapshot, start_session, wait_answere
 from tests.support.relay import RelayServer
 from tests.support.waits import wait_for
 
-pytestmark = [
-    pytest.mark.e2e,
-    # Known open: the target's resumed claude is judged gone before its first screen
-    # (resume_refused) — being looked into; the move itself is covered by tests/test_moves.py.
-    pytest.mark.xfail(reason="the target's resume is refused before its first screen", run=False),
-]
+pytestmark = pytest.mark.e2e
 
 
 def git(folder: str, *args: str) -> str:

@@ -16,6 +16,7 @@ import { actionSheet, confirmBox, promptBox, showError, toast } from "./ui.js";
 import { placeBand } from "./versionband.js";
 import { filesActions } from "./files.js";
 import { Attachments, heldDetails, modeModelActions, upload } from "./composer.js";
+import { moveAction, moveBand } from "./move.js";
 
 const PAGE = 500; // first page and catch-up (the relay's catchup_page)
 const OLDER_PAGE = 200;
@@ -58,6 +59,7 @@ export class SessionView {
     this.costButton.addEventListener("click", () => showCost(this.id));
     this.meta = h("p.session-meta");
     this.summary = h("p.session-sum", { hidden: true });
+    this.moveSlot = h("div.move-slot");
     this.moreButton = h("button.icon", { type: "button", "aria-label": t("actions"), title: t("actions") }, "⋯");
     this.moreButton.addEventListener("click", () => this.actions());
     this.earlier = h("button.earlier", { type: "button" }, t("earlier"));
@@ -84,7 +86,7 @@ export class SessionView {
     this.archivedNote = h("div.read-only-note.archived-note", { role: "note" }, h("span", null, t("archived_note")), this.readOnly ? null : pin);
     this.lockSlot = h("div");
     this.el = h("section.session", { "aria-label": t("claude") },
-      h("div.session-head", null, h("div.badges", null, this.markBadge, this.pinBadge), this.meta, this.costButton, this.summary),
+      h("div.session-head", null, h("div.badges", null, this.markBadge, this.pinBadge), this.meta, this.costButton, this.summary, this.moveSlot),
       h("div.older", null, this.earlier, this.topNote),
       this.list, this.previewBox,
       h("div.dock", null, this.newChip, this.cardSlot, this.heldBox, this.lockSlot));
@@ -451,6 +453,8 @@ export class SessionView {
     this.summary.hidden = !note;
     this.summary.textContent = note || "";
     this.renderLock();
+    const band = moveBand(s.move, this.app.devices);
+    this.moveSlot.replaceChildren(...(band ? [band] : []));
     const device = this.device();
     const parts = [shortPath(s.cwd)];
     if (device) parts.push(device.name || device.id);
@@ -677,6 +681,12 @@ export class SessionView {
     if (!s.locked) list.push({ label: t("delete"), danger: true, run: () => this.remove() });
     if (this.archived()) { actionSheet(this.title(), list); return; }
     list.push({ label: t("fork"), run: () => this.fork() });
+    const moving = s.mark === "moving" || (s.move && s.move.state === "moving");
+    const move = !s.locked && !moving && moveAction({ ...s, id: this.id }, this.app.devices, (m) => {
+      this.snap = { ...this.snap, move: m, mark: "moving" };
+      this.renderMeta();
+    });
+    if (move) list.push(move);
     // A stopped session takes them at its next start.
     list.push(...modeModelActions({ ...s, id: this.id }, (snap) => {
       this.snap = { ...this.snap, ...snap };
