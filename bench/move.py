@@ -94,9 +94,9 @@ def main() -> int:
                 for mac in macs:
                     seed_home(mac.home, [])
                     mac.start_agent()
-                cwd = a.folder("repo")
-                log(f"making a git repository of about {args.mb} MB in {cwd}")
-                made = make_repository(Path(cwd), args.mb)
+                log(f"making a git repository of about {args.mb} MB")
+                made = make_repository(a.root / "repo", args.mb)
+                cwd = a.folder("repo")  # and trusted by that Mac's Claude Code
                 size = du(Path(cwd))
                 travels = size - du(Path(cwd) / "node_modules")
                 with a.phone() as phone:
