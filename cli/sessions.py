@@ -1319,7 +1319,7 @@ def cmd_move(args: argparse.Namespace) -> int:
         while not args.no_wait and move.get("state") == "moving":
             line = move_line(move, target["name"])
             if line != shown and not args.json:
-                print(f"  {line}", file=sys.stderr)
+                print(f"  {line}", flush=True)
                 shown = line
             time.sleep(MOVE_POLL_SECONDS)
             move = relay.move_status(session["id"])
@@ -1327,11 +1327,18 @@ def cmd_move(args: argparse.Namespace) -> int:
         relay.close()
     if args.json:
         _print_json(move)
-    elif move.get("state") == "moving":
+        return 2 if move.get("state") == "failed" else 0
+    if move.get("state") == "failed":
+        error = move.get("error") or {"code": None, "message": "the move failed"}
+        _fail(
+            f"not moved to {target['name']}: {error['message']} ({error['code']})",
+            "the session goes on where it was; fix that and move it again",
+        )
+    if move.get("state") == "moving":
         print(f"  its progress is on the page: {relay.page_link(session['id'])}")
     else:
         print(move_line(move, target["name"]))
-    return 2 if move.get("state") == "failed" else 0
+    return 0
 
 
 def cmd_delete(args: argparse.Namespace) -> int:

@@ -571,3 +571,52 @@ def test_pure_parts() -> None:
     with pytest.raises(sessions_cli.CommandError, match="2 subagents start with 'ab'"):
         sessions_cli.pick_subagent(listed, "ab", "s")
     assert sessions_cli.run_lines(None)[0].startswith("Ran retention now")
+
+
+def test_move_names_the_mac_shows_progress_and_the_reason_it_failed(
+    relay: RelayServer, account: Account, studio: ScriptedMac, loop: LoopThread
+) -> None:
+    token, _, laptop_id = relay.state.store.create_token(account.account_id, "device", "Laptop")
+    laptop = ScriptedMac(relay, token, loop, name="Laptop").connect()
+    try:
+        sid = new_id()
+        push(studio, sid, "g_plan")
+        studio.update(sid, state="idle")
+        refused = cli(relay, account.phone_token, "move", sid, "Studio", code=2)
+        assert "already" in refused.stderr
+        laptop.answers["move_probe"] = {"have": []}
+        studio.fail["move_export"] = ("disk_full", "the disk of Studio is full (2 MB free)")
+        failed = cli(relay, account.phone_token, "move", sid, "--cwd", "/Users/ada/work", code=2)
+        assert "to Laptop when its turn ends" in failed.stdout
+        assert failed.stderr.startswith(
+            "claude-bridge: not moved to Laptop: the disk of Studio is full (2 MB free) (disk_full)"
+        ), failed.stderr
+        assert "goes on where it was" in failed.stderr
+        probe = next(c for c in laptop.commands if c.name == "move_probe")
+        assert probe.args["cwd"] == "/Users/ada/work"
+        moved = api(relay, account, "GET", f"/api/sessions/{sid}/move")["move"]
+        assert moved["to"] == laptop_id and moved["state"] == "failed"
+    finally:
+        laptop.close()
+
+
+def test_move_pure_parts() -> None:
+    macs: list[Any] = [
+        {"id": "m1", "name": "Studio", "online": True},
+        {"id": "m2", "name": "Laptop", "online": True},
+        {"id": "m3", "name": "Old iMac", "online": False},
+    ]
+    assert sessions_cli.move_target(macs, None, "m1")["id"] == "m2"  # the only other online
+    assert sessions_cli.move_target(macs, "laptop", "m1")["id"] == "m2"
+    with pytest.raises(sessions_cli.CommandError, match="already"):
+        sessions_cli.move_target(macs, "Studio", "m1")
+    with pytest.raises(sessions_cli.CommandError, match="no other Mac is online"):
+        sessions_cli.move_target([macs[0], macs[2]], None, "m1")
+    line = sessions_cli.move_line(
+        {"state": "moving", "step": "sending", "bytes": 5_000_000, "total": 20_000_000}, "Laptop"
+    )
+    assert line == "Moving to Laptop: sending, 4.8 MB of 19.1 MB"
+    assert (
+        sessions_cli.move_line({"state": "done", "cwd": "/w"}, "Laptop")
+        == "Moved to Laptop, in /w."
+    )

@@ -30,13 +30,13 @@ export function moveAction(session, devices, onMoved) {
 function moveDialog(session, others, onMoved) {
   const online = others.filter((d) => d.online);
   const macs = h("fieldset.mv-macs", null, h("legend", null, t("mv_to")),
-    ...others.map((d, i) => h("label.choice", null,
+    ...others.map((d, i) => h("label.check", null,
       h("input", { type: "radio", name: "mac", value: d.id, disabled: !d.online, checked: d.online && d.id === (online[0] || {}).id ? true : undefined }),
       h("span", null, d.name || d.id, d.online ? null : h("span.muted", null, " · " + t("mv_offline"))))));
   const folder = h("input", { type: "text", name: "cwd", value: session.cwd || "", spellcheck: "false", autocapitalize: "off" });
   const when = h("fieldset.mv-when", null, h("legend", null, t("mv_when")),
-    h("label.choice", null, h("input", { type: "radio", name: "when", value: "idle", checked: true }), h("span", null, t("mv_idle"))),
-    h("label.choice", null, h("input", { type: "radio", name: "when", value: "now" }), h("span", null, t("mv_now"))));
+    h("label.check", null, h("input", { type: "radio", name: "when", value: "idle", checked: true }), h("span", null, t("mv_idle"))),
+    h("label.check", null, h("input", { type: "radio", name: "when", value: "now" }), h("span", null, t("mv_now"))));
   const go = h("button.primary", { type: "submit", value: "move", disabled: !online.length }, t("mv_go"));
   const form = h("form.mv-form", { method: "dialog" },
     h("h2", null, t("mv_title")),
