@@ -438,6 +438,8 @@ class SessionDriver(Runtime):
         await self.send_update()
         if previous != computed.state and computed.state == "idle":
             await self.deliver_held(reason="idle")
+        elif self.card is not None and self.card.kind == "stuck" and previous == "busy":
+            await self.deliver_held(reason="interrupted")  # the turn ended by Esc
 
     def _claude_status(self) -> ClaudeStatus | None:
         """Claude Code's status file: found once by conversation id, then read by its pid."""

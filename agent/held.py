@@ -41,7 +41,8 @@ class Situation:
 
 # The safe points a delivery is tried at, by what happened: a tool finished, the turn ended
 # (its Stop, or the screen turned idle), a card was answered.
-TURN_ENDED = frozenset({"Stop", "idle"})
+# An interrupted turn runs no Stop hook: its end is the "Interrupted" notice on the screen.
+TURN_ENDED = frozenset({"Stop", "idle", "interrupted"})
 SAFE_POINTS = frozenset({"PostToolUse", "PostToolUseFailure", "card", *TURN_ENDED})
 
 

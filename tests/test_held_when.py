@@ -34,7 +34,7 @@ def test_after_a_tool_or_a_card_only_the_held_kind_is_due() -> None:
     ]
     for reason in ("PostToolUse", "PostToolUseFailure", "card"):
         assert [m.id for m in heldrules.due(messages, reason)] == ["a", "c"]
-    for reason in ("Stop", "idle"):
+    for reason in ("Stop", "idle", "interrupted"):
         assert [m.id for m in heldrules.due(messages, reason)] == ["a", "b", "c"]
 
 

@@ -175,3 +175,28 @@ def test_a_held_message_is_not_typed_while_a_permission_dialog_is_on_the_screen(
 
 async def _no_send(text: str) -> None:
     raise AssertionError(f"a permission card's answer sent a message: {text!r}")
+
+
+def test_an_interrupted_turn_is_over_so_its_after_turn_message_is_typed(tmp_path: Path) -> None:
+    """Esc ends a turn without a Stop hook: its "Interrupted" notice is the turn's end, so a
+    message for the turn's end is typed then (a tool ending mid-turn does not release it)."""
+    screens = FIXTURES / "screens" / "h_interrupt"
+
+    async def body() -> None:
+        mux, host = FakeMux(), Host()
+        driver = driver_on(
+            mux, host, tmp_path, screens / "01_busy_before_esc_80x24.screen_ansi.txt"
+        )
+        await read(driver, mux)
+        assert driver.state == "busy"
+        driver.record.held.append(
+            heldrules.new_message("then this", message_id="after1", when="after_turn")
+        )
+        await driver.deliver_held(reason="PostToolUse")  # a tool ended: the turn goes on
+        assert mux.pasted == []
+        mux.screens[driver.name] = (screens / "02_after_esc_80x24.screen_ansi.txt").read_text()
+        await read(driver, mux)
+        assert driver.card is not None and driver.card.kind == "stuck"
+        assert [text for _, text, _ in mux.pasted][:1] == ["then this"]
+
+    run(body)
