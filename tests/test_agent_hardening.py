@@ -4,6 +4,7 @@ real agent with the fake Claude Code (tests/fakeclaude) on a throw-away tmux ser
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import json
 import shutil
 import subprocess
@@ -323,4 +324,6 @@ def test_ending_a_terminal_returns_once_its_program_has_exited(
             await mux.close()
             subprocess.run(["tmux", "-L", socket, "kill-server"], capture_output=True, check=False)
 
-    asyncio.run(go())
+    # A loop of its own in a thread: the page tests' sync Playwright keeps one in this thread.
+    with concurrent.futures.ThreadPoolExecutor(1) as pool:
+        pool.submit(asyncio.run, go()).result(60)

@@ -20,34 +20,12 @@ import pytest
 from relay.store import Store
 from tests.support.bridge import Bridge, seed_home
 from tests.support.journeys import events, snapshot, start_session, wait_event, wait_state
+from tests.support.macs import agent_process, wait_online
 from tests.support.relay import SSEReader, free_port
 from tests.support.waits import wait_for
 from wire import config as configmod
 
 pytestmark = pytest.mark.e2e
-
-
-def agent_process(bridge: Bridge, relay_url: str, token: str) -> subprocess.Popen[bytes]:
-    bridge.root.mkdir(parents=True, exist_ok=True)
-    with (bridge.root / "agent.log").open("ab") as log:
-        return subprocess.Popen(
-            [sys.executable, "-m", "cli", "agent", "--relay", relay_url, "--token", token,
-             "--data", str(bridge.data), "--claude", bridge.claude, "--mux", "tmux",
-             "--socket", bridge.socket],
-            env={**bridge.env(), "PYTHONPATH": str(Path(__file__).parents[2])},
-            stdout=log, stderr=log,
-        )  # fmt: skip
-
-
-def wait_online(phone: httpx.Client, device_id: str, online: bool = True) -> None:
-    wait_for(
-        lambda: any(
-            d["id"] == device_id and d["online"] is online
-            for d in phone.get("/api/devices").json()["devices"]
-        ),
-        30,
-        f"the Mac {'online' if online else 'offline'}",
-    )
 
 
 def test_agent_kill_9_mid_turn_loses_nothing_and_keeps_held_messages(bridge: Bridge) -> None:

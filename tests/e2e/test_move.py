@@ -5,7 +5,6 @@ the refusals (too big, the folder differs, the other Mac offline)."""
 
 from __future__ import annotations
 
-import subprocess
 import uuid
 from collections.abc import Iterator
 from dataclasses import replace
@@ -17,35 +16,11 @@ import pytest
 
 from tests.support.bridge import Bridge, seed_home
 from tests.support.journeys import events, snapshot, start_session, wait_answered, wait_state
+from tests.support.macs import git, git_folder, tmux_has
 from tests.support.relay import RelayServer
 from tests.support.waits import wait_for
 
 pytestmark = pytest.mark.e2e
-
-
-def git(folder: str, *args: str) -> str:
-    out = subprocess.run(
-        ["git", "-C", folder, *args], capture_output=True, text=True, check=True,
-        env={"GIT_AUTHOR_NAME": "Ada", "GIT_AUTHOR_EMAIL": "ada@example.com",
-             "GIT_COMMITTER_NAME": "Ada", "GIT_COMMITTER_EMAIL": "ada@example.com",
-             "HOME": folder, "PATH": "/usr/bin:/bin"},
-    )  # fmt: skip
-    return out.stdout.strip()
-
-
-def git_folder(folder: str) -> str:
-    """A repository with a commit, an uncommitted change, an untracked file and ignored ones."""
-    git(folder, "init", "-q", "-b", "main")
-    Path(folder, "app.py").write_text("print('one')\n")
-    Path(folder, ".gitignore").write_text("*.log\n")
-    git(folder, "add", ".")
-    git(folder, "commit", "-q", "-m", "first")
-    Path(folder, "app.py").write_text("print('two')\n")  # uncommitted
-    Path(folder, "notes.md").write_text("untracked, not ignored\n")
-    Path(folder, "debug.log").write_text("ignored\n")
-    Path(folder, "node_modules", "pkg").mkdir(parents=True)
-    Path(folder, "node_modules", "pkg", "index.js").write_text("huge\n")
-    return git(folder, "rev-parse", "HEAD")
 
 
 @pytest.fixture
@@ -85,14 +60,6 @@ def moved(phone: httpx.Client, session_id: str, timeout: float = 90) -> dict[str
         timeout,
         "the move over",
     )
-
-
-def tmux_has(mac: Bridge, session_id: str) -> bool:
-    found = subprocess.run(
-        ["tmux", "-L", mac.socket, "has-session", "-t", f"cb-{session_id}"],
-        capture_output=True, check=False,
-    )  # fmt: skip
-    return found.returncode == 0
 
 
 def test_a_session_moves_when_idle_with_its_folder_held_message_and_conversation(

@@ -21,16 +21,16 @@ import httpx
 import pytest
 
 from relay.store import Store
-from tests.e2e.test_faults import agent_process, wait_online
-from tests.e2e.test_move import git_folder, tmux_has
 from tests.support.bridge import Bridge, seed_home
 from tests.support.journeys import events, snapshot, start_session, wait_answered, wait_state
+from tests.support.macs import agent_process, git_folder, tmux_has, wait_online
 from tests.support.relay import Account, free_port
 from tests.support.waits import wait_for
 from wire import config as configmod
 
 pytestmark = pytest.mark.e2e
 
+ROLE = {"a": "source agent", "b": "target agent", "relay": "relay"}
 CHUNK = 64 * 1024  # small chunks: the transfer takes long enough to be cut in the middle
 PAYLOAD = 24 * 1024 * 1024  # incompressible bytes in the folder: about 400 chunks
 
@@ -168,7 +168,7 @@ def test_a_move_cut_by_kill_9_ends_in_one_place_and_goes_on(world: World, killed
             return move if move["phase"] in ("done", "failed") else None
 
         move = wait_for(over, 150, "the move over")
-        print(f"\nkill -9 of the {killed} mid-transfer: the move ended {move['phase']}"
+        print(f"\nkill -9 of the {ROLE[killed]} mid-transfer: the move ended {move['phase']}"
               + (f" ({move['error']['code']}: {move['error']['message']})" if move["error"] else ""))  # fmt: skip
         here, gone = (b, a) if move["phase"] == "done" else (a, b)
         snap = snapshot(phone, session_id)
