@@ -16,51 +16,24 @@ the throughput.
 from __future__ import annotations
 
 import argparse
-import contextlib
-import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
 from dataclasses import replace
 from pathlib import Path
 
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-import httpx
 
-from bench._common import free_port, log
+from bench._common import log
 from bench.foldersync import make_repository
-from tests.support.bridge import Bridge, claude_binary, seed_home
+from tests.support.bridge import Bridge, claude_binary, fake_api, seed_home
 from tests.support.journeys import start_session, wait_answered
 from tests.support.relay import RelayServer
 
 E2E = Path(__file__).resolve().parent.parent / "tests" / "e2e"
 MB = 1_000_000
-
-
-@contextlib.contextmanager
-def fake_api(root: Path) -> Iterator[str]:
-    """The tests' fake Anthropic API (tests/e2e/mockapi.py), as the end-to-end suite runs it."""
-    port = free_port()
-    proc = subprocess.Popen(
-        [sys.executable, str(E2E / "mockapi.py"), "--port", str(port),
-         "--log", str(root / "api.log"), "--scenarios", str(E2E / "scenarios.json")],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )  # fmt: skip
-    url = f"http://127.0.0.1:{port}"
-    try:
-        deadline = time.monotonic() + 15
-        while time.monotonic() < deadline:
-            with contextlib.suppress(httpx.HTTPError):
-                if httpx.get(url + "/v1/models", timeout=1).status_code == 200:
-                    break
-            time.sleep(0.05)
-        yield url
-    finally:
-        proc.kill()
-        proc.wait()
 
 
 def du(path: Path, skip: str = "") -> int:
@@ -81,7 +54,7 @@ def main() -> int:
         relay = RelayServer(root / "relay", move_chunk_bytes=args.chunk_kb * 1024).start()
         macs: list[Bridge] = []
         try:
-            with fake_api(root) as api:
+            with fake_api(root / "api.log") as api:
                 account = relay.account()
                 token, _, device_id = relay.state.store.create_token(
                     account.account_id, "device", "Laptop"

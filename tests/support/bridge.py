@@ -5,12 +5,16 @@ claude (tests/fakeclaude)."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import shutil
 import subprocess
+import sys
 import threading
+import time
 import uuid
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -28,6 +32,32 @@ REPO = TESTS.parent
 E2E = TESTS / "e2e"  # the fake Anthropic API (mockapi.py) and its scenarios
 FAKE = str(TESTS / "fakeclaude" / "claude")  # the fake Claude Code
 API_KEY = "sk-ant-api03-mockmockmockmockmockmockmockmockmockmockmock-AAAAAAAA"
+
+
+@contextlib.contextmanager
+def fake_api(log: Path) -> Iterator[str]:
+    """The tests' fake Anthropic API (tests/e2e/mockapi.py) on a free port, its requests in
+    ``log``: yields its URL once it answers."""
+    from tests.support.relay import free_port
+
+    port = free_port()
+    proc = subprocess.Popen(
+        [sys.executable, str(E2E / "mockapi.py"), "--port", str(port), "--log", str(log),
+         "--scenarios", str(E2E / "scenarios.json")],
+        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+    )  # fmt: skip
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 15
+        while time.monotonic() < deadline:
+            with contextlib.suppress(httpx.HTTPError):
+                if httpx.get(url + "/v1/models", timeout=1).status_code == 200:
+                    break
+            time.sleep(0.05)
+        yield url
+    finally:
+        proc.kill()
+        proc.wait()
 
 
 def claude_binary() -> str:

@@ -15,22 +15,17 @@ The helpers these fixtures hand out live in the importable modules next to this 
 
 from __future__ import annotations
 
-import contextlib
 import os
-import subprocess
-import sys
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 from playwright.sync_api import Browser, sync_playwright
 
-from tests.support.bridge import E2E, FAKE, Bridge, claude_binary, seed_home
+from tests.support.bridge import FAKE, Bridge, claude_binary, fake_api, seed_home
 from tests.support.postgres import PostgresCluster, PostgresMissingError
-from tests.support.relay import Account, RelayServer, free_port
+from tests.support.relay import Account, RelayServer
 from tests.support.web import CHROMIUM, CHROMIUM_ARGS, LoopThread, Phone, ScriptedMac
 
 # -- the relay's store backends ------------------------------------------------------------------
@@ -168,23 +163,8 @@ def claude_bin() -> str:
 
 @pytest.fixture(scope="session")
 def mock_api(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
-    port = free_port()
-    log = tmp_path_factory.mktemp("mockapi") / "requests.log"
-    proc = subprocess.Popen(
-        [sys.executable, str(E2E / "mockapi.py"), "--port", str(port), "--log", str(log),
-         "--scenarios", str(E2E / "scenarios.json")],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )  # fmt: skip
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.monotonic() + 15
-    while time.monotonic() < deadline:
-        with contextlib.suppress(httpx.HTTPError):
-            if httpx.get(url + "/v1/models", timeout=1).status_code == 200:
-                break
-        time.sleep(0.05)
-    yield url
-    proc.kill()
-    proc.wait()
+    with fake_api(tmp_path_factory.mktemp("mockapi") / "requests.log") as url:
+        yield url
 
 
 @pytest.fixture
