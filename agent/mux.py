@@ -64,26 +64,23 @@ class Capture:
 def _alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:  # someone else's process now holds the number
+    except (ProcessLookupError, PermissionError):  # gone (or the number is someone else's now)
         return False
     return True
 
 
 async def wait_exited(pid: int, seconds: float) -> None:
-    """Wait for ``pid`` to exit; past ``seconds``, kill it and wait a little more."""
+    """Wait for ``pid`` to exit; past ``seconds``, kill it and wait as long again."""
     loop = asyncio.get_running_loop()
-    deadline = loop.time() + seconds
-    while _alive(pid):
-        if loop.time() > deadline:
+    for last_resort in (False, True):
+        if last_resort:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.kill(pid, signal.SIGKILL)
-            deadline = loop.time() + seconds
-            while _alive(pid) and loop.time() < deadline:
-                await asyncio.sleep(EXIT_POLL)
+        deadline = loop.time() + seconds
+        while _alive(pid) and loop.time() < deadline:
+            await asyncio.sleep(EXIT_POLL)
+        if not _alive(pid):
             return
-        await asyncio.sleep(EXIT_POLL)
 
 
 def quote(arg: str) -> str:

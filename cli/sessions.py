@@ -179,12 +179,16 @@ def this_mac(devices: Sequence[Device]) -> Device | None:
     return next((d for d in devices if d["id"] == device_id), None)
 
 
+def mac_listing(devices: Sequence[Device]) -> str:
+    return "; ".join(
+        f"{d['name']} ({d['id']}, {'online' if d.get('online') else 'offline'})" for d in devices
+    )
+
+
 def pick_device(devices: Sequence[Device], wanted: str | None) -> Device:
     """The Mac named by ``--device`` (id or name), else the only online one, else this Mac
     when it is one of several online."""
-    listing = "; ".join(
-        f"{d['name']} ({d['id']}, {'online' if d.get('online') else 'offline'})" for d in devices
-    )
+    listing = mac_listing(devices)
     if wanted is not None:
         for device in devices:
             if wanted == device["id"]:
@@ -1264,9 +1268,7 @@ def move_target(devices: Sequence[Device], wanted: str | None, source_id: str | 
     online = [d for d in others if d.get("online")]
     if len(online) == 1:
         return online[0]
-    listing = "; ".join(
-        f"{d['name']} ({d['id']}, {'online' if d.get('online') else 'offline'})" for d in others
-    )
+    listing = mac_listing(others)
     if not online:
         raise CommandError(
             "no other Mac is online to move the session to",
@@ -1280,13 +1282,9 @@ def move_target(devices: Sequence[Device], wanted: str | None, source_id: str | 
 
 
 def move_line(move: Move, target: str) -> str:
-    """One line of a move's progress: its step and the bytes carried."""
-    state = move.get("state")
-    if state == "done":
+    """One line of a move's progress (its step and the bytes carried), or that it is done."""
+    if move.get("state") == "done":
         return f"Moved to {target}, in {move.get('cwd')}."
-    if state == "failed":
-        error = move.get("error") or {"code": None, "message": "the move failed"}
-        return f"Not moved: {error['message']} ({error['code']}). It goes on where it was."
     step = (move.get("step") or move.get("phase") or "moving").replace("_", " ")
     total = int(move.get("total") or 0)
     if total:

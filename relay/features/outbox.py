@@ -183,14 +183,13 @@ class Outbox:
     ) -> None:
         """A Mac reported the session (it does on linking): deliver what waits for it."""
         if self.shared:  # what waits may have been queued through another node
-            task = asyncio.get_running_loop().create_task(self._reload_and_kick(session.id))
-            self.tasks.add(task)
-            task.add_done_callback(self.tasks.discard)
+            self.nudged(session.id)
         elif session.id in self.waiting:
             self.kick(session.id)
 
     def nudged(self, session_id: str) -> None:
-        """Another node queued a message for the session: deliver it if its Mac is linked here."""
+        """What waits for the session may have changed in the table (another node queued it, or
+        its Mac reported): read it again and deliver it if the Mac is linked here."""
         task = asyncio.get_running_loop().create_task(self._reload_and_kick(session_id))
         self.tasks.add(task)
         task.add_done_callback(self.tasks.discard)

@@ -2,6 +2,14 @@
 // transcript can ever become markup.
 
 /** h("button.primary", {type: "button", onclick}, "Send") → <button class="primary">Send</button> */
+/** Bytes for a person: "812 B", "9.5 KB", "48.3 MB". */
+export function sizeText(n) {
+  if (n === undefined || n === null) return "";
+  if (n < 1024) return n + " B";
+  if (n < 1024 * 1024) return (n / 1024).toFixed(n < 10240 ? 1 : 0) + " KB";
+  return (n / 1024 / 1024).toFixed(1) + " MB";
+}
+
 export function h(tag, attrs, ...children) {
   const [name, ...classes] = tag.split(".");
   const el = document.createElement(name || "div");

@@ -4,18 +4,12 @@
 // highlighter only wraps tokens in spans.
 
 import { get } from "./api.js";
-import { folderName, h } from "./dom.js";
+import { folderName, h, sizeText as size } from "./dom.js";
 import { t } from "./i18n.js";
 
 const ID = (id) => encodeURIComponent(id);
 const link = (id, kind, path) => "#/s/" + ID(id) + "/" + kind + (path ? "/" + encodeURIComponent(path) : "");
 
-function size(n) {
-  if (n === undefined || n === null) return "";
-  if (n < 1024) return n + " B";
-  if (n < 1024 * 1024) return (n / 1024).toFixed(n < 10240 ? 1 : 0) + " KB";
-  return (n / 1024 / 1024).toFixed(1) + " MB";
-}
 
 // -- a small highlighter: comments, strings, numbers, keywords, per language
 

@@ -3,22 +3,13 @@
 // the move; its progress arrives as the session's `move` field on the account stream.
 
 import { post } from "./api.js";
-import { h } from "./dom.js";
+import { h, sizeText } from "./dom.js";
 import { t } from "./i18n.js";
 import { modal, sentence, showError, toast } from "./ui.js";
 
 const enc = encodeURIComponent;
 // The relay's steps of a move (relay/features/moves.py), each with words in i18n.js.
 const STEPS = ["starting", "probing", "waiting", "stopping", "packing", "sending", "resuming", "finishing", "aborting"];
-
-/** Bytes for a person: "812 KB", "48.3 MB". */
-export function sizeText(bytes) {
-  const n = Math.max(0, Number(bytes) || 0);
-  if (n < 1024) return n + " B";
-  if (n < 1024 * 1024) return (n / 1024).toFixed(0) + " KB";
-  if (n < 1024 * 1024 * 1024) return (n / 1024 / 1024).toFixed(1) + " MB";
-  return (n / 1024 / 1024 / 1024).toFixed(2) + " GB";
-}
 
 /** The "Move to…" action of a session's menu, or null when no other Mac is paired. */
 export function moveAction(session, devices, onMoved) {
