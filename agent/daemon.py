@@ -133,6 +133,7 @@ DEVICE_ID_FILE = "device-id"  # this Mac's id at its relay, written when the lin
 MUX_FILE = "mux.json"  # the multiplexer and its socket, for `claude-bridge attach`
 COPIES = "transcripts"  # <data>/transcripts/<session id>/: the conversation a fork started from
 TICK = 0.05
+STOP_STEP_GRACE = 5.0  # how long a stopping agent waits for each part to close
 PANES_TTL = 0.5  # how long one list of panes (alive, size, cursor) is reused
 REVIVED_TEXT = "🔁 The Mac restarted, so the session was reopened in the same conversation"
 
@@ -316,17 +317,37 @@ class Agent:
             await self._revive()
 
     async def stop(self) -> None:
+        """Stop every loop and close the link, the hook endpoint and the multiplexer client.
+
+        Each step is given STOP_STEP_GRACE: a step that hangs (a peer that never answers a close,
+        say) is named in the log and left behind, so stopping never hangs and the relay always
+        sees the Mac go offline."""
         self._stopping.set()
-        for task in [*self._tasks, *self._background]:
+        tasks = [*self._tasks, *self._background]
+        for task in tasks:
             task.cancel()
-        for task in [*self._tasks, *self._background]:
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
-        await self.decisions.close()
-        await self.link.stop()
-        await self.hook_server.close()
-        await self.mux.close()
+        if tasks:
+            _, stuck = await asyncio.wait(tasks, timeout=STOP_STEP_GRACE)
+            for task in stuck:
+                _log.warning("stopping: %s did not end; left behind", task.get_name())
+        await self._stop_step("the relay link", self.link.stop())
+        await self._stop_step("the decision log", self.decisions.close())
+        await self._stop_step("the hook endpoint", self.hook_server.close())
+        await self._stop_step("the tmux client", self.mux.close())
         self._save()
+
+    async def _stop_step(self, what: str, step: Coroutine[Any, Any, None]) -> None:
+        started = time.monotonic()
+        try:
+            await asyncio.wait_for(step, STOP_STEP_GRACE)
+        except TimeoutError:
+            _log.warning("stopping: %s did not close in %.0f s; left behind", what, STOP_STEP_GRACE)
+        except Exception:  # one part failing to close must not keep the others open
+            _log.exception("stopping: %s failed to close", what)
+        else:
+            took = time.monotonic() - started
+            if took > STOP_STEP_GRACE / 2:
+                _log.warning("stopping: %s took %.1f s to close", what, took)
 
     async def run_forever(self) -> None:
         await self.start()

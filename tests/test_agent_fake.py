@@ -68,16 +68,41 @@ def test_held_messages_wait_for_the_turn_and_send_now_interrupts(fake: Bridge) -
         assert "slow" in preview.lower()
         held = phone.post(f"/api/sessions/{session_id}/messages", json={"text": "after the turn"})
         assert held.json()["state"] == "held"
-        wait_event(
+        typed = wait_event(
             phone,
             session_id,
             lambda e: e["kind"] == "user" and e["text"] == "after the turn",
             "held message",
         )
+        # Its turn is over only once its answer came: the prompt's line may reach the phone
+        # before the state that says its turn started, so "idle" alone may be the one before.
+        wait_event(
+            phone,
+            session_id,
+            lambda e: e["kind"] == "assistant" and e["seq"] > typed["seq"],
+            "the held message's answer",
+        )
         wait_state(phone, session_id, "idle")
-        phone.post(f"/api/sessions/{session_id}/messages", json={"text": "SLOW again"})
-        wait_state(phone, session_id, "busy")
-        phone.post(f"/api/sessions/{session_id}/messages", json={"text": "now please", "now": True})
+        again = phone.post(f"/api/sessions/{session_id}/messages", json={"text": "SLOW again"})
+        assert again.json()["state"] == "typed"  # at once: the session was idle
+        wait_event(
+            phone,
+            session_id,
+            lambda e: e["kind"] == "user" and e["text"] == "SLOW again",
+            "the second slow prompt",
+        )
+        wait_for(
+            lambda: (
+                (s := snapshot(phone, session_id))["state"] == "busy"
+                and "slow" in (s["preview"] or "").lower()
+            ),
+            10,
+            "the second slow answer streaming",
+        )
+        now = phone.post(
+            f"/api/sessions/{session_id}/messages", json={"text": "now please", "now": True}
+        )
+        assert now.json()["state"] == "typed"
         wait_event(
             phone, session_id, lambda e: e.get("marker") == "interrupted", "the interruption"
         )

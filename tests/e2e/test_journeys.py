@@ -78,14 +78,25 @@ def test_held_message_is_typed_after_the_turn_and_send_now_interrupts(bridge: Br
         assert [
             h["state"] for h in snapshot(phone, session_id)["held"] if h["text"] == "after the turn"
         ] == ["held"]
-        wait_event(
+        typed_held = wait_event(
             phone,
             session_id,
             lambda e: e["kind"] == "user" and e["text"] == "after the turn",
             "the held message",
         )
+        # Its turn is over only once its answer came: the prompt's line may reach the phone
+        # before the state that says its turn started, so "idle" alone may be the one before.
+        wait_event(
+            phone,
+            session_id,
+            lambda e: e["kind"] == "assistant" and e["seq"] > typed_held["seq"],
+            "the held message's answer",
+        )
         wait_state(phone, session_id, "idle")
-        phone.post(f"/api/sessions/{session_id}/messages", json={"text": "BRIEF_SLOW again"})
+        again = phone.post(
+            f"/api/sessions/{session_id}/messages", json={"text": "BRIEF_SLOW again"}
+        )
+        assert again.json()["state"] == "typed"  # at once: the session was idle
         wait_state(phone, session_id, "busy")
         now = phone.post(
             f"/api/sessions/{session_id}/messages", json={"text": "right now", "now": True}
@@ -293,12 +304,20 @@ def test_write_and_edit_cards_and_accept_edits(bridge: Bridge) -> None:
         edit = wait_card(phone, session_id, "permission")
         assert edit["title"] == "Edit file"
         switch = next(o["key"] for o in edit["options"] if "accept edits" in o["label"].lower())
-        phone.post(f"/api/sessions/{session_id}/cards/{edit['id']}", json={"key": switch})
-        wait_for(
-            lambda: snapshot(phone, session_id)["permission_mode"] == "acceptEdits",
-            20,
-            "accept edits on",
-        )
+        answer = phone.post(f"/api/sessions/{session_id}/cards/{edit['id']}", json={"key": switch})
+        assert answer.status_code == 200, answer.text
+        try:
+            wait_for(
+                lambda: snapshot(phone, session_id)["permission_mode"] == "acceptEdits",
+                20,
+                "accept edits on",
+            )
+        except AssertionError as exc:
+            seen = snapshot(phone, session_id)
+            raise AssertionError(
+                f"{exc}; state {seen['state']}, mode {seen['permission_mode']}, "
+                f"screen:\n{bridge.screen(session_id)}"
+            ) from exc
         tool_use = wait_event(
             phone, session_id, lambda e: e["kind"] == "tool_use" and e["tool"] == "Edit", "the edit"
         )

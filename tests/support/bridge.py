@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import io
 import json
 import os
 import shutil
@@ -13,6 +14,7 @@ import subprocess
 import sys
 import threading
 import time
+import traceback
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -201,6 +203,11 @@ class Bridge:
         if self.loop is not None and self.thread is not None:
             self.loop.call_soon_threadsafe(self.loop.stop)
             self.thread.join(30)
+            if self.thread.is_alive():
+                raise AssertionError(
+                    "the agent did not stop in 30 s; where it is:\n"
+                    + _where_stuck(self.loop, self.thread)
+                )
         self.agent = None
         self.loop = None
         self.thread = None
@@ -221,6 +228,17 @@ class Bridge:
             headers={"Authorization": f"Bearer {self.account.phone_token}"},
             timeout=30,
         )
+
+
+def _where_stuck(loop: asyncio.AbstractEventLoop, thread: threading.Thread) -> str:
+    """The stack of the agent's thread and of each task still on its loop."""
+    frame = sys._current_frames().get(thread.ident or 0)
+    parts = ["".join(traceback.format_stack(frame)) if frame is not None else "(no frame)"]
+    for task in list(asyncio.all_tasks(loop)):
+        out = io.StringIO()
+        task.print_stack(file=out)
+        parts.append(out.getvalue())
+    return "\n".join(parts)
 
 
 def _finish(loop: asyncio.AbstractEventLoop) -> None:
