@@ -327,3 +327,23 @@ def test_ending_a_terminal_returns_once_its_program_has_exited(
     # A loop of its own in a thread: the page tests' sync Playwright keeps one in this thread.
     with concurrent.futures.ThreadPoolExecutor(1) as pool:
         pool.submit(asyncio.run, go()).result(60)
+
+
+def test_an_agent_whose_link_hangs_on_close_still_stops_and_says_which_part(
+    fake: Bridge, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A part that never finishes closing (a relay that never answers the close) is given its
+    grace and left behind: the agent stops, the log names the part, the Mac goes offline."""
+    from agent import daemon
+
+    agent = fake.start_agent()
+    monkeypatch.setattr(daemon, "STOP_STEP_GRACE", 0.5)
+
+    async def never_closes() -> None:
+        await asyncio.Event().wait()
+
+    monkeypatch.setattr(agent.link, "stop", never_closes)
+    caplog.set_level("WARNING", logger="agent")
+    fake.stop_agent()  # raises if the agent's thread is still running after 30 s
+    assert "the relay link did not close" in caplog.text
+    wait_for(lambda: fake.relay.state.live.link(fake.account.device_id) is None, 30, "offline")
