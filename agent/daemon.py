@@ -337,17 +337,12 @@ class Agent:
         self._save()
 
     async def _stop_step(self, what: str, step: Coroutine[Any, Any, None]) -> None:
-        started = time.monotonic()
         try:
             await asyncio.wait_for(step, STOP_STEP_GRACE)
         except TimeoutError:
             _log.warning("stopping: %s did not close in %.0f s; left behind", what, STOP_STEP_GRACE)
         except Exception:  # one part failing to close must not keep the others open
             _log.exception("stopping: %s failed to close", what)
-        else:
-            took = time.monotonic() - started
-            if took > STOP_STEP_GRACE / 2:
-                _log.warning("stopping: %s took %.1f s to close", what, took)
 
     async def run_forever(self) -> None:
         await self.start()

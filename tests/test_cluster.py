@@ -469,10 +469,8 @@ class Replayer:
                 return link
             await asyncio.sleep(0.2)
 
-    async def run(self, paused: asyncio.Event | None = None) -> None:
+    async def run(self) -> None:
         while self.acked < self.total:
-            if paused is not None:
-                await paused.wait()
             if self.hold_at is not None and self.acked >= self.hold_at:
                 await self.released.wait()
             if self.link is None or not self.link.connected or self.prefer_first.is_set():

@@ -15,7 +15,14 @@ import httpx
 import pytest
 
 from tests.support.bridge import Bridge, seed_home
-from tests.support.journeys import events, snapshot, start_session, wait_answered, wait_state
+from tests.support.journeys import (
+    events,
+    say_and_wait_answer,
+    snapshot,
+    start_session,
+    wait_answered,
+    wait_state,
+)
 from tests.support.macs import git, git_folder, tmux_has
 from tests.support.relay import RelayServer
 from tests.support.waits import wait_for
@@ -103,14 +110,8 @@ def test_a_session_moves_when_idle_with_its_folder_held_message_and_conversation
             "the held message typed on the laptop",
         )  # fmt: skip
         wait_state(phone, session_id, "idle", timeout=60)
-        phone.post(f"/api/sessions/{session_id}/messages", json={"text": "still there?"})
-        wait_for(
-            lambda: (
-                (listed := events(phone, session_id))[-1]["kind"] == "assistant"
-                and any(e["kind"] == "user" and e["text"] == "still there?" for e in listed)
-            ),
-            60,
-            "the conversation going on on the laptop",
+        say_and_wait_answer(
+            phone, session_id, "still there?", 60, "the conversation going on on the laptop"
         )
         history = events(phone, session_id)
     assert [e["seq"] for e in history] == list(range(1, len(history) + 1))
@@ -177,15 +178,7 @@ def test_moved_now_interrupts_and_refusals_leave_the_session_running_where_it_wa
         assert Path(target_cwd, "README.md").read_text() == "a plain folder\n"
         wait_state(phone, session_id, "idle", timeout=60)
         text = f"after the move {uuid.uuid4().hex[:6]}"
-        phone.post(f"/api/sessions/{session_id}/messages", json={"text": text})
-        wait_for(
-            lambda: (
-                (listed := events(phone, session_id))[-1]["kind"] == "assistant"
-                and any(e["kind"] == "user" and e["text"] == text for e in listed)
-            ),
-            60,
-            "an answer on the laptop",
-        )
+        say_and_wait_answer(phone, session_id, text, 60, "an answer on the laptop")
         history = events(phone, session_id)
     assert [e["seq"] for e in history] == list(range(1, len(history) + 1))
     assert not tmux_has(a, session_id) and tmux_has(b, session_id)

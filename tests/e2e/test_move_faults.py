@@ -22,7 +22,14 @@ import pytest
 
 from relay.store import Store
 from tests.support.bridge import Bridge, seed_home
-from tests.support.journeys import events, snapshot, start_session, wait_answered, wait_state
+from tests.support.journeys import (
+    events,
+    say_and_wait_answer,
+    snapshot,
+    start_session,
+    wait_answered,
+    wait_state,
+)
 from tests.support.macs import agent_process, git_folder, tmux_has, wait_online
 from tests.support.relay import Account, free_port
 from tests.support.waits import wait_for
@@ -183,15 +190,7 @@ def test_a_move_cut_by_kill_9_ends_in_one_place_and_goes_on(world: World, killed
         for mac in (a, b):
             wait_online(phone, mac.account.device_id)
         snap = wait_state(phone, session_id, "idle", timeout=90)
-        phone.post(f"/api/sessions/{session_id}/messages", json={"text": "still there?"})
-        wait_for(
-            lambda: (
-                (listed := events(phone, session_id))[-1]["kind"] == "assistant"
-                and any(e["kind"] == "user" and e["text"] == "still there?" for e in listed)
-            ),
-            90,
-            "the conversation going on",
-        )
+        say_and_wait_answer(phone, session_id, "still there?", 90, "the conversation going on")
         history = events(phone, session_id)
     assert [e["seq"] for e in history] == list(range(1, len(history) + 1))
     users = [e["text"] for e in history if e["kind"] == "user"]

@@ -67,3 +67,18 @@ def wait_answered(phone: httpx.Client, session_id: str) -> None:
     """The first answer arrived and the turn is over."""
     wait_event(phone, session_id, lambda e: e["kind"] == "assistant", "the answer")
     wait_state(phone, session_id, "idle")
+
+
+def say_and_wait_answer(
+    phone: httpx.Client, session_id: str, text: str, timeout: float, what: str
+) -> None:
+    """Send ``text`` to an idle session and wait until its answer is the newest event."""
+    phone.post(f"/api/sessions/{session_id}/messages", json={"text": text})
+    wait_for(
+        lambda: (
+            (listed := events(phone, session_id))[-1]["kind"] == "assistant"
+            and any(e["kind"] == "user" and e["text"] == text for e in listed)
+        ),
+        timeout,
+        what,
+    )

@@ -1,7 +1,6 @@
 // Building DOM nodes without HTML: every piece of text goes in as a text node, so nothing from a
 // transcript can ever become markup.
 
-/** h("button.primary", {type: "button", onclick}, "Send") → <button class="primary">Send</button> */
 /** Bytes for a person: "812 B", "9.5 KB", "48.3 MB". */
 export function sizeText(n) {
   if (n === undefined || n === null) return "";
@@ -10,6 +9,7 @@ export function sizeText(n) {
   return (n / 1024 / 1024).toFixed(1) + " MB";
 }
 
+/** h("button.primary", {type: "button", onclick}, "Send") → <button class="primary">Send</button> */
 export function h(tag, attrs, ...children) {
   const [name, ...classes] = tag.split(".");
   const el = document.createElement(name || "div");

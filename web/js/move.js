@@ -63,8 +63,7 @@ function moveDialog(session, others, onMoved) {
  * is doing and how much it carried, or the reason it failed (the session stayed where it was). */
 export function moveBand(move, devices) {
   if (!move) return null;
-  const to = devices.get(move.to);
-  const name = (to && (to.name || to.id)) || String(move.to || "").slice(0, 8);
+  const name = targetName(move, devices);
   if (move.state === "failed") {
     const reason = move.error ? sentence(move.error.message) : "";
     return h("p.move-band.failed", { role: "status" }, t("mv_failed", { mac: name }) + (reason ? " " + reason : ""));
@@ -77,4 +76,10 @@ export function moveBand(move, devices) {
   return h("div.move-band", { role: "status" },
     h("span", null, text),
     total ? h("progress", { max: total, value: done, "aria-label": t("mv_progress") }) : null);
+}
+
+/** The name of the Mac a move goes to (its id's start when that Mac is not known here). */
+export function targetName(move, devices) {
+  const to = devices.get(move.to);
+  return (to && (to.name || to.id)) || String(move.to || "").slice(0, 8);
 }

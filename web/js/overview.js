@@ -5,6 +5,7 @@ import { ago, costText, folderName, h, shortPath } from "./dom.js";
 import { stateLabel, t } from "./i18n.js";
 import { placeBand } from "./versionband.js";
 import { offlineLabel, stillNeedsYou } from "./offline.js";
+import { targetName } from "./move.js";
 
 const byOrder = (a, b) => a.position - b.position || String(a.created_at).localeCompare(String(b.created_at));
 
@@ -31,7 +32,6 @@ export function row(session, devices, found = false, withMac = false) {
   if (session.parent_id) where.push("↳ " + t("fork"));
   const archived = session.stage === "archived";
   const moving = session.move && session.move.state === "moving" ? session.move : null;
-  const movingTo = moving && devices.get(moving.to);
   return h("li", null, h("a.session-row", { href: "#/s/" + encodeURIComponent(session.id), class: needsYou ? "needs-row" : "", dataset: { id: session.id, state } },
     h("span.badges", null,
       h("span.badge", { class: "st-" + state + (session.activity ? " act-" + session.activity : "") }, label),
@@ -41,7 +41,7 @@ export function row(session, devices, found = false, withMac = false) {
       session.locked ? h("span.lock", { title: t("locked"), "aria-label": t("locked") }, "🔒") : null),
     h("span.row-title", null, title),
     session.summary ? h("span.row-sum", null, session.summary) : null,
-    moving ? h("span.row-meta.moving", null, t("mv_moving", { mac: (movingTo && movingTo.name) || String(moving.to).slice(0, 8) })
+    moving ? h("span.row-meta.moving", null, t("mv_moving", { mac: targetName(moving, devices) })
       + (moving.total ? ` · ${Math.floor((100 * Math.min(moving.bytes, moving.total)) / moving.total)} %` : "")) : null,
     found && session.files && session.files.length ? h("span.row-meta.files", null, session.files.slice(0, 3).map(folderName).join(", ")) : null,
     h("span.row-meta", null, where.join(" · ") + " · ", h("span.cost", { title: session.cost ? t("src_" + session.cost.source.replace("-", "_")) : null }, costText(session.cost, t)))));
