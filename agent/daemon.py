@@ -48,7 +48,7 @@ from agent.driver import (
     queue_marker,
     set_policy,
 )
-from agent.errors import BatchRefused, ClaudeMissing, CommandFailed, MuxError, NotLinked
+from agent.errors import BatchRefused, ClaudeMissing, CommandFailed, MuxError, NotLinked, PaneGone
 from agent.files import write_json, write_text
 from agent.hookserver import HookAnswer, HookServer, OnHook, SecretFor, permission_decision
 from agent.hooksettings import build_settings, hook_command_path, hook_env, write_settings
@@ -882,6 +882,11 @@ class Agent:
             return CommandResult(
                 command_id=command.command_id, ok=False, code=exc.code, error=exc.message
             )
+        except PaneGone as exc:
+            return CommandResult(
+                command_id=command.command_id, ok=False, code="pane_gone",
+                error=f"the session's terminal is gone ({_reason(exc)}): reopen the session",
+            )  # fmt: skip
         except Exception as exc:
             # Any failure answers at once with its reason: a phone never waits for a timeout.
             if not isinstance(exc, (MuxError, OSError)):

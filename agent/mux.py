@@ -42,6 +42,7 @@ EXIT_WAIT = 3.0
 EXIT_POLL = 0.05
 _SAFE = re.compile(r"^[A-Za-z0-9_@%+=:,./-]+$")
 _BLOCK = re.compile(r"^%(begin|end|error) (\d+) (\d+) (\d+)$")
+SIZE_FORMAT = "#{pane_width}\t#{pane_height}\t#{cursor_x}\t#{cursor_y}"
 # The key names the agent presses (tmux's names: BTab is Shift+Tab) and an option's digits. tmux
 # types any other word given to send-keys as its characters: text never goes that way.
 KEY_NAMES = frozenset({"Enter", "Escape", "Tab", "BTab", "Up", "Down", "Left", "Right", "Space"})
@@ -123,6 +124,18 @@ def parse_panes(lines: Sequence[str]) -> dict[str, Pane]:
             command=command,
         )
     return panes
+
+
+def parse_size(lines: Sequence[str], name: str) -> tuple[int, int, tuple[int, int]]:
+    """``display-message -p SIZE_FORMAT`` output → (width, height, (row, column)).
+
+    tmux answers a target that no longer exists with empty fields (and no error): that is
+    ``PaneGone``, as every other read of a gone pane is."""
+    fields = lines[0].split("\t") if lines else []
+    if len(fields) != 4 or not all(f.isdigit() for f in fields):
+        raise PaneGone(f"the terminal {name} is gone (claude exited or tmux was stopped)")
+    width, height, cx, cy = (int(f) for f in fields)
+    return width, height, (cy, cx)
 
 
 def check_key(key: str) -> str:
@@ -318,17 +331,16 @@ class Mux:
         """The pane's screen; ``pane`` (from a `panes()` call just made) saves a round trip."""
         try:
             if pane is None:
-                info = await self.control.run(
-                    "display-message", "-p", "-t", name,
-                    "#{pane_width}\t#{pane_height}\t#{cursor_x}\t#{cursor_y}",
-                )  # fmt: skip
-                width, height, cx, cy = (int(v) for v in info[0].split("\t"))
+                info = await self.control.run("display-message", "-p", "-t", name, SIZE_FORMAT)
+                width, height, cursor = parse_size(info, name)
             else:
-                width, height, (cy, cx) = pane.width, pane.height, pane.cursor
+                width, height, cursor = pane.width, pane.height, pane.cursor
             rows = await self.control.run("capture-pane", "-p", "-e", "-t", name)
+        except PaneGone:
+            raise
         except MuxError as exc:
             raise PaneGone(f"cannot read {name}: {exc}") from exc
-        return Capture("\n".join(rows), width, height, (cy, cx))
+        return Capture("\n".join(rows), width, height, cursor)
 
     async def send_keys(self, name: str, groups: Sequence[Sequence[str]]) -> None:
         """Press key groups as `keys_for` gives them, in order; a group ``["-l", text]`` is text

@@ -1,14 +1,17 @@
 """Text from a phone reaches Claude Code's terminal as text only (wire/pastetext.py, agent/mux.py
 ``paste``): a program in a real tmux pane, its terminal raw with bracketed paste on, reads the text
-less its control characters, between the paste's own start and end, and not one key besides."""
+less its control characters, between the paste's own start and end, and not one key besides; a
+gone pane is ``pane_gone``."""
 
 from __future__ import annotations
 
+import asyncio
 import subprocess
 import sys
+import time
 import unicodedata
 import uuid
-from collections.abc import Coroutine, Iterator
+from collections.abc import Awaitable, Callable, Coroutine, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -18,7 +21,8 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from agent.cards import ScreenFacts, classify_text, keys_for
-from agent.mux import LITERAL, Mux, check_key
+from agent.errors import PaneGone
+from agent.mux import LITERAL, Mux, check_key, parse_size
 from tests.agent_fakes import Parts, with_agent
 from tests.support import keyrecorder
 from tests.support.waits import wait_until
@@ -27,6 +31,7 @@ from wire import pastetext
 
 SCREENS = Path(__file__).parent / "fixtures" / "screens"
 QUESTION = SCREENS / "2.1.332" / "f_ask_question" / "01_ask_dialog_80x24.screen_plain.txt"
+IDLE = SCREENS / "2.1.332" / "b_idle" / "01_idle_fresh_80x24.screen_ansi.txt"
 PASTE_START = b"\x1b[200~"
 PASTE_END = b"\x1b[201~"
 ENTER = b"\r"  # tmux's Enter (a paste's line breaks stay LF: paste-buffer -r)
@@ -217,6 +222,59 @@ def test_a_word_that_is_not_a_key_reaches_nothing(recorder: Recorder) -> None:
     with pytest.raises(ValueError):
         recorder.run(recorder.mux.send_keys(recorder.name, [["1"], ["hello\x1b[Z"]]))
     assert recorder.record.read_bytes() == before  # refused before any key was pressed
+
+
+# -- a gone pane ---------------------------------------------------------------------------------
+
+
+def test_tmux_s_answer_for_a_gone_pane_is_pane_gone() -> None:
+    assert parse_size(["80\t24\t2\t23"], "cb-x") == (80, 24, (23, 2))
+    for answer in (["\t\t\t"], [], [""], ["80\t24"]):
+        with pytest.raises(PaneGone, match="cb-x is gone"):
+            parse_size(answer, "cb-x")
+
+
+def test_reading_typing_and_pasting_into_a_gone_pane_is_pane_gone(tmp_path: Path) -> None:
+    socket = f"cbgone-{uuid.uuid4().hex[:8]}"
+
+    async def body() -> None:
+        mux = Mux("tmux", socket)
+        try:
+            await mux.new_session("cb-here", tmp_path, ["sleep", "600"], {}, 80, 24)
+            await mux.new_session("cb-gone", tmp_path, ["sleep", "600"], {}, 80, 24)
+            await mux.kill("cb-gone")
+            attempts: list[Callable[[], Awaitable[object]]] = [
+                lambda: mux.capture("cb-gone"),
+                lambda: mux.send_keys("cb-gone", [["Enter"]]),
+                lambda: mux.paste("cb-gone", "hello"),
+                lambda: mux.send_keys("cb-gone", [[LITERAL, "hello"]]),
+            ]
+            for attempt in attempts:
+                with pytest.raises(PaneGone):
+                    await attempt()
+            assert await mux.control.run("list-buffers") == []  # no paste left behind
+        finally:
+            await mux.kill_server()
+
+    asyncio.run(asyncio.wait_for(body(), 30))
+
+
+def test_a_command_for_a_session_whose_pane_is_gone_answers_pane_gone(tmp_path: Path) -> None:
+    sid = str(uuid.uuid4())
+
+    async def body(p: Parts) -> None:
+        assert (await p.link.command("create_session", sid, cwd=str(tmp_path))).ok
+        rt = p.agent.runtimes[sid]
+        p.mux.screens[rt.name] = IDLE.read_text(encoding="utf-8")
+        await rt.read(True, time.time(), p.mux.panes_by_name[rt.name])
+        rt.first_frame_at = time.time() - 5
+        assert rt.state == "idle"
+        p.mux.panes_by_name.pop(rt.name)  # claude and its pane are gone; not seen yet
+        result = await p.link.command("set_mode", sid, mode="plan")
+        assert (result.ok, result.code) == (False, "pane_gone")
+        assert result.error is not None and "reopen" in result.error
+
+    with_agent(tmp_path, body)
 
 
 def test_a_message_of_controls_only_is_empty(tmp_path: Path) -> None:
