@@ -22,6 +22,7 @@ from hypothesis import strategies as st
 
 from agent.cards import ScreenFacts, classify_text, keys_for
 from agent.errors import PaneGone
+from agent.launch import BadClaudeArgs, claude_argv
 from agent.mux import LITERAL, Mux, check_key, parse_size
 from tests.agent_fakes import Parts, with_agent
 from tests.support import keyrecorder
@@ -222,6 +223,13 @@ def test_a_word_that_is_not_a_key_reaches_nothing(recorder: Recorder) -> None:
     with pytest.raises(ValueError):
         recorder.run(recorder.mux.send_keys(recorder.name, [["1"], ["hello\x1b[Z"]]))
     assert recorder.record.read_bytes() == before  # refused before any key was pressed
+
+
+def test_a_model_name_with_controls_never_reaches_claudes_command_line() -> None:
+    assert claude_argv("claude", "s.json", model="opus[1m]")[-2:] == ["--model", "opus[1m]"]
+    for bad in ("opus\x1b[Z", "sonnet\n", "-p", "a b"):
+        with pytest.raises(BadClaudeArgs):
+            claude_argv("claude", "s.json", model=bad)
 
 
 # -- a gone pane ---------------------------------------------------------------------------------
