@@ -15,8 +15,9 @@ Wrapped rows are joined back using the width of the rule that bounds the dialog 
 box), so a screen captured at one size reads the same when shown on a larger terminal.
 
 ``keys_for`` turns an answer into tmux ``send-keys`` groups. A group is a list of key names
-(``["Down"]``, ``["Enter"]``, ``["1"]``); literal text is the group ``["-l", text]``, i.e. the
-arguments of ``tmux send-keys -l``. Send each group with its own ``send-keys`` call, in order.
+(``["Down"]``, ``["Enter"]``, ``["1"]``); text is the group ``["-l", text]``, which the
+multiplexer pastes (agent/mux.py: a bracketed paste, never keys), its text already
+``wire.pastetext.clean``. Send each group with its own ``send-keys`` call, in order.
 """
 
 from __future__ import annotations
@@ -30,7 +31,9 @@ from typing import Any, Literal
 
 from wcwidth import wcswidth
 
+from agent.mux import LITERAL
 from agent.screen import Screen, from_plain, render
+from wire import pastetext
 from wire.protocol import Card, CardOption
 
 __all__ = [
@@ -359,10 +362,14 @@ def keys_for(
     * keyed: Up/Down from the ❯ row to the wanted option, then Enter.
     * stuck: nothing (answering means typing a message) → ``[]``.
 
+    ``text`` is pasted as ``pastetext.clean`` leaves it (no control character: none can act as
+    a key in the dialog); text with nothing left once cleaned is no text.
     Raises ``ValueError`` for a key that is not an option, or a missing/extra answer.
     """
     if card.kind == "stuck":
         return []
+    if text is not None:
+        text = pastetext.clean(text)
     keys = [o.key for o in card.options]
     wanted = [answer] if isinstance(answer, str) else list(answer or [])
     if not wanted and text is not None and card.free_text_key:
@@ -392,10 +399,10 @@ def keys_for(
     if key == card.free_text_key:
         if not text:
             raise ValueError("'Type something.' needs text")
-        return [[key], ["-l", text], ["Enter"]]
+        return [[key], [LITERAL, text], ["Enter"]]
     if text is not None:
         if card.kind == "permission" and card.amendable and key == keys[0]:
-            return [*_moves(card, 1), ["Tab"], ["-l", text], ["Enter"]]
+            return [*_moves(card, 1), ["Tab"], [LITERAL, text], ["Enter"]]
         raise ValueError("this answer takes no text")
     if card.kind == "dialog" and card.confirm_with_enter:
         return [[key], ["Enter"]]
@@ -1260,7 +1267,7 @@ def _multi_select_keys(card: DetectedCard, wanted: list[str], text: str | None) 
     if card.free_text_key and card.free_text_key in want:
         if not text:
             raise ValueError("'Type something' needs text")
-        groups += [[card.free_text_key], ["-l", text]]
+        groups += [[card.free_text_key], [LITERAL, text]]
     elif text is not None:
         raise ValueError("text goes with the 'Type something' option")
     tabs = [t for t in card.questions if not t.submit]

@@ -48,7 +48,7 @@ from agent.driver import (
     queue_marker,
     set_policy,
 )
-from agent.errors import BatchRefused, ClaudeMissing, CommandFailed, MuxError, NotLinked
+from agent.errors import BatchRefused, ClaudeMissing, CommandFailed, MuxError, NotLinked, PaneGone
 from agent.files import write_json, write_text
 from agent.hookserver import HookAnswer, HookServer, OnHook, SecretFor, permission_decision
 from agent.hooksettings import build_settings, hook_command_path, hook_env, write_settings
@@ -82,7 +82,7 @@ from agent.transcript import (
     session_files,
     transcript_path,
 )
-from wire import __version__
+from wire import __version__, pastetext
 from wire import policy as policyrules
 from wire.client import Archive
 from wire.client import CommandHandler as WireCommandHandler
@@ -882,6 +882,11 @@ class Agent:
             return CommandResult(
                 command_id=command.command_id, ok=False, code=exc.code, error=exc.message
             )
+        except PaneGone as exc:
+            return CommandResult(
+                command_id=command.command_id, ok=False, code="pane_gone",
+                error=f"the session's terminal is gone ({_reason(exc)}): reopen the session",
+            )  # fmt: skip
         except Exception as exc:
             # Any failure answers at once with its reason: a phone never waits for a timeout.
             if not isinstance(exc, (MuxError, OSError)):
@@ -934,7 +939,7 @@ class Agent:
         if args.allow_all:
             policy = dataclasses.replace(policy, allow_all=True)
         set_policy(record, policy)
-        if args.prompt is not None and args.prompt.strip():
+        if args.prompt is not None and pastetext.has_text(args.prompt):
             record.held.append(heldrules.new_message(args.prompt))  # typed once the prompt is up
         self.registry.add(record)
         self.archive.track(record.id)
@@ -1002,8 +1007,10 @@ class Agent:
     async def _cmd_send(self, session_id: str, args: SendArgs) -> dict[str, Any]:
         record = self._record(session_id)
         text = args.text
-        if not text.strip():
-            raise CommandFailed("empty_message", "the message is empty")
+        if not pastetext.has_text(text):
+            raise CommandFailed(
+                "empty_message", "the message is empty (control characters are never typed)"
+            )
         sender_id = args.message_id
         known = next((m for m in record.held if sender_id and m.id == sender_id), None)
         if known is not None:

@@ -12,7 +12,7 @@ from typing import get_args
 from agent.errors import BadClaudeArgs as BadClaudeArgs
 from agent.errors import ClaudeMissing as ClaudeMissing
 from wire.claude_versions import version_warning as version_warning
-from wire.protocol import PermissionMode
+from wire.protocol import MODEL_NAME, PermissionMode
 
 PERMISSION_MODES = frozenset(get_args(PermissionMode))
 _VERSION = re.compile(r"(\d+\.\d+\.\d+)")
@@ -119,6 +119,9 @@ def claude_argv(
             raise ValueError(f"unknown permission mode {permission_mode!r}")
         argv += ["--permission-mode", permission_mode]
     if model:
+        if not re.fullmatch(MODEL_NAME, model):
+            # Only a name: no control character can reach claude's command line (and screen).
+            raise BadClaudeArgs(f"{model[:40]!r} is not a model name claude takes")
         argv += ["--model", model]
     return argv + list(extra)
 

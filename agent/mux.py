@@ -5,12 +5,17 @@ tmux, and outlive the agent. Creating and killing sessions goes through libtmux;
 reading screens and sending keys many times a second across many sessions — goes through one
 long-lived tmux *control mode* client, so a screen read costs a line written to a pipe rather
 than a new process.
+
+Text reaches a pane one way only: ``paste`` (a bracketed paste of wire/pastetext.py's ``clean``
+text, so no control character in it can act as a key). ``send_keys`` presses named keys; its
+literal-text group (``["-l", text]``, cards.keys_for's) is pasted, never typed as keys.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import os
 import re
 import shlex
@@ -26,6 +31,7 @@ import libtmux
 
 from agent.errors import MuxError as MuxError
 from agent.errors import PaneGone as PaneGone
+from wire import pastetext
 
 SESSION_PREFIX = "cb-"
 CONTROL_SESSION = "_cb_control"
@@ -36,6 +42,13 @@ EXIT_WAIT = 3.0
 EXIT_POLL = 0.05
 _SAFE = re.compile(r"^[A-Za-z0-9_@%+=:,./-]+$")
 _BLOCK = re.compile(r"^%(begin|end|error) (\d+) (\d+) (\d+)$")
+SIZE_FORMAT = "#{pane_width}\t#{pane_height}\t#{cursor_x}\t#{cursor_y}"
+# The key names the agent presses (tmux's names: BTab is Shift+Tab) and an option's digits. tmux
+# types any other word given to send-keys as its characters: text never goes that way.
+KEY_NAMES = frozenset({"Enter", "Escape", "Tab", "BTab", "Up", "Down", "Left", "Right", "Space"})
+_OPTION_KEY = re.compile(r"^[0-9]{1,2}$")
+LITERAL = "-l"  # a key group ``["-l", text]`` is text: pasted (cards.keys_for)
+_buffers = itertools.count(1)
 PANE_FORMAT = (
     "#{session_name}\t#{pane_pid}\t#{pane_dead}\t#{pane_width}\t#{pane_height}\t"
     "#{cursor_x}\t#{cursor_y}\t#{pane_current_command}"
@@ -111,6 +124,25 @@ def parse_panes(lines: Sequence[str]) -> dict[str, Pane]:
             command=command,
         )
     return panes
+
+
+def parse_size(lines: Sequence[str], name: str) -> tuple[int, int, tuple[int, int]]:
+    """``display-message -p SIZE_FORMAT`` output → (width, height, (row, column)).
+
+    tmux answers a target that no longer exists with empty fields (and no error): that is
+    ``PaneGone``, as every other read of a gone pane is."""
+    fields = lines[0].split("\t") if lines else []
+    if len(fields) != 4 or not all(f.isdigit() for f in fields):
+        raise PaneGone(f"the terminal {name} is gone (claude exited or tmux was stopped)")
+    width, height, cx, cy = (int(f) for f in fields)
+    return width, height, (cy, cx)
+
+
+def check_key(key: str) -> str:
+    """A key name ``send_keys`` may press (KEY_NAMES, or an option's number); else ValueError."""
+    if key in KEY_NAMES or _OPTION_KEY.match(key):
+        return key
+    raise ValueError(f"{key[:40]!r} is not a key the agent presses; text is pasted, not typed")
 
 
 def session_name(session_id: str) -> str:
@@ -299,46 +331,65 @@ class Mux:
         """The pane's screen; ``pane`` (from a `panes()` call just made) saves a round trip."""
         try:
             if pane is None:
-                info = await self.control.run(
-                    "display-message", "-p", "-t", name,
-                    "#{pane_width}\t#{pane_height}\t#{cursor_x}\t#{cursor_y}",
-                )  # fmt: skip
-                width, height, cx, cy = (int(v) for v in info[0].split("\t"))
+                info = await self.control.run("display-message", "-p", "-t", name, SIZE_FORMAT)
+                width, height, cursor = parse_size(info, name)
             else:
-                width, height, (cy, cx) = pane.width, pane.height, pane.cursor
+                width, height, cursor = pane.width, pane.height, pane.cursor
             rows = await self.control.run("capture-pane", "-p", "-e", "-t", name)
+        except PaneGone:
+            raise
         except MuxError as exc:
             raise PaneGone(f"cannot read {name}: {exc}") from exc
-        return Capture("\n".join(rows), width, height, (cy, cx))
+        return Capture("\n".join(rows), width, height, cursor)
 
     async def send_keys(self, name: str, groups: Sequence[Sequence[str]]) -> None:
-        """Send key groups as `keys_for` gives them: ``["-l", text]`` is literal text."""
+        """Press key groups as `keys_for` gives them, in order; a group ``["-l", text]`` is text
+        and is pasted (``paste``, no Enter). Any other word is refused (``check_key``: tmux
+        would type it as characters) before a key of any group is pressed."""
+        for group in groups:
+            if group and group[0] != LITERAL:
+                for key in group:
+                    check_key(key)
         for group in groups:
             if not group:
                 continue
-            args = ["send-keys", "-t", name]
-            if group[0] == "-l":
-                args += ["-l", *group[1:]]
-            else:
-                args += list(group)
+            if group[0] == LITERAL:
+                await self.paste(name, "".join(group[1:]), enter=False)
+                continue
             try:
-                await self.control.run(*args)
+                await self.control.run("send-keys", "-t", name, *group)
             except MuxError as exc:
                 raise PaneGone(f"cannot type into {name}: {exc}") from exc
 
     async def paste(self, name: str, text: str, *, enter: bool = True) -> None:
-        """Type ``text`` as one block (bracketed paste), then Enter."""
-        buffer = f"cb-{os.getpid()}-{id(text)}"
+        """Paste ``text`` as one block (bracketed paste), then Enter.
+
+        The text is ``pastetext.clean``: no control in it (ESC, Ctrl-C, the paste's own end
+        ``ESC [ 2 0 1 ~``) can end the paste or act as a key. Nothing left: nothing pasted."""
+        text = pastetext.clean(text)
+        try:
+            if text:
+                await self._paste_buffer(name, text)
+            if enter:
+                await self.control.run("send-keys", "-t", name, "Enter")
+        except MuxError as exc:
+            raise PaneGone(f"cannot paste into {name}: {exc}") from exc
+
+    async def _paste_buffer(self, name: str, text: str) -> None:
+        # A file, not set-buffer: a tmux command line cannot hold a line break.
+        buffer = f"cb-paste-{os.getpid()}-{next(_buffers)}"
         fd, path = tempfile.mkstemp(prefix="cb-paste-")
         try:
             with os.fdopen(fd, "w", encoding="utf-8") as handle:
                 handle.write(text)
             await self.control.run("load-buffer", "-b", buffer, path)
-            await self.control.run("paste-buffer", "-p", "-d", "-b", buffer, "-t", name)
-            if enter:
-                await self.control.run("send-keys", "-t", name, "Enter")
-        except MuxError as exc:
-            raise PaneGone(f"cannot paste into {name}: {exc}") from exc
+            # -p: bracketed (claude takes it as one block); -r: line breaks stay LF, so a typed
+            # answer keeps them as written (as CR, the "Type something." field would keep a CR).
+            await self.control.run("paste-buffer", "-p", "-r", "-d", "-b", buffer, "-t", name)
+        except MuxError:
+            with contextlib.suppress(MuxError):  # a paste that failed leaves no buffer behind
+                await self.control.run("delete-buffer", "-b", buffer)
+            raise
         finally:
             with contextlib.suppress(OSError):
                 os.unlink(path)
