@@ -916,17 +916,17 @@ async def _changes_of_repository(
     """The uncommitted state's digest of a repository at the manifest's HEAD, or ``differs``
     as soon as a cheaper look tells them apart: the untracked files' count, their shape, a
     sample of them, patches larger than all the archive holds."""
-    untracked, _ = await _untracked(root, skip, root.parent)
-    if len(untracked) != manifest.files:
-        return differs
-    if manifest.shape and _shape(untracked) != manifest.shape:
-        return differs
-    if manifest.sample and await _in_thread(_sample, untracked, root) != manifest.sample:
-        return differs
     try:
+        untracked, _ = await _untracked(root, skip, root.parent)
+        if len(untracked) != manifest.files:
+            return differs
+        if manifest.shape and _shape(untracked) != manifest.shape:
+            return differs
+        if manifest.sample and await _in_thread(_sample, untracked, root) != manifest.sample:
+            return differs
         staged, unstaged = await _patches(root, root.parent, limit=manifest.content_bytes + 1)
     except FolderSyncError as exc:
-        if exc.code == "too_big":
+        if exc.code == "too_big":  # more than all the archive holds: not its state
             return differs
         raise
     return await _in_thread(_digest_of, [staged, unstaged], untracked, root)

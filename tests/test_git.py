@@ -389,6 +389,27 @@ def test_the_environment_carries_nothing_of_the_agents_own(
     assert env["GIT_TERMINAL_PROMPT"] == "0" and env["GIT_OPTIONAL_LOCKS"] == "0"
 
 
+def test_git_reaches_no_other_repository(tmp_path: Path) -> None:
+    """No transport at all (the agent reads bundles from files): not a local path, not file://,
+    not ext:: (a command), however the repository's config rewrites URLs."""
+    other = tmp_path / "other"
+    other.mkdir()
+    sh(other, "init", "-q")
+    here = tmp_path / "here"
+    here.mkdir()
+    sh(here, "init", "-q")
+    marker = tmp_path / "ran"
+    (here / ".git" / "config").write_text(
+        (here / ".git" / "config").read_text()
+        + f'[url "ext::sh -c touch% {marker}% #"]\n\tinsteadOf = nowhere:\n'
+    )
+    for url in (str(other), f"file://{other}", "nowhere:x", f"ext::sh -c touch% {marker}"):
+        result = run(git.run(here, ["ls-remote", url], timeout=10))
+        assert isinstance(result, git.GitResult) and result.code != 0
+        assert "not allowed" in result.err, (url, result.err)
+    assert not marker.exists()
+
+
 # -- bounds ---------------------------------------------------------------------------------------
 
 
