@@ -53,6 +53,7 @@ from pathlib import Path
 from agent.errors import CommandFailed
 
 KEPT_ENVIRONMENT = ("PATH", "HOME", "TMPDIR", "USER", "LOGNAME", "XDG_CONFIG_HOME")
+OUTPUT_BYTES = 64 * 1024 * 1024  # most bytes of git's output kept, unless the caller says
 CONFIG_LIST_BYTES = 4 * 1024 * 1024  # most bytes of a repository's config listing read
 ERR_BYTES = 64 * 1024  # most bytes of git's stderr kept (the rest is read and dropped)
 READ_CHUNK = 65536
@@ -280,7 +281,7 @@ async def run(
     args: Sequence[str],
     *,
     timeout: float,
-    limit: int = 64 * 1024 * 1024,
+    limit: int = OUTPUT_BYTES,
     stdin: bytes | None = None,
     ceiling: Path | None = None,
 ) -> GitResult:
