@@ -31,17 +31,37 @@ and untracked files) and again on the archive made: a folder too big raises
 On the target, :func:`describe` says what the folder holds now and :func:`differences` (pure)
 whether the archive may be laid down there: into an absent or empty folder, over the same
 state (nothing to do), or into the same repository when it is clean and behind (its HEAD is
-one the session's history contains): nothing on the target is lost. :func:`unpack` checks the
-sha256 and the folder again, then builds the tree — a new folder is built beside its place and
-renamed into it, so a failure leaves nothing half made; a repository updated in place is put
-back as it was. An archive is treated as hostile: only regular files, folders and symlinks, no
-path out of the folder (``..``, absolute, through a symlink), no symlink pointing out, nothing
-written into a ``.git``, executable bits kept and set-id bits dropped, no more bytes than the
-manifest declares.
+one the session's history contains): nothing on the target is lost. Compared with the
+manifest, cheapest first — HEAD and branch, the count of files and folders (a walk that stops
+once it has seen more), their sizes, their shape (``shape``: paths, kinds, sizes), the first
+bytes of a few (``sample``) — a folder that differs is told in seconds whatever its size;
+only one that matches all of them is read whole (``changes``).
+
+:func:`unpack` checks the sha256 and the folder again, then lays the tree down — a new folder
+is built beside its place and renamed into it (an empty one there keeps its mode), so a
+failure leaves nothing half made; a repository brought forward in place never gets a file over
+one it does not track (an ignored ``.env``: ``folder_differs``) and is put back as it was on
+failure. Before each change it writes what it lays down to the move's ledger
+(agent/landing.py), from which an abort takes back exactly that. Its work in threads stops
+when the move is given up (cancelled), before the cancel returns.
+
+An archive is treated as hostile: only regular files, folders and symlinks; no path out of the
+folder (``..``, absolute, through a symlink); each symlink judged by where it resolves through
+all that is laid down (chains included): never out of the folder nor into a ``.git``; nothing
+written into a ``.git`` in any spelling macOS folds to it; no folder git would take for a
+repository's own (``HEAD`` beside ``objects``, ``refs`` or ``config``) at the top or on the
+way to the session's subfolder; executable bits kept and set-id bits dropped; file times that
+are times; no more files, folders or bytes than the manifest declares (each file, symlink and
+folder costs :data:`ENTRY_BYTES` beyond its bytes); remotes only with a URL git reaches
+without a program of its own (no ``<transport>::``, known schemes). Every git runs through
+agent/git.py (nothing of a repository can make it start a program), on the target never in a
+repository around the folder (``GIT_CEILING_DIRECTORIES``), and the bundle is read with
+``git bundle unbundle`` (no transport at all).
 
 Errors are :class:`FolderSyncError` (a ``CommandFailed``: ``code`` and ``message``): ``too_big``,
 ``folder_differs``, ``disk_full``, ``bad_archive``, ``git_missing``, ``git_failed``,
-``folder_changed``, ``not_a_folder``.
+``git_timeout``, ``unsafe_repository``, ``folder_changed``, ``not_a_folder``,
+``unpack_failed``, ``stopped``.
 """
 
 from __future__ import annotations
@@ -50,20 +70,24 @@ import asyncio
 import contextlib
 import errno
 import hashlib
+import math
 import os
 import re
 import shutil
 import stat
 import tarfile
 import tempfile
-import unicodedata
+import threading
 import zlib
-from collections.abc import Iterable, Iterator, Sequence
-from dataclasses import dataclass, replace
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextvars import ContextVar
+from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath
-from typing import IO, Any, Literal
+from typing import IO, Any, Literal, TypeVar
 
+from agent import git, landing
 from agent.errors import CommandFailed
+from agent.git import is_dotgit
 
 SKIP_FOLDERS: tuple[str, ...] = (
     "node_modules",
@@ -91,6 +115,7 @@ COMPRESS_LEVEL = 1  # gzip level of files.tgz (the bundle, compressed already, i
 MAX_HAVE = 1000  # most target commits a pack excludes (a thin bundle needs only a few)
 MAX_SKIPPED = 50
 MAX_PATH_BYTES = 4096
+MAX_NAME_BYTES = 255  # of one name in a path (APFS and HFS+ take no longer)
 MAX_REF_CHARS = 255
 MAX_REMOTES = 20
 MAX_COUNT = 2**53  # JSON's safe integers
@@ -98,10 +123,17 @@ BUNDLE, STAGED, UNSTAGED, FILES = "bundle", "staged.patch", "unstaged.patch", "f
 _BLOCK = tarfile.BLOCKSIZE
 _HEX = re.compile(r"^[0-9a-f]{40}([0-9a-f]{24})?$")  # a SHA-1 or SHA-256 object name
 _SHA256 = re.compile(r"^[0-9a-f]{64}$")
-_HFS_IGNORED = dict.fromkeys(
-    [*range(0x200C, 0x2010), *range(0x202A, 0x202F), *range(0x206A, 0x2070), 0xFEFF]
-)  # code points macOS drops from names: ".g\u200cit" is ".git" there
+_HELPER_URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]*::")
+_SCHEME_URL = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*)://")
+_SCHEMES = frozenset({"http", "https", "ssh", "git", "git+ssh", "ssh+git", "file", "ftp", "ftps"})
 _COPY = 1024 * 1024
+ENTRY_BYTES = 512  # what each file, symlink and folder of files.tgz costs beyond its bytes
+MAX_MTIME = 2**34  # a file time past this (year 2514), NaN or below 0 is not a file's
+SAMPLE_FILES = 32  # files whose first SAMPLE_BYTES a move's cheap comparison reads
+SAMPLE_BYTES = 64 * 1024
+GIT_TIMEOUT = 30 * 60.0  # seconds one git of a move may take (a bundle of a long history)
+GIT_OUTPUT = 256 * 1024 * 1024  # most bytes of one git's output a move reads (else too_big)
+MAX_BLOCKERS = 5  # files named when a move would overwrite the target's own
 
 
 class FolderSyncError(CommandFailed):
@@ -129,7 +161,10 @@ class FolderManifest:
     files: int  # files and symlinks under files/ (untracked ones, or the plain folder's)
     bytes: int  # size of the archive file
     sha256: str  # of the archive file
-    content_bytes: int = 0  # bytes of the archive's members before compression (a cap on unpack)
+    # What the archive's members come to before compression: their bytes, and ENTRY_BYTES for
+    # each file, symlink and folder of files.tgz (a cap on unpack).
+    content_bytes: int = 0
+    folders: int = 0  # folders files.tgz makes, named or as a file's parents (a cap on unpack)
     subdir: str = ""  # the session's folder inside the repository ("" = its top)
     bundle: bool = False  # the archive holds a git bundle (False: the target has HEAD already)
     based_on: tuple[str, ...] = ()  # target commits the session's HEAD contains (bundle's base)
@@ -138,6 +173,10 @@ class FolderManifest:
     changes: str = ""  # digest of the uncommitted state (git) or of the whole tree (plain)
     skipped: tuple[str, ...] = ()  # what was left out and why, e.g. "node_modules/ (…)"
     remotes: tuple[tuple[str, str], ...] = ()  # git remotes (name, url) for a new repository
+    # Cheap to compare on the target before ``changes``: a digest of the files' (untracked
+    # ones', for git) paths, kinds and sizes, and one of a few of them's first bytes.
+    shape: str = ""
+    sample: str = ""
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -148,6 +187,7 @@ class FolderManifest:
             "bytes": self.bytes,
             "sha256": self.sha256,
             "content_bytes": self.content_bytes,
+            "folders": self.folders,
             "subdir": self.subdir,
             "bundle": self.bundle,
             "based_on": list(self.based_on),
@@ -156,6 +196,8 @@ class FolderManifest:
             "changes": self.changes,
             "skipped": list(self.skipped),
             "remotes": [list(r) for r in self.remotes],
+            "shape": self.shape,
+            "sample": self.sample,
         }
 
     @classmethod
@@ -175,6 +217,7 @@ class FolderManifest:
             bytes=_count(d.get("bytes"), "bytes"),
             sha256=_digest(d.get("sha256"), "sha256"),
             content_bytes=_count(d.get("content_bytes", 0), "content_bytes"),
+            folders=_count(d.get("folders", 0), "folders"),
             subdir=_subdir(d.get("subdir", "")),
             bundle=_flag(d.get("bundle", False), "bundle"),
             based_on=tuple(_object(c, "based_on") or "" for c in based_on),
@@ -186,6 +229,8 @@ class FolderManifest:
                 for s in _list(d.get("skipped", []), "skipped", MAX_SKIPPED)
             ),
             remotes=tuple(_remote(r) for r in remotes),
+            shape=_changes(d.get("shape", "")),
+            sample=_changes(d.get("sample", "")),
         )
         if "" in manifest.based_on:
             raise ValueError("folder manifest: based_on holds an empty commit")
@@ -205,7 +250,9 @@ class FolderState:
     head: str | None = None
     branch: str | None = None
     dirty: bool = False  # git: uncommitted changes or untracked files that are not ignored
-    changes: str = ""  # digest as in FolderManifest.changes ("" when clean or empty)
+    # Digest as in FolderManifest.changes, worked out only against a manifest (describe);
+    # else "" (clean, empty, or a plain folder not compared), or one that never equals one.
+    changes: str = ""
     entries: int = 0  # entries in the folder itself (0 = empty; -1 = it is not a folder)
 
     @property
@@ -332,21 +379,20 @@ def _remote(value: Any) -> tuple[str, str]:
     name, url = (_text(v, "remote", 2000) for v in value)
     if not re.fullmatch(r"[A-Za-z0-9._-]{1,100}", name) or name.startswith((".", "-")):
         raise ValueError(f"folder manifest: {name[:80]!r} is not a remote name")
-    if not url or any(c in url for c in "\r\n") or url.startswith("-"):
+    if not url or any(ord(c) < 32 or c == "\x7f" for c in url) or url.startswith("-"):
         raise ValueError("folder manifest: a remote's url is one line")
+    helper = _HELPER_URL.match(url)
+    scheme = _SCHEME_URL.match(url)
+    if helper or (scheme and scheme.group(1).lower() not in _SCHEMES):
+        # "<transport>::…" and an unknown "<scheme>://" make git run a program to reach it.
+        raise ValueError(f"folder manifest: {url[:80]!r} is not a git url this Mac takes")
     return name, url
-
-
-def is_dotgit(name: str) -> bool:
-    """``name`` is ``.git`` as macOS's file system sees it (any case, ignorable code points
-    dropped): nothing from an archive may be written there. Pure."""
-    folded = unicodedata.normalize("NFC", name.translate(_HFS_IGNORED)).casefold()
-    return folded.rstrip(". ") == ".git"
 
 
 def check_member(path: str) -> str:
     """A relative path inside the folder, normalised (``a/b``), or ``ValueError``: absolute,
-    ``..``, empty parts, NUL, a ``.git`` part, too long. Pure."""
+    ``..``, empty parts, NUL, a ``.git`` part (:func:`agent.git.is_dotgit`: nothing from an
+    archive may be written there), too long. Pure."""
     if not path or "\x00" in path or len(os.fsencode(path)) > MAX_PATH_BYTES:
         raise ValueError("an empty, too long or NUL-holding path")
     if path.startswith("/"):
@@ -359,6 +405,8 @@ def check_member(path: str) -> str:
             raise ValueError(f"{path[:80]!r} goes up a folder")
         if is_dotgit(part):
             raise ValueError(f"{path[:80]!r} writes into a .git folder")
+        if len(os.fsencode(part)) > MAX_NAME_BYTES:
+            raise ValueError(f"{path[:80]!r} holds a name longer than {MAX_NAME_BYTES} bytes")
     return "/".join(parts)
 
 
@@ -491,53 +539,28 @@ def human(size: int) -> str:
 # -- git ----------------------------------------------------------------------------------------
 
 
-def _git_env() -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("GIT_")}
-    env.update(
-        GIT_OPTIONAL_LOCKS="0",
-        GIT_TERMINAL_PROMPT="0",
-        GIT_PAGER="cat",
-        LC_ALL="C",
-    )
-    return env
-
-
-@dataclass(frozen=True)
-class _Run:
-    code: int
-    out: bytes
-    err: str
-
-
 async def _git(
     cwd: Path,
     *args: str,
     check: bool = True,
-    stdout: int | None = None,
     stdin: bytes | None = None,
-) -> _Run:
-    """``git args`` in ``cwd``, without hooks, pager, prompt or fsmonitor; a failure (when
-    ``check``) is ``git_failed`` with git's last words, or ``disk_full``."""
+    limit: int = GIT_OUTPUT,
+    ceiling: Path | None = None,
+) -> git.GitResult:
+    """``git args`` in ``cwd`` through agent/git.py (no program of the repository runs); a
+    failure (when ``check``) is ``git_failed`` with git's last words, or ``disk_full``; more
+    output than ``limit`` is ``too_big``. ``ceiling``: git finds no repository above it."""
     try:
-        proc = await asyncio.create_subprocess_exec(
-            "git", "-c", "core.hooksPath=/dev/null", "-c", "core.fsmonitor=false",
-            "-c", "core.quotepath=off", "-c", "color.ui=never", "-c", "gc.auto=0", *args,
-            cwd=cwd, env=_git_env(),
-            stdin=asyncio.subprocess.PIPE if stdin is not None else asyncio.subprocess.DEVNULL,
-            stdout=stdout if stdout is not None else asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
-        )  # fmt: skip
-    except FileNotFoundError:
-        raise FolderSyncError("git_missing", "git is not installed on this Mac") from None
-    try:
-        out, err = await proc.communicate(stdin)
-    except BaseException:  # cancelled (a move given up): git must not run on unseen
-        with contextlib.suppress(ProcessLookupError):
-            proc.kill()
-        await asyncio.shield(proc.wait())
-        raise
-    text = err.decode("utf-8", "replace").strip()
-    run = _Run(proc.returncode or 0, out or b"", text)
+        run = await git.run(
+            cwd, args, timeout=GIT_TIMEOUT, limit=limit, stdin=stdin, ceiling=ceiling
+        )
+    except CommandFailed as exc:
+        raise FolderSyncError(exc.code, exc.message) from None
+    if run.cut:
+        raise FolderSyncError(
+            "too_big", f"git {args[0]} gave more than {human(limit)}: the folder is too big to move"
+        )
+    text = run.err
     if check and run.code != 0:
         if "No space left" in text or "Disk quota" in text:
             raise FolderSyncError("disk_full", f"the disk of this Mac is full ({text[-200:]})")
@@ -546,17 +569,19 @@ async def _git(
     return run
 
 
-async def _top(root: Path) -> Path | None:
+async def _top(root: Path, ceiling: Path | None = None) -> Path | None:
     """The top of the work tree ``root`` is in, or None when it is in none."""
-    run = await _git(root, "rev-parse", "--show-toplevel", check=False)
+    run = await _git(root, "rev-parse", "--show-toplevel", check=False, ceiling=ceiling)
     if run.code != 0 or not run.out.strip():
         return None
     return Path(os.fsdecode(run.out.rstrip(b"\n")))
 
 
-async def _head(root: Path) -> tuple[str | None, str | None]:
-    head = await _git(root, "rev-parse", "-q", "--verify", "HEAD^{commit}", check=False)
-    branch = await _git(root, "symbolic-ref", "-q", "--short", "HEAD", check=False)
+async def _head(root: Path, ceiling: Path | None = None) -> tuple[str | None, str | None]:
+    head = await _git(
+        root, "rev-parse", "-q", "--verify", "HEAD^{commit}", check=False, ceiling=ceiling
+    )
+    branch = await _git(root, "symbolic-ref", "-q", "--short", "HEAD", check=False, ceiling=ceiling)
     commit = head.out.decode().strip() if head.code == 0 else None
     name = os.fsdecode(branch.out.strip()) if branch.code == 0 else None
     return commit or None, name or None
@@ -592,14 +617,19 @@ async def have_commits(root: Path) -> list[str]:
     top of a repository): the source leaves them out of the bundle."""
     if not root.is_dir() or shutil.which("git") is None:
         return []
-    top = await _top(root)
+    ceiling = root.parent  # the target's folder itself, never a repository around it
+    top = await _top(root, ceiling)
     if top is None or top.resolve() != root.resolve():
         return []
     run = await _git(
-        root, "for-each-ref", "--format=%(objecttype) %(objectname) %(*objectname)", check=False
+        root,
+        "for-each-ref",
+        "--format=%(objecttype) %(objectname) %(*objectname)",
+        check=False,
+        ceiling=ceiling,
     )
     found: dict[str, None] = {}
-    head, _ = await _head(root)
+    head, _ = await _head(root, ceiling)
     if head:
         found[head] = None
     for line in run.out.decode().splitlines():
@@ -608,6 +638,41 @@ async def have_commits(root: Path) -> list[str]:
         if _HEX.match(commit):
             found[commit] = None
     return list(found)[:MAX_HAVE]
+
+
+# -- work in a thread, stopped with the move --------------------------------------------------
+
+_STOP: ContextVar[threading.Event | None] = ContextVar("foldersync_stop", default=None)
+_T = TypeVar("_T")
+
+
+async def _in_thread(work: Callable[..., _T], *args: Any) -> _T:
+    """``work(*args)`` in a thread; cancelled (a move given up), the thread is told to stop
+    (:func:`_going_on`) and waited for: nothing of a failed move goes on after it."""
+    stop = threading.Event()
+
+    def call() -> _T:
+        _STOP.set(stop)
+        return work(*args)
+
+    task = asyncio.ensure_future(asyncio.to_thread(call))
+    try:
+        return await asyncio.shield(task)
+    except asyncio.CancelledError:
+        stop.set()
+        while not task.done():
+            with contextlib.suppress(asyncio.CancelledError):
+                await asyncio.wait([task])
+        if not task.cancelled():
+            task.exception()  # it stopped (FolderSyncError "stopped"): seen, and dropped
+        raise
+
+
+def _going_on() -> None:
+    """In a thread of :func:`_in_thread`: stop here when the move was given up."""
+    stop = _STOP.get()
+    if stop is not None and stop.is_set():
+        raise FolderSyncError("stopped", "the move was given up")
 
 
 # -- what a tree holds ---------------------------------------------------------------------------
@@ -645,11 +710,16 @@ def _classify(root: Path, rel: str) -> _Entry | str | None:
     return None
 
 
-def _plain_entries(root: Path, skip: frozenset[str]) -> tuple[list[_Entry], list[str]]:
-    """Every file, folder and symlink of a plain folder, less the skipped folders."""
+def _plain_entries(
+    root: Path, skip: frozenset[str], most: tuple[int, int] | None = None
+) -> tuple[list[_Entry], list[str], bool]:
+    """Every file, folder and symlink of a plain folder, less the skipped folders; with ``most``
+    (files, folders) the walk stops once it has seen more of either (then ``True``)."""
     entries: list[_Entry] = []
     skipped: list[str] = []
+    files = folders = 0
     for folder, dirs, names in os.walk(root, followlinks=False):
+        _going_on()
         base = Path(folder)
         rel_base = base.relative_to(root).as_posix()
         keep = []
@@ -665,6 +735,7 @@ def _plain_entries(root: Path, skip: frozenset[str]) -> tuple[list[_Entry], list
             else:
                 keep.append(name)
                 entries.append(_Entry(rel, "dir"))
+                folders += 1
         dirs[:] = keep
         for name in sorted(names):
             rel = name if rel_base == "." else f"{rel_base}/{name}"
@@ -673,7 +744,10 @@ def _plain_entries(root: Path, skip: frozenset[str]) -> tuple[list[_Entry], list
                 skipped.append(f"{rel} ({found})")
             elif found is not None and found.kind != "dir":
                 entries.append(found)
-    return entries, skipped
+                files += 1
+        if most is not None and (files > most[0] or folders > most[1]):
+            return entries, skipped, True
+    return entries, skipped, False
 
 
 def _skipped_by_name(rel: str, root: Path, skip: frozenset[str]) -> str | None:
@@ -685,9 +759,11 @@ def _skipped_by_name(rel: str, root: Path, skip: frozenset[str]) -> str | None:
     return None
 
 
-async def _untracked(root: Path, skip: frozenset[str]) -> tuple[list[_Entry], list[str]]:
+async def _untracked(
+    root: Path, skip: frozenset[str], ceiling: Path | None = None
+) -> tuple[list[_Entry], list[str]]:
     """The untracked files of a repository that are not ignored, less the skipped folders."""
-    run = await _git(root, "ls-files", "-z", "--others", "--exclude-standard")
+    run = await _git(root, "ls-files", "-z", "--others", "--exclude-standard", ceiling=ceiling)
     entries: list[_Entry] = []
     skipped: dict[str, None] = {}
     for raw in run.out.split(b"\x00"):
@@ -709,10 +785,30 @@ async def _untracked(root: Path, skip: frozenset[str]) -> tuple[list[_Entry], li
     return entries, list(skipped)
 
 
+def _folders_of(entries: Sequence[_Entry]) -> int:
+    """The folders unpacking ``entries`` makes: the named ones and every file's parents."""
+    made: set[str] = set()
+    for e in entries:
+        parts = e.path.split("/")
+        made.update("/".join(parts[:i]) for i in range(1, len(parts)))
+        if e.kind == "dir":
+            made.add(e.path)
+    return len(made)
+
+
+def _content_bytes(entries: Sequence[_Entry]) -> int:
+    """What files.tgz's ``entries`` cost unpacked: their bytes and ENTRY_BYTES for each of
+    them and of the folders they make."""
+    return sum(e.size for e in entries) + ENTRY_BYTES * (
+        sum(e.kind != "dir" for e in entries) + _folders_of(entries)
+    )
+
+
 def _file_digest(path: Path) -> str:
     h = hashlib.sha256()
     with path.open("rb") as f:
         while chunk := f.read(_COPY):
+            _going_on()
             h.update(chunk)
     return h.hexdigest()
 
@@ -723,6 +819,7 @@ def _digest_of(parts: Iterable[bytes], entries: Sequence[_Entry], root: Path) ->
     for part in parts:
         h.update(hashlib.sha256(part).digest())
     for e in sorted(entries, key=lambda e: e.path):
+        _going_on()
         content = _file_digest(root / e.path) if e.kind == "file" else e.link
         h.update(
             f"{e.path}\x00{e.kind}\x00{int(e.executable)}\x00{content}\x00".encode(
@@ -732,49 +829,125 @@ def _digest_of(parts: Iterable[bytes], entries: Sequence[_Entry], root: Path) ->
     return h.hexdigest()
 
 
-async def _patches(root: Path) -> tuple[bytes, bytes]:
-    diff = (
-        "diff",
-        "--binary",
-        "--full-index",
-        "--no-color",
-        "--no-ext-diff",
-        "--no-textconv",
-        "--no-renames",
-        "--ignore-submodules=none",
-    )
-    staged = await _git(root, *diff, "--cached")
-    unstaged = await _git(root, *diff)
+def _shape(entries: Sequence[_Entry]) -> str:
+    """A digest of what the entries are without reading a file: each one's path, kind, bit,
+    size and link. It never equals a :func:`_digest_of` (another prefix)."""
+    h = hashlib.sha256(b"shape\x00")
+    for e in sorted(entries, key=lambda e: e.path):
+        h.update(
+            f"{e.path}\x00{e.kind}\x00{int(e.executable)}\x00{e.size}\x00{e.link}\x00".encode(
+                errors="surrogateescape"
+            )
+        )
+    return h.hexdigest()
+
+
+def _sample(entries: Sequence[_Entry], root: Path) -> str:
+    """A digest of the first SAMPLE_BYTES of at most SAMPLE_FILES files, chosen by their paths
+    alone (the same on both Macs): a bounded read."""
+    chosen = sorted(
+        (e for e in entries if e.kind == "file"),
+        key=lambda e: hashlib.sha256(e.path.encode(errors="surrogateescape")).digest(),
+    )[:SAMPLE_FILES]
+    h = hashlib.sha256(b"sample\x00")
+    for e in chosen:
+        _going_on()
+        try:
+            with (root / e.path).open("rb") as f:
+                head = f.read(SAMPLE_BYTES)
+        except OSError:
+            head = b"\x00unreadable"
+        h.update(e.path.encode(errors="surrogateescape") + b"\x00" + hashlib.sha256(head).digest())
+    return h.hexdigest()
+
+
+def _seen(what: bytes) -> str:
+    """A digest of a state told apart cheaply (git's status): never equal to a manifest's."""
+    return hashlib.sha256(b"seen\x00" + what).hexdigest()
+
+
+async def _patches(
+    root: Path, ceiling: Path | None = None, limit: int = GIT_OUTPUT
+) -> tuple[bytes, bytes]:
+    diff = ("diff", "--binary", "--full-index", "--no-color", "--no-renames")
+    staged = await _git(root, *diff, "--cached", ceiling=ceiling, limit=limit)
+    unstaged = await _git(root, *diff, ceiling=ceiling, limit=limit)
     return staged.out, unstaged.out
 
 
-async def describe(root: Path, *, skip: Sequence[str] = SKIP_FOLDERS) -> FolderState:
-    """What the folder ``root`` (on the target) holds now."""
+async def describe(
+    root: Path, *, skip: Sequence[str] = SKIP_FOLDERS, against: FolderManifest | None = None
+) -> FolderState:
+    """What the folder ``root`` (on the target) holds now. Git runs in ``root`` only, never in
+    a repository around it. ``changes`` is compared with ``against``'s, and so worked out only
+    with it, cheapest first (:func:`_changes_of_repository`, :func:`_changes_of_folder`): a
+    folder that differs is told in seconds, whatever its size; without it a dirty repository's
+    ``changes`` only tells it from a clean one, and a plain folder's is ``""``."""
     if not root.exists() and not root.is_symlink():
         return FolderState(False, "absent")
     if not root.is_dir():
         return FolderState(True, "plain", entries=-1)
     entries = len(os.listdir(root))
     skipping = frozenset(skip)
+    ceiling = root.parent
     if (
         shutil.which("git") is not None
-        and (top := await _top(root)) is not None
+        and (top := await _top(root, ceiling)) is not None
         and top.resolve() == root.resolve()
     ):
-        head, branch = await _head(root)
-        status = await _git(root, "status", "--porcelain=v1", "-z", "--ignore-submodules=none")
+        head, branch = await _head(root, ceiling)
+        status = await _git(root, "status", "--porcelain=v1", "-z", ceiling=ceiling)
         dirty = bool(status.out.strip(b"\x00"))
-        changes = ""
-        if dirty:
-            staged, unstaged = await _patches(root)
-            untracked, _ = await _untracked(root, skipping)
-            changes = await asyncio.to_thread(_digest_of, [staged, unstaged], untracked, root)
+        changes = _seen(status.out) if dirty else ""
+        if dirty and against is not None and (head, branch) == (against.head, against.branch):
+            changes = await _changes_of_repository(root, skipping, against, changes)
         return FolderState(True, "git", head, branch, dirty, changes, entries)
     if entries == 0:
         return FolderState(True, "plain", entries=0)
-    tree, _ = await asyncio.to_thread(_plain_entries, root, skipping)
-    changes = await asyncio.to_thread(_digest_of, [], tree, root)
+    changes = ""
+    if against is not None and against.kind == "plain":
+        changes = await _in_thread(_changes_of_folder, root, skipping, against)
     return FolderState(True, "plain", changes=changes, entries=entries)
+
+
+async def _changes_of_repository(
+    root: Path, skip: frozenset[str], manifest: FolderManifest, differs: str
+) -> str:
+    """The uncommitted state's digest of a repository at the manifest's HEAD, or ``differs``
+    as soon as a cheaper look tells them apart: the untracked files' count, their shape, a
+    sample of them, patches larger than all the archive holds."""
+    try:
+        untracked, _ = await _untracked(root, skip, root.parent)
+        if len(untracked) != manifest.files:
+            return differs
+        if manifest.shape and _shape(untracked) != manifest.shape:
+            return differs
+        if manifest.sample and await _in_thread(_sample, untracked, root) != manifest.sample:
+            return differs
+        staged, unstaged = await _patches(root, root.parent, limit=manifest.content_bytes + 1)
+    except FolderSyncError as exc:
+        if exc.code == "too_big":  # more than all the archive holds: not its state
+            return differs
+        raise
+    return await _in_thread(_digest_of, [staged, unstaged], untracked, root)
+
+
+def _changes_of_folder(root: Path, skip: frozenset[str], manifest: FolderManifest) -> str:
+    """A plain folder's digest, or its shape's as soon as a cheaper look tells it from the
+    manifest's: more files or folders than it holds (the walk stops there), other sizes, another
+    shape, another sample."""
+    entries, _, over = _plain_entries(root, skip, (manifest.files, manifest.folders))
+    differs = _shape(entries)
+    files = sum(e.kind != "dir" for e in entries)
+    if over or files != manifest.files or _folders_of(entries) != manifest.folders:
+        return differs
+    if _content_bytes(entries) != manifest.content_bytes:
+        return differs
+    if manifest.shape and differs != manifest.shape:
+        return differs
+    if manifest.sample and _sample(entries, root) != manifest.sample:
+        return differs
+    return _digest_of([], entries, root)
 
 
 # -- packing ------------------------------------------------------------------------------------
@@ -808,19 +981,21 @@ async def pack(
 
 
 async def _pack_plain(root: Path, out: Path, limit: int, skip: frozenset[str]) -> FolderManifest:
-    entries, skipped = await asyncio.to_thread(_plain_entries, root, skip)
+    entries, skipped, _ = await _in_thread(_plain_entries, root, skip)
     total = sum(e.size for e in entries)
     if total > limit:
         sizes: dict[str, int] = {}
         for e in entries:
             sizes[_top_part(e.path)] = sizes.get(_top_part(e.path), 0) + e.size
         raise FolderTooBig(too_big_message(total, limit, sizes.items()))
-    changes = await asyncio.to_thread(_digest_of, [], entries, root)
+    changes = await _in_thread(_digest_of, [], entries, root)
     manifest = FolderManifest(
         "plain", None, None, sum(e.kind != "dir" for e in entries), 0, "0" * 64,
-        content_bytes=total, changes=changes, skipped=tuple(skipped[:MAX_SKIPPED]),
+        content_bytes=_content_bytes(entries), folders=_folders_of(entries), changes=changes,
+        skipped=tuple(skipped[:MAX_SKIPPED]), shape=_shape(entries),
+        sample=await _in_thread(_sample, entries, root),
     )  # fmt: skip
-    return await asyncio.to_thread(_write_archive, out, manifest, root, entries, {}, limit)
+    return await _in_thread(_write_archive, out, manifest, root, entries, {}, limit)
 
 
 async def _pack_git(
@@ -859,7 +1034,7 @@ async def _pack_git(
         count = await _git(root, "rev-list", "--count", head, *exclude)
         missing = int(count.out.strip() or 0)
     changed = await _git(
-        root, "diff", "--name-only", "-z", "--no-renames", "HEAD" if head else "--cached"
+        root, "diff", "--name-only", "-z", "--no-renames", "HEAD" if head else "--cached", "--"
     )
     changed_sizes = []
     for raw in changed.out.split(b"\x00"):
@@ -878,7 +1053,7 @@ async def _pack_git(
     out.parent.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix=".cb-pack-", dir=out.parent))
     try:
-        staged, unstaged = await _patches(root)
+        staged, unstaged = await _patches(root, limit=limit)
         blobs: dict[str, Path] = {}
         if staged:
             blobs[STAGED] = _write_private(work / STAGED, staged)
@@ -889,16 +1064,18 @@ async def _pack_git(
             await _git(root, "bundle", "create", "-q", str(work / BUNDLE), "--stdin",
                        stdin="\n".join([*refs, *exclude]).encode() + b"\n")  # fmt: skip
             blobs[BUNDLE] = work / BUNDLE
-        changes = await asyncio.to_thread(_digest_of, [staged, unstaged], untracked, root)
+        changes = await _in_thread(_digest_of, [staged, unstaged], untracked, root)
         dirty = bool(staged or unstaged or untracked)
         manifest = FolderManifest(
             "git", branch, head, len(untracked), 0, "0" * 64,
-            content_bytes=sum(p.stat().st_size for p in blobs.values()) + sum(e.size for e in untracked),
+            content_bytes=sum(p.stat().st_size for p in blobs.values()) + _content_bytes(untracked),
+            folders=_folders_of(untracked),
             subdir=located.subdir, bundle=BUNDLE in blobs, based_on=tuple(based_on),
             staged=bool(staged), unstaged=bool(unstaged), changes=changes if dirty else "",
-            skipped=tuple(skipped[:MAX_SKIPPED]), remotes=remotes,
+            skipped=tuple(skipped[:MAX_SKIPPED]), remotes=remotes, shape=_shape(untracked),
+            sample=await _in_thread(_sample, untracked, root),
         )  # fmt: skip
-        return await asyncio.to_thread(_write_archive, out, manifest, root, untracked, blobs, limit)
+        return await _in_thread(_write_archive, out, manifest, root, untracked, blobs, limit)
     finally:
         shutil.rmtree(work, ignore_errors=True)
 
@@ -977,6 +1154,7 @@ def _write_archive(
                     errors="surrogateescape",
                 ) as tar:
                     for entry in entries:
+                        _going_on()
                         _add(tar, root, entry)
                         if raw.tell() > limit:
                             raise FolderTooBig(
@@ -1022,13 +1200,6 @@ def _add(tar: tarfile.TarFile, root: Path, entry: _Entry) -> None:
         tar.addfile(info, f)
 
 
-def _plain_member(info: tarfile.TarInfo) -> tarfile.TarInfo:
-    info.uid = info.gid = 0
-    info.uname = info.gname = ""
-    info.mode = 0o600
-    return info
-
-
 # -- unpacking ----------------------------------------------------------------------------------
 
 
@@ -1054,14 +1225,55 @@ def _refuse(why: str) -> FolderSyncError:
     return FolderSyncError("bad_archive", f"the folder's archive is refused: {why}")
 
 
-def _open_dir(parent: int, name: str, create: bool) -> int:
-    """The folder ``name`` in the folder ``parent`` (never through a symlink), made if asked."""
+def _check_time(info: tarfile.TarInfo) -> None:
+    """A member's time is a file's: a number from 0 to MAX_MTIME (not NaN, not huge)."""
+    when = info.mtime
+    if not isinstance(when, int | float) or math.isnan(when) or not 0 <= when < MAX_MTIME:
+        raise _refuse(f"{info.name[:80]!r} has a time no file has ({str(when)[:40]})")
+
+
+@dataclass
+class _Laying:
+    """What an unpack may still lay down (the manifest's budgets) and what it laid down."""
+
+    bytes: int
+    files: int
+    folders: int
+    written: list[str] = field(default_factory=list)  # files and symlinks (relative)
+    links: list[str] = field(default_factory=list)  # the symlinks of them
+
+    @classmethod
+    def of(cls, manifest: FolderManifest) -> _Laying:
+        return cls(manifest.content_bytes, manifest.files, manifest.folders)
+
+    def spend(self, size: int) -> None:
+        self.bytes -= size
+        if self.bytes < 0:
+            raise _refuse("more bytes than its manifest declares")
+
+    def file(self) -> None:
+        self.files -= 1
+        if self.files < 0:
+            raise _refuse("more files than its manifest declares")
+
+    def folder(self) -> None:
+        self.folders -= 1
+        if self.folders < 0:
+            raise _refuse("more folders than its manifest declares")
+        self.spend(ENTRY_BYTES)
+
+
+def _open_dir(parent: int, name: str, create: bool, laying: _Laying | None = None) -> int:
+    """The folder ``name`` in the folder ``parent`` (never through a symlink), made if asked
+    (and paid for from ``laying``)."""
     flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW
     try:
         return os.open(name, flags, dir_fd=parent)
     except FileNotFoundError:
         if not create:
             raise
+        if laying is not None:
+            laying.folder()
         os.mkdir(name, 0o777, dir_fd=parent)
         return os.open(name, flags, dir_fd=parent)
     except OSError as exc:
@@ -1071,7 +1283,7 @@ def _open_dir(parent: int, name: str, create: bool) -> int:
 
 
 @contextlib.contextmanager
-def _parent_of(root_fd: int, rel: str) -> Iterator[tuple[int, str]]:
+def _parent_of(root_fd: int, rel: str, laying: _Laying | None = None) -> Iterator[tuple[int, str]]:
     """The open folder that holds ``rel`` inside ``root_fd`` (its folders made as needed, none
     of them a symlink), and ``rel``'s last name."""
     *folders, name = rel.split("/")
@@ -1079,7 +1291,7 @@ def _parent_of(root_fd: int, rel: str) -> Iterator[tuple[int, str]]:
     current = root_fd
     try:
         for folder in folders:
-            current = _open_dir(current, folder, create=True)
+            current = _open_dir(current, folder, True, laying)
             fds.append(current)
         yield current, name
     finally:
@@ -1087,90 +1299,126 @@ def _parent_of(root_fd: int, rel: str) -> Iterator[tuple[int, str]]:
             os.close(fd)
 
 
-def _extract(archive: Path, staging: Path, tree: Path, manifest: FolderManifest) -> list[str]:
-    """Every member of the (checked) archive: the blobs into ``staging``, the files of
-    ``files.tgz`` into ``tree`` (never over something there). Returns the paths written."""
-    written: list[str] = []
-    budget = [manifest.content_bytes]
+def _copy(source: IO[bytes], target: IO[bytes]) -> None:
+    while chunk := source.read(_COPY):
+        _going_on()
+        target.write(chunk)
+
+
+def _extract_blobs(archive: Path, staging: Path, manifest: FolderManifest, laying: _Laying) -> None:
+    """The archive's own members into ``staging``: the bundle and the patches (paid for from
+    ``laying``), and files.tgz as it is (its files are laid down by :func:`_extract_files`)."""
     allowed = {BUNDLE: manifest.bundle, STAGED: manifest.staged, UNSTAGED: manifest.unstaged}
     seen: set[str] = set()
-    tree_fd = os.open(tree, os.O_RDONLY | os.O_DIRECTORY)
     try:
         with tarfile.open(archive, mode="r:") as outer:
             for info in outer:
+                _going_on()
                 name = info.name
                 if name in seen or not info.isreg() or not (allowed.get(name) or name == FILES):
                     raise _refuse(f"an unexpected member {name[:80]!r}")
                 seen.add(name)
+                if name != FILES:
+                    laying.spend(info.size)
                 source = outer.extractfile(info)
                 assert source is not None
-                if name == FILES:
-                    with tarfile.open(fileobj=source, mode="r|gz") as inner:
-                        _extract_files(inner, tree_fd, manifest, budget, written)
-                    continue
-                _spend(budget, info.size)
                 fd = os.open(staging / name, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
                 with os.fdopen(fd, "wb") as f:
-                    shutil.copyfileobj(source, f, _COPY)
+                    _copy(source, f)
+    except (tarfile.TarError, EOFError, UnicodeError, zlib.error) as exc:
+        raise _refuse(f"it is not a readable archive ({exc})") from None
+    for name, wanted in allowed.items():
+        if wanted and name not in seen:
+            raise _refuse(f"its {name} is missing")
+
+
+def _extract_files(files: Path, tree: Path, laying: _Laying) -> None:
+    """The files, folders and symlinks of ``files`` (files.tgz) into ``tree``, never over
+    anything there nor through a symlink, each paid for from ``laying`` (folders made for a
+    file's path too). What was laid down goes in ``laying``."""
+    if not files.exists():
+        return
+    tree_fd = os.open(tree, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        with tarfile.open(files, mode="r|gz") as tar:
+            for info in tar:
+                _going_on()
+                _extract_member(tar, info, tree_fd, laying)
     except FileExistsError:
-        raise _refuse("it holds the same path twice") from None
+        raise _refuse("it holds the same path twice, or one the repository has already") from None
     except (tarfile.TarError, EOFError, UnicodeError, zlib.error) as exc:
         raise _refuse(f"it is not a readable archive ({exc})") from None
     finally:
         os.close(tree_fd)
-    for name, wanted in allowed.items():
-        if wanted and name not in seen:
-            raise _refuse(f"its {name} is missing")
-    return written
 
 
-def _spend(budget: list[int], size: int) -> None:
-    budget[0] -= size
-    if budget[0] < 0:
-        raise _refuse("more bytes than its manifest declares")
-
-
-def _extract_files(
-    tar: tarfile.TarFile,
-    tree_fd: int,
-    manifest: FolderManifest,
-    budget: list[int],
-    written: list[str],
+def _extract_member(
+    tar: tarfile.TarFile, info: tarfile.TarInfo, tree_fd: int, laying: _Laying
 ) -> None:
-    files = 0
-    for info in tar:
-        try:
-            rel = check_member(info.name)
-        except ValueError as exc:
-            raise _refuse(str(exc)) from None
-        if info.isdir():
-            with _parent_of(tree_fd, rel) as (parent, last):
-                os.close(_open_dir(parent, last, create=True))
-            continue
-        files += 1
-        if files > manifest.files:
-            raise _refuse("more files than its manifest declares")
-        if info.issym():
-            if not link_stays_inside(rel, info.linkname):
-                raise _refuse(f"the symlink {rel[:80]!r} points outside the folder")
-            with _parent_of(tree_fd, rel) as (parent, last):
-                os.symlink(info.linkname, last, dir_fd=parent)
-            written.append(rel)
-            continue
-        if not info.isreg():
-            raise _refuse(f"{rel[:80]!r} is not a file, folder or symlink")
-        _spend(budget, info.size)
-        source = tar.extractfile(info)
-        assert source is not None
-        mode = 0o777 if info.mode & 0o111 else 0o666  # the umask applies; no set-id bits
-        with _parent_of(tree_fd, rel) as (parent, last):
-            flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
-            fd = os.open(last, flags, mode, dir_fd=parent)
-            written.append(rel)
-            with os.fdopen(fd, "wb") as f:
-                shutil.copyfileobj(source, f, _COPY)
-                if os.utime in os.supports_fd:
-                    os.utime(f.fileno(), (info.mtime, info.mtime))
+    try:
+        rel = check_member(info.name)
+    except ValueError as exc:
+        raise _refuse(str(exc)) from None
+    _check_time(info)
+    if info.isdir():
+        with _parent_of(tree_fd, rel, laying) as (parent, last):
+            os.close(_open_dir(parent, last, True, laying))
+        return
+    laying.file()
+    if info.issym():
+        if not link_stays_inside(rel, info.linkname):
+            raise _refuse(f"the symlink {rel[:80]!r} points outside the folder")
+        laying.spend(len(os.fsencode(info.linkname)) + ENTRY_BYTES)
+        with _parent_of(tree_fd, rel, laying) as (parent, last):
+            os.symlink(info.linkname, last, dir_fd=parent)
+        laying.written.append(rel)
+        laying.links.append(rel)
+        return
+    if not info.isreg():
+        raise _refuse(f"{rel[:80]!r} is not a file, folder or symlink")
+    laying.spend(info.size + ENTRY_BYTES)
+    source = tar.extractfile(info)
+    assert source is not None
+    mode = 0o777 if info.mode & 0o111 else 0o666  # the umask applies; no set-id bits
+    with _parent_of(tree_fd, rel, laying) as (parent, last):
+        flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW
+        fd = os.open(last, flags, mode, dir_fd=parent)
+        laying.written.append(rel)
+        with os.fdopen(fd, "wb") as f:
+            _copy(source, f)
+            if os.utime in os.supports_fd:
+                os.utime(f.fileno(), (info.mtime, info.mtime))
+
+
+def _judge(root: Path, links: Sequence[str], subdir: str, before: Sequence[str] | None) -> None:
+    """What was laid down in ``root``, judged where it now stands: each symlink ``links`` names
+    by where it resolves through everything there (chains of symlinks, a symlink to a folder and
+    a file through it) — inside the folder and outside any ``.git``; and the folder's top and
+    each folder down to ``subdir`` (where git will run) not laid out like a repository's own
+    folder, which git would take for a bare repository (``before``: the top's names before,
+    for a repository the person had)."""
+    base = os.path.realpath(root)
+    for rel in links:
+        _going_on()
+        target = os.path.realpath(root / rel)
+        if target != base and not target.startswith(base + os.sep):
+            raise _refuse(f"the symlink {rel[:80]!r} resolves outside the folder")
+        if any(is_dotgit(p) for p in os.path.relpath(target, base).split(os.sep)):
+            raise _refuse(f"the symlink {rel[:80]!r} resolves into a .git folder")
+    folder = root
+    for part in ["", *(subdir.split("/") if subdir else [])]:
+        folder = folder / part if part else folder
+        if folder.is_symlink() or not folder.is_dir():
+            return
+        names = os.listdir(folder)
+        if git.looks_like_git_dir(names) and not (
+            not part and before is not None and git.looks_like_git_dir(before)
+        ):
+            where = "its top" if not part else f"{folder.relative_to(root).as_posix()!r}"
+            raise _refuse(
+                f"{where} is laid out like a git repository's own folder (HEAD beside objects, "
+                "refs or config): git would take it for a repository and do what its config says"
+            )
 
 
 def _check_space(where: Path, needed: int) -> None:
@@ -1188,37 +1436,42 @@ def _nearest(path: Path) -> Path:
     return path
 
 
-def _make_parents(folder: Path) -> list[Path]:
-    """Make ``folder``'s missing parents; the ones made, deepest first (to remove on failure)."""
-    made: list[Path] = []
-    for parent in reversed([folder, *folder.parents]):
-        if not parent.exists():
-            parent.mkdir()
-            made.append(parent)
-    return made[::-1]
+def _missing(folder: Path) -> list[Path]:
+    """``folder`` and its parents that do not exist, deepest first."""
+    return [p for p in [folder, *folder.parents] if not p.exists()]
 
 
-async def unpack(archive: Path, root: Path, manifest: FolderManifest) -> None:
+async def unpack(
+    archive: Path,
+    root: Path,
+    manifest: FolderManifest,
+    *,
+    ledger: Path | None = None,
+    skip: Sequence[str] = SKIP_FOLDERS,
+) -> None:
     """Make ``root`` the tree the archive holds (for git, ``root`` is the repository's top).
-    Checks the sha256 and the folder again first; on failure nothing it made is left."""
-    await asyncio.to_thread(check_archive, archive, manifest)
+    Checks the sha256 and the folder again first; on failure nothing it made is left. What it
+    lays down is written to ``ledger`` before it is (agent/landing.py): an abort of the move
+    takes back exactly that."""
+    await _in_thread(check_archive, archive, manifest)
     if manifest.kind == "git" and shutil.which("git") is None:
         raise FolderSyncError(
             "git_missing",
             "git is not installed on this Mac: the session's folder is a git repository",
         )
-    state = await describe(root)
+    state = await describe(root, skip=skip, against=manifest)
     lines = differences(manifest, state)
     if lines:
         raise FolderSyncError("folder_differs", "; ".join(lines))
     if same_state(manifest, state):
         return
     _check_space(_nearest(root), manifest.content_bytes * 2 + (1 << 20))
+    book = landing.book(ledger, root)
     try:
         if state.kind == "git":
-            await _unpack_into_repository(archive, root, manifest, state)
+            await _unpack_into_repository(archive, root, manifest, state, book)
         else:
-            await _unpack_new(archive, root, manifest)
+            await _unpack_new(archive, root, manifest, book)
     except OSError as exc:
         if _no_space(exc):
             raise FolderSyncError(
@@ -1227,118 +1480,249 @@ async def unpack(archive: Path, root: Path, manifest: FolderManifest) -> None:
         raise FolderSyncError("unpack_failed", f"the folder could not be made: {exc}") from None
 
 
-async def _unpack_new(archive: Path, root: Path, manifest: FolderManifest) -> None:
-    """Build the tree beside ``root``, then rename it into place (``root`` absent or empty)."""
-    made = _make_parents(root.parent)
+def _build(root: Path, book: landing.Ledger) -> tuple[Path, Path, Path]:
+    """A building folder beside ``root`` (in the ledger first): it, its staging and its tree."""
     build = Path(tempfile.mkdtemp(prefix=f".{root.name}.cb-move-", dir=root.parent))
-    staging = build / "archive"
-    tree = build / "tree"
+    book.builds.append(str(build))
+    book.save()
+    staging, tree = build / "archive", build / "tree"
     staging.mkdir(0o700)
     tree.mkdir()
+    return build, staging, tree
+
+
+def _built(build: Path, book: landing.Ledger) -> None:
+    shutil.rmtree(build, ignore_errors=True)
+    book.builds = [b for b in book.builds if b != str(build)]
+    book.save()
+
+
+async def _unpack_new(
+    archive: Path, root: Path, manifest: FolderManifest, book: landing.Ledger
+) -> None:
+    """Build the tree beside ``root``, then rename it into place (``root`` absent, or empty:
+    then it keeps its mode)."""
+    mode = stat.S_IMODE(os.stat(root).st_mode) if root.is_dir() else None
+    missing = _missing(root.parent)
+    book.kind, book.inode, book.mode = "new", [], mode
+    book.parents = [*dict.fromkeys([*map(str, missing), *book.parents])]
+    book.save()
+    for folder in reversed(missing):
+        folder.mkdir()
+    build, staging, tree = _build(root, book)
+    laying = _Laying.of(manifest)
     try:
-        await asyncio.to_thread(_extract, archive, staging, tree, manifest)
+        await _in_thread(_extract_blobs, archive, staging, manifest, laying)
         if manifest.kind == "git":
-            await _git(tree, "init", "-q")
-            await _lay_git(tree, staging, manifest)
+            await _git(tree, "init", "-q", ceiling=build)
+            await _lay_git(tree, staging, manifest, build)
             for name, url in manifest.remotes:
-                await _git(tree, "remote", "add", name, url)
-        umask = os.umask(0)
-        os.umask(umask)
-        os.chmod(tree, 0o777 & ~umask)
-        if root.exists():
-            os.rmdir(root)  # empty, as differences() found it
-        os.rename(tree, root)
+                await _git(tree, "remote", "add", name, url, ceiling=build)
+        await _in_thread(_extract_files, staging / FILES, tree, laying)
+        await _in_thread(_judge, tree, laying.links, manifest.subdir, None)
+        if mode is None:
+            umask = os.umask(0)
+            os.umask(umask)
+            mode = 0o777 & ~umask
+        os.chmod(tree, mode)
+        st = os.lstat(tree)
+        book.inode = [st.st_dev, st.st_ino]
+        book.save()
+        os.rename(tree, root)  # over an empty folder too, at once
     except BaseException:
-        for folder in made:
-            shutil.rmtree(folder, ignore_errors=True)
+        book.inode = []
+        await landing.take_back(book)
         raise
-    finally:
-        shutil.rmtree(build, ignore_errors=True)
+    _built(build, book)
 
 
-async def _lay_git(tree: Path, staging: Path, manifest: FolderManifest) -> None:
+async def _take_bundle(repository: Path, staging: Path, ceiling: Path) -> None:
+    """The bundle's commits into ``repository`` (``git bundle unbundle``: no transport, no
+    URL rewriting, no refs changed)."""
+    bundle = str(staging / BUNDLE)
+    verify = await _git(repository, "bundle", "verify", "-q", bundle, check=False, ceiling=ceiling)
+    if verify.code != 0:
+        raise FolderSyncError(
+            "bad_archive", f"the repository's bundle does not fit this folder: {verify.err[-300:]}"
+        )
+    await _git(repository, "bundle", "unbundle", bundle, ceiling=ceiling)
+
+
+async def _lay_git(tree: Path, staging: Path, manifest: FolderManifest, ceiling: Path) -> None:
     """In the repository ``tree``: take the bundle's commits, check out the branch at HEAD,
     apply the staged and the unstaged changes."""
     if manifest.bundle:
-        bundle = str(staging / BUNDLE)
-        verify = await _git(tree, "bundle", "verify", "-q", bundle, check=False)
-        if verify.code != 0:
-            raise FolderSyncError(
-                "bad_archive",
-                f"the repository's bundle does not fit this folder: {verify.err[-300:]}",
-            )
-        await _git(tree, "fetch", "-q", "--no-tags", "--no-write-fetch-head", bundle, "HEAD")
+        await _take_bundle(tree, staging, ceiling)
     if manifest.head:
-        has = await _git(tree, "cat-file", "-e", f"{manifest.head}^{{commit}}", check=False)
+        has = await _git(
+            tree, "cat-file", "-e", f"{manifest.head}^{{commit}}", check=False, ceiling=ceiling
+        )
         if has.code != 0:
             raise FolderSyncError(
                 "bad_archive",
                 f"commit {_short(manifest.head)} is neither in the bundle nor in the folder",
             )
         if manifest.branch:
-            await _git(tree, "checkout", "-q", "-B", manifest.branch, manifest.head)
+            await _git(
+                tree, "checkout", "-q", "-B", manifest.branch, manifest.head, "--", ceiling=ceiling
+            )
         else:
-            await _git(tree, "checkout", "-q", "--detach", manifest.head)
+            await _git(tree, "checkout", "-q", "--detach", manifest.head, "--", ceiling=ceiling)
     elif manifest.branch:
-        await _git(tree, "symbolic-ref", "HEAD", f"refs/heads/{manifest.branch}")
+        await _git(tree, "symbolic-ref", "HEAD", f"refs/heads/{manifest.branch}", ceiling=ceiling)
     if manifest.staged:
         await _git(
-            tree, "apply", "--index", "--binary", "--whitespace=nowarn", str(staging / STAGED)
-        )
+            tree, "apply", "--index", "--binary", "--whitespace=nowarn", str(staging / STAGED),
+            ceiling=ceiling,
+        )  # fmt: skip
     if manifest.unstaged:
-        await _git(tree, "apply", "--binary", "--whitespace=nowarn", str(staging / UNSTAGED))
+        await _git(
+            tree, "apply", "--binary", "--whitespace=nowarn", str(staging / UNSTAGED),
+            ceiling=ceiling,
+        )  # fmt: skip
 
 
 async def _unpack_into_repository(
-    archive: Path, root: Path, manifest: FolderManifest, state: FolderState
+    archive: Path, root: Path, manifest: FolderManifest, state: FolderState, book: landing.Ledger
 ) -> None:
-    """Bring the same repository (clean, behind) to the archive's state; on failure put its
-    branch, HEAD and files back as they were."""
+    """Bring the same repository (clean, behind) to the archive's state, never over a file it
+    does not track (an ignored ``.env``, an untracked note: ``folder_differs``); on failure put
+    it back as it was."""
+    ceiling = root.parent
     old_branch = None
     if manifest.branch:
         ref = await _git(
-            root,
-            "rev-parse",
-            "-q",
-            "--verify",
-            f"refs/heads/{manifest.branch}^{{commit}}",
-            check=False,
-        )
+            root, "rev-parse", "-q", "--verify", f"refs/heads/{manifest.branch}^{{commit}}",
+            check=False, ceiling=ceiling,
+        )  # fmt: skip
         old_branch = ref.out.decode().strip() if ref.code == 0 else None
-    build = Path(tempfile.mkdtemp(prefix=f".{root.name}.cb-move-", dir=root.parent))
-    staging = build / "archive"
-    tree = build / "tree"
-    staging.mkdir(0o700)
-    tree.mkdir()
-    placed: list[str] = []
+    before = os.listdir(root)
+    book.kind, book.touched = "update", False
+    build, staging, tree = _build(root, book)
+    laying = _Laying.of(manifest)
     try:
-        await asyncio.to_thread(_extract, archive, staging, tree, manifest)
+        await _in_thread(_extract_blobs, archive, staging, manifest, laying)
+        await _in_thread(_extract_files, staging / FILES, tree, laying)
         if manifest.bundle:
-            await _git(
-                root,
-                "fetch",
-                "-q",
-                "--no-tags",
-                "--no-write-fetch-head",
-                str(staging / BUNDLE),
-                "HEAD",
-            )
+            await _take_bundle(root, staging, ceiling)
+        if manifest.head:
+            has = await _git(
+                root, "cat-file", "-e", f"{manifest.head}^{{commit}}", check=False,
+                ceiling=ceiling,
+            )  # fmt: skip
+            if has.code != 0:
+                raise FolderSyncError(
+                    "bad_archive",
+                    f"commit {_short(manifest.head)} is neither in the bundle nor in the folder",
+                )
         if old_branch and manifest.head and old_branch != state.head:
             contained = await _git(
-                root, "merge-base", "--is-ancestor", old_branch, manifest.head, check=False
-            )
+                root, "merge-base", "--is-ancestor", old_branch, manifest.head, check=False,
+                ceiling=ceiling,
+            )  # fmt: skip
             if contained.code != 0:
                 raise FolderSyncError(
                     "folder_differs",
                     f"the folder's branch {manifest.branch} is at {_short(old_branch)}, which the session's history does not contain",
                 )
-        await _lay_git(root, staging, replace(manifest, bundle=False))
-        placed = await asyncio.to_thread(_place, tree, root)
+        created, folders = await _landing_plan(root, state.head, manifest, laying.written, staging)
+        book.head, book.branch = state.head, state.branch
+        book.moved_branch, book.old_ref = manifest.branch, old_branch
+        book.created, book.folders, book.touched = created, folders, True
+        book.save()
+        await _lay_git(root, staging, replace(manifest, bundle=False), ceiling)
+        await _in_thread(_place, tree, root)
+        await _in_thread(_judge, root, laying.links, manifest.subdir, before)
     except BaseException:
-        await _put_back(root, state, manifest.branch, old_branch, placed)
+        await landing.take_back(book)
         raise
-    finally:
-        shutil.rmtree(build, ignore_errors=True)
+    _built(build, book)
+
+
+async def _landing_plan(
+    root: Path, old: str | None, manifest: FolderManifest, untracked: Sequence[str], staging: Path
+) -> tuple[list[str], list[str]]:
+    """What bringing the repository at ``root`` from ``old`` to the manifest's state creates:
+    the paths that are not there now, and the folders made for them (deepest first).
+    ``folder_differs`` when one of them is there already and the repository does not track it
+    (git would overwrite an ignored file without a word)."""
+    ceiling = root.parent
+    paths: set[str] = set(untracked)
+    if manifest.head and old:
+        diff = await _git(
+            root, "diff", "--name-status", "-z", "--no-renames", old, manifest.head, "--",
+            ceiling=ceiling,
+        )  # fmt: skip
+        fields = diff.out.split(b"\x00")[:-1]  # status, path, status, path … each ended by NUL
+        added = zip(fields[0::2], fields[1::2], strict=True)
+        paths.update(os.fsdecode(path) for kind, path in added if kind == b"A")
+    elif manifest.head:
+        tree = await _git(
+            root, "ls-tree", "-r", "-z", "--name-only", manifest.head, ceiling=ceiling
+        )
+        paths.update(os.fsdecode(p) for p in tree.out.split(b"\x00") if p)
+    for name, wanted in ((STAGED, manifest.staged), (UNSTAGED, manifest.unstaged)):
+        if wanted:
+            numstat = await _git(
+                root, "apply", "--numstat", "-z", str(staging / name), ceiling=ceiling
+            )
+            for record in numstat.out.split(b"\x00"):
+                parts = record.split(b"\t", 2)
+                if len(parts) == 3 and parts[2]:
+                    paths.add(os.fsdecode(parts[2]))
+    listed = await _git(root, "ls-files", "-z", ceiling=ceiling)
+    tracked = {os.fsdecode(p) for p in listed.out.split(b"\x00") if p}
+    created, folders, blocked = await _in_thread(_in_the_way, root, sorted(paths), tracked)
+    if blocked:
+        shown = ", ".join(blocked[:MAX_BLOCKERS]) + (" …" if len(blocked) > MAX_BLOCKERS else "")
+        raise FolderSyncError(
+            "folder_differs",
+            f"the folder on this Mac has files the session's repository would overwrite, which "
+            f"it does not track there (ignored or untracked): {shown}. Move them away, or pick "
+            "another folder",
+        )
+    return created, folders
+
+
+def _in_the_way(
+    root: Path, paths: Sequence[str], tracked: set[str]
+) -> tuple[list[str], list[str], list[str]]:
+    """For each path a move lays down in the repository at ``root``: created (not there now, or
+    a tracked file it replaces), the folders made for it, or blocked — it, or a folder of its
+    path, is there and the repository does not track it."""
+    created: list[str] = []
+    folders: set[str] = set()
+    blocked: list[str] = []
+    for rel in paths:
+        _going_on()
+        parts = rel.split("/")
+        clear = True
+        for i in range(1, len(parts)):
+            folder = "/".join(parts[:i])
+            try:
+                st = os.lstat(root / folder)
+            except FileNotFoundError:
+                folders.update("/".join(parts[:j]) for j in range(i, len(parts)))
+                break
+            if stat.S_ISDIR(st.st_mode):
+                continue
+            if folder not in tracked:
+                blocked.append(folder)
+                clear = False
+            break
+        if not clear:
+            continue
+        try:
+            os.lstat(root / rel)
+        except (FileNotFoundError, NotADirectoryError):
+            created.append(rel)
+            continue
+        if rel in tracked:
+            created.append(rel)  # a tracked file the move replaces: the put-back restores it
+        else:
+            blocked.append(rel)
+    deepest_first = sorted(folders, key=lambda f: (-f.count("/"), f))
+    return created, deepest_first, list(dict.fromkeys(blocked))
 
 
 def _place(tree: Path, root: Path) -> list[str]:
@@ -1351,6 +1735,7 @@ def _place(tree: Path, root: Path) -> list[str]:
             dirs.sort()
             base = Path(folder)
             for name in sorted(names + [d for d in dirs if (base / d).is_symlink()]):
+                _going_on()
                 rel = (base / name).relative_to(tree).as_posix()
                 with _parent_of(root_fd, rel) as (parent, last):
                     try:
@@ -1364,26 +1749,6 @@ def _place(tree: Path, root: Path) -> list[str]:
     finally:
         os.close(root_fd)
     return placed
-
-
-async def _put_back(
-    root: Path, state: FolderState, branch: str | None, old_branch: str | None, placed: list[str]
-) -> None:
-    for rel in reversed(placed):
-        with contextlib.suppress(OSError):
-            os.unlink(root / rel)
-    with contextlib.suppress(FolderSyncError):
-        if state.head:
-            await _git(root, "reset", "-q", "--hard", state.head)
-        if state.branch:
-            await _git(root, "checkout", "-q", "-f", state.branch)
-        elif state.head:
-            await _git(root, "checkout", "-q", "-f", "--detach", state.head)
-        if branch and branch != state.branch:
-            if old_branch:
-                await _git(root, "update-ref", f"refs/heads/{branch}", old_branch)
-            else:
-                await _git(root, "update-ref", "-d", f"refs/heads/{branch}")
 
 
 __all__ = [

@@ -14,13 +14,16 @@ and forgets the session (its folder and Claude Code's own transcripts stay); on 
 and types what was held.
 
 Target: ``move_probe`` says what its folder holds, ``move_accept`` checks it (a folder that differs
-refuses the move, with what differs) and the disk, ``move_write`` appends chunks (at the offset it
+refuses the move, with what differs) and the disk, and holds it (one move at a time lays a folder
+down: another into it, inside it or around it is ``folder_busy`` until the first ends; its
+journal holds it across a restart); ``move_write`` appends chunks (at the offset it
 has: a chunk it has already is taken again as a no-op), ``move_place`` checks every file, unpacks
 the folder, places the transcripts where its Claude Code finds them and resumes the conversation
 with ``claude --resume`` — silently: until the relay commits, the session is not this Mac's, so
 nothing of it is reported (``quiet``). On commit it reports the session from where the relay stored
 it, with a line in the conversation saying where it came from, and types the held messages; on
-abort it removes what it unpacked, placed and started.
+abort it removes what it placed and started, and takes back exactly what its unpack laid down
+(its ledger, agent/landing.py) — never a folder another session works in.
 
 At agent start (``recover``) the journals say which sessions are in a move: those are not revived,
 typed into or (on the target) reported until the relay says how the move ended.
@@ -46,7 +49,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
-from agent import foldersync, placement
+from agent import foldersync, landing, placement
 from agent.errors import CommandFailed, MuxError
 from agent.files import write_json
 from agent.mux import session_name
@@ -103,8 +106,7 @@ class Journal:
     error: str | None = None
     files: list[dict[str, Any]] = field(default_factory=list)
     manifest: dict[str, Any] = field(default_factory=dict)
-    tree: str = ""  # target: where the folder's tree goes (its repository's top)
-    created_folder: bool = False  # the target made the tree: an abort removes it
+    tree: str = ""  # target: where the folder's tree goes (its repository's top): held
     unpacked: bool = False  # the target unpacked the folder (a place asked again skips it)
     placed: list[str] = field(default_factory=list)  # transcripts the target added
     started_at: float = field(default_factory=time.time)
@@ -306,6 +308,18 @@ class Moving:
             raise CommandFailed("unknown_move", f"this Mac is not the {role} of move {move_id}")
         return journal
 
+    def _check_free(self, move_id: str, root: Path) -> None:
+        """``folder_busy`` while another move lays a folder down at, in or around ``root``
+        (held from its accept until it ends; its journal holds it across a restart)."""
+        held = [(j.move_id, j.tree) for j in self.journals.values() if j.role == TARGET]
+        holder = landing.held_by(str(root), [h for h in held if h[0] != move_id])
+        if holder is not None:
+            raise CommandFailed(
+                "folder_busy",
+                f"the folder {root} on this Mac is being filled by another move ({holder}): "
+                "wait for it to end, or pick another folder",
+            )
+
     def _drop(self, journal: Journal) -> None:
         self.journals.pop(journal.move_id, None)
         task = self.tasks.pop(journal.move_id, None)
@@ -463,7 +477,8 @@ class Moving:
                 raise CommandFailed("bad_args", str(exc)) from None
             # A session in a subfolder of its repository: the whole repository travels.
             root = Path(foldersync.tree_root(str(Path(args.cwd).expanduser()), manifest.subdir))
-            state = await foldersync.describe(root, skip=self._skip())
+            self._check_free(args.move_id, root)
+            state = await foldersync.describe(root, skip=self._skip(), against=manifest)
             differs = foldersync.differences(manifest, state)
             if differs:
                 shown = "; ".join(differs[:8]) + (" …" if len(differs) > 8 else "")
@@ -489,8 +504,8 @@ class Moving:
                 files=[f.model_dump() for f in args.files],
                 manifest=args.manifest,
                 tree=str(root),
-                created_folder=not root.exists(),
             )
+            self._check_free(args.move_id, root)  # again: another move may have come meanwhile
             self._save(journal)
             (self._folder(args.move_id) / "in").mkdir(mode=0o700, exist_ok=True)
         journal = self._journal(args.move_id, session_id, TARGET)
@@ -555,12 +570,12 @@ class Moving:
         if known is not None:  # placed before this Mac restarted: start over from the files
             await self._stop_here(journal.session_id)
         tree = Path(journal.tree or journal.cwd)
-        if not tree.exists():
-            journal.created_folder = True
-            self._save(journal)
         if not journal.unpacked:
             manifest = foldersync.FolderManifest.from_json(journal.manifest)
-            await foldersync.unpack(incoming / FOLDER_FILE, tree, manifest)
+            ledger = self._folder(journal.move_id) / landing.LEDGER  # what an abort takes back
+            await foldersync.unpack(
+                incoming / FOLDER_FILE, tree, manifest, ledger=ledger, skip=self._skip()
+            )
             journal.unpacked = True
         if not Path(journal.cwd).is_dir():
             raise CommandFailed("folder_gone", f"the folder {journal.cwd} was not made")
@@ -717,6 +732,8 @@ class Moving:
                 shutil.rmtree(path, ignore_errors=True)
             else:
                 path.unlink(missing_ok=True)
-        if journal.created_folder and (journal.tree or journal.cwd):
-            shutil.rmtree(journal.tree or journal.cwd, ignore_errors=True)
+        laid = landing.Ledger.load(self._folder(journal.move_id) / landing.LEDGER)
+        if laid is not None:  # exactly what its unpack laid down, never another session's folder
+            busy = [r.cwd for r in self.agent.registry.sessions.values()]
+            await landing.take_back(laid, busy)
         _log.info("move %s of session %s undone here", journal.move_id, journal.session_id)

@@ -2,10 +2,13 @@
 
 Everything is confined to the folder: a path from the phone is relative, has no ``..`` and no
 absolute part, and what it names — after every symlink is resolved — must still lie inside the
-folder. Files larger than the limit are cut, binary files are named but never shown, and git
-runs with a timeout, without a pager, prompt or optional locks (a ``git status`` from the
-phone must never block Claude Code's own git commands), with literal pathspecs (a path like
-``:(top)`` means a file of that name, not the repository's top).
+folder and outside git's own folder (``.git`` in any spelling macOS takes for it: its config and
+hooks are not the page's to read; the Changes view shows the repository's changes). Files larger
+than the limit are cut, binary files are named but never shown, and git runs through
+agent/git.py (nothing in the folder can make it start a program) with a timeout, without a
+pager, prompt or optional locks (a ``git status`` from the phone must never block Claude Code's
+own git commands), with literal pathspecs (a path like ``:(top)`` means a file of that name, not
+the repository's top).
 
 The parsers (``check_relative``, ``parse_status``, ``looks_binary``) take plain values; the
 readers around them touch only the folder they are given.
@@ -13,20 +16,18 @@ readers around them touch only the folder they are given.
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import os
 import stat
-import time
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+from agent import git
 from agent.errors import CommandFailed
+from agent.git import Deadline
 
 SNIFF_BYTES = 8192  # how much of a file is looked at to tell text from binary
 MAX_PATH_CHARS = 4096
-HIDDEN = frozenset({".git"})  # git's own folder: never listed (its changes are the Changes view)
 
 
 @dataclass(frozen=True)
@@ -58,12 +59,18 @@ def check_relative(path: str) -> PurePosixPath:
     parts = [p for p in path.replace("\\", "/").split("/") if p not in ("", ".")]
     if ".." in parts:
         raise CommandFailed("bad_path", "a path cannot go up a folder ('..')")
+    if any(git.is_dotgit(p) for p in parts):
+        raise CommandFailed("bad_path", GIT_FOLDER)
     return PurePosixPath(*parts) if parts else PurePosixPath(".")
+
+
+GIT_FOLDER = "git's own folder (.git) is not shown: the Changes view shows the repository's changes"
 
 
 def inside(root: Path, path: str) -> Path:
     """The file or folder ``path`` names in ``root``, every symlink resolved, or
-    ``outside_folder`` when it resolves outside ``root`` (a symlink out)."""
+    ``outside_folder`` when it resolves outside ``root`` (a symlink out), ``bad_path`` when it
+    resolves into a ``.git`` folder."""
     relative = check_relative(path)
     base = root.resolve()
     target = (base / relative).resolve()  # non-strict: a deleted file still has a place
@@ -71,7 +78,14 @@ def inside(root: Path, path: str) -> Path:
         raise CommandFailed(
             "outside_folder", f"{path[:80]!r} leads outside the session's folder (a symlink out)"
         )
+    if in_git_folder(base, target):
+        raise CommandFailed("bad_path", f"{path[:80]!r} leads into {GIT_FOLDER}")
     return target
+
+
+def in_git_folder(base: Path, target: Path) -> bool:
+    """``target`` (resolved, inside ``base``) lies in a ``.git`` folder of ``base``."""
+    return any(git.is_dotgit(p) for p in target.relative_to(base).parts)
 
 
 def _name(raw: bytes) -> tuple[str, bool]:
@@ -104,8 +118,8 @@ def list_folder(root: Path, path: str, limits: Limits) -> dict[str, Any]:
     with os.scandir(os.fsencode(folder)) as found:
         for entry in found:
             name, readable = _name(entry.name)
-            if name in HIDDEN:
-                continue
+            if git.is_dotgit(name):
+                continue  # git's own folder: never listed (its changes are the Changes view)
             entries.append(_entry(entry, name, readable, relative, base))
     entries.sort(key=lambda e: (e["kind"] != "dir", e["name"].casefold(), e["name"]))
     total = len(entries)
@@ -128,8 +142,8 @@ def _entry(
         if stat.S_ISLNK(info.st_mode):
             item["link"] = True
             target = Path(os.fsdecode(entry.path)).resolve()
-            if target != base and base not in target.parents:
-                item["kind"] = "outside"  # named, never followed
+            if (target != base and base not in target.parents) or in_git_folder(base, target):
+                item["kind"] = "outside"  # out of the folder or into .git: named, never followed
                 return item
             info = target.stat()
     except OSError:
@@ -191,84 +205,9 @@ def read_text(root: Path, path: str, limits: Limits) -> dict[str, Any]:
 # -- git ---------------------------------------------------------------------------------------
 
 
-def git_env() -> dict[str, str]:
-    """git's environment: no pager, no prompt, no optional locks, C messages, literal paths."""
-    return {
-        **os.environ,
-        "GIT_OPTIONAL_LOCKS": "0",
-        "GIT_PAGER": "cat",
-        "PAGER": "cat",
-        "GIT_TERMINAL_PROMPT": "0",
-        "GIT_LITERAL_PATHSPECS": "1",
-        "LC_ALL": "C",
-    }
-
-
-@dataclass(frozen=True)
-class GitOutput:
-    code: int
-    out: bytes
-    err: str
-    cut: bool  # stdout passed the byte limit and git was stopped
-
-
-async def run_git(root: Path, args: list[str], timeout: float, limit: int) -> GitOutput:
-    """``git args`` in ``root``: at most ``limit`` bytes of its output are kept (git is stopped
-    past them), ``git_timeout`` when it takes longer than ``timeout`` seconds."""
-    try:
-        proc = await asyncio.create_subprocess_exec(
-            "git", "--no-pager", "-c", "core.quotepath=off", "-c", "color.ui=never", *args,
-            cwd=root, env=git_env(), stdin=asyncio.subprocess.DEVNULL,
-            stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.PIPE,
-        )  # fmt: skip
-    except FileNotFoundError:
-        raise CommandFailed("git_missing", "git is not installed on this Mac") from None
-    assert proc.stdout is not None and proc.stderr is not None
-
-    async def collect() -> tuple[bytes, bool]:
-        assert proc.stdout is not None
-        chunks: list[bytes] = []
-        size = 0
-        while chunk := await proc.stdout.read(65536):
-            chunks.append(chunk)
-            size += len(chunk)
-            if size > limit:
-                with contextlib.suppress(ProcessLookupError):
-                    proc.kill()
-                return b"".join(chunks)[:limit], True
-        return b"".join(chunks), False
-
-    try:
-        (out, cut), err = await asyncio.wait_for(
-            asyncio.gather(collect(), proc.stderr.read()), timeout
-        )
-        code = await asyncio.wait_for(proc.wait(), timeout)
-    except TimeoutError:
-        with contextlib.suppress(ProcessLookupError):
-            proc.kill()
-        await proc.wait()
-        raise CommandFailed(
-            "git_timeout", f"git took longer than {timeout:g} s in the session's folder"
-        ) from None
-    # Stopped past the limit, git's own exit code says nothing: what was read is the answer.
-    return GitOutput(0 if cut else code, out, err.decode("utf-8", "replace").strip(), cut)
-
-
-class Deadline:
-    """One git_timeout for all the git commands of one answer: the page waits for the whole of
-    it (within the relay's command_timeout), not for each command."""
-
-    def __init__(self, seconds: float) -> None:
-        self.seconds = seconds
-        self.at = time.monotonic() + seconds
-
-    def left(self) -> float:
-        left = self.at - time.monotonic()
-        if left <= 0:
-            raise CommandFailed(
-                "git_timeout", f"git took longer than {self.seconds:g} s in the session's folder"
-            )
-        return left
+async def run_git(root: Path, args: list[str], timeout: float, limit: int) -> git.GitResult:
+    """``git args`` in the session's folder (agent/git.py): at most ``limit`` bytes of output."""
+    return await git.run(root, args, timeout=timeout, limit=limit)
 
 
 async def repo_prefix(root: Path, deadline: Deadline) -> str:
@@ -365,7 +304,7 @@ async def git_diff(root: Path, path: str, limits: Limits) -> dict[str, Any]:
     deadline = Deadline(limits.git_timeout)
     await repo_prefix(root, deadline)
     name = str(relative)
-    base = ["diff", "--no-color", "--no-ext-diff", "--no-textconv", "--find-renames"]
+    base = ["diff", "--no-color", "--find-renames"]  # no external diff nor textconv (git.py)
     unstaged = await run_git(root, [*base, "--", name], deadline.left(), limits.diff_bytes)
     staged = await run_git(
         root, [*base, "--cached", "--", name], deadline.left(), limits.diff_bytes

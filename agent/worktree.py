@@ -12,7 +12,10 @@ leaves the worktree and its branch alone: they are the person's work.
 The pure parts take plain values: :func:`check_branch` (git's rules for a branch name, as
 ``git check-ref-format --branch`` applies them), :func:`plan` (the branch and folder for what was
 asked) and :func:`add_argv`; the shell around them asks git where the repository is and whether
-the branch exists, and runs ``git worktree add``.
+the branch exists, and runs ``git worktree add`` — through agent/git.py, like every git of the
+agent. The worktree is added without a checkout and checked out by a second git run in it: a
+repository's config may include files only on some branch (``includeIf "onbranch:…"``), and the
+new branch's config is read, and made unable to start programs, only by a git run on it.
 """
 
 from __future__ import annotations
@@ -21,8 +24,9 @@ import re
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 
+from agent import git
 from agent.errors import CommandFailed
-from agent.workspace import Deadline, run_git
+from agent.git import Deadline
 from wire import protocol
 
 WORKTREES = PurePosixPath(".claude") / "worktrees"  # under the repository's top, as Claude Code
@@ -94,8 +98,18 @@ def plan(asked: bool | str, session_id: str) -> Plan:
 
 
 def add_argv(path: Path, branch: str) -> list[str]:
-    """git's arguments to add the worktree at ``path`` on a new ``branch`` from HEAD. Pure."""
-    return ["worktree", "add", "-b", branch, "--", str(path), "HEAD"]
+    """git's arguments to add the worktree at ``path`` on a new ``branch`` from HEAD, its files
+    not checked out yet (``checkout_argv`` does, run in it). Pure."""
+    return ["worktree", "add", "--no-checkout", "-b", branch, "--", str(path), "HEAD"]
+
+
+def checkout_argv() -> list[str]:
+    """git's arguments, run in a worktree added without a checkout, to check out its files."""
+    return ["reset", "-q", "--hard", "HEAD", "--"]
+
+
+async def run_git(cwd: Path, args: list[str], timeout: float, limit: int) -> git.GitResult:
+    return await git.run(cwd, args, timeout=timeout, limit=limit)
 
 
 @dataclass(frozen=True)
@@ -147,6 +161,15 @@ async def make(cwd: Path, asked: bool | str, session_id: str, timeout: float) ->
         raise CommandFailed(
             "git_failed", added.err[:300] or f"git worktree add exited {added.code}"
         )
+    made = Made(repo=root, root=path, cwd=path, branch=chosen.branch)
+    try:
+        filled = await run_git(path, checkout_argv(), deadline.left(), 65536)
+    except BaseException:
+        await undo(made, timeout)
+        raise
+    if filled.code != 0:
+        await undo(made, timeout)
+        raise CommandFailed("git_failed", filled.err[:300] or f"git reset exited {filled.code}")
     return Made(repo=root, root=path, cwd=same_place(cwd, root, path), branch=chosen.branch)
 
 

@@ -11,6 +11,7 @@ import pytest
 
 from agent import workspace
 from agent.errors import CommandFailed
+from agent.git import environment
 
 LIMITS = workspace.Limits(file_bytes=1000, entries=50, diff_bytes=4000, git_timeout=10.0)
 
@@ -215,7 +216,7 @@ def test_git_never_waits_past_its_timeout(repo: Path, monkeypatch: pytest.Monkey
 
 
 def test_git_runs_without_optional_locks_or_pager() -> None:
-    env = workspace.git_env()
+    env = environment()
     assert env["GIT_OPTIONAL_LOCKS"] == "0" and env["GIT_PAGER"] == "cat"
     assert env["GIT_LITERAL_PATHSPECS"] == "1" and env["GIT_TERMINAL_PROMPT"] == "0"
 
@@ -231,3 +232,44 @@ def test_status_parsing_is_pure() -> None:
 def test_recent_folders_are_distinct_newest_first() -> None:
     pairs = [("/a", 1.0), ("/b", 5.0), ("/a", 9.0), ("/c", 3.0), ("", 10.0)]
     assert workspace.recent_folders(pairs, 2) == ["/a", "/b"]
+
+
+@pytest.mark.parametrize(
+    "path", [".git/config", ".GIT/config", ".g\u200cit/config", "src/../.git/HEAD", "togit", ".git"]
+)
+def test_gits_own_folder_is_neither_listed_nor_read(repo: Path, path: str) -> None:
+    """Its config and hooks are not the page's: .git in any spelling macOS takes for it, and a
+    symlink into it, are refused; the folder's listing leaves them out."""
+    (repo / ".GIT").mkdir(exist_ok=True)  # what macOS would find as .git
+    (repo / ".GIT" / "config").write_text("[core]\n")
+    (repo / ".g\u200cit").mkdir(exist_ok=True)
+    (repo / ".g\u200cit" / "config").write_text("[core]\n")
+    (repo / "togit").symlink_to(".git/config")
+    with pytest.raises(CommandFailed) as refused:
+        workspace.read_text(repo, path, LIMITS)
+    assert code_of(refused) == "bad_path"
+    names = {e["name"]: e["kind"] for e in workspace.list_folder(repo, "", LIMITS)["entries"]}
+    assert not any(n.casefold().startswith((".git", ".g\u200cit")) for n in names)
+    assert names["togit"] == "outside"
+
+
+def test_git_is_not_run_in_a_folder_laid_out_like_a_repository(tmp_path: Path) -> None:
+    """HEAD, objects/, refs/ and a config outside a .git: git would take the folder for a bare
+    repository and run what its config says (here, for git status, core.fsmonitor)."""
+    marker = tmp_path / "ran"
+    script = tmp_path / "evil.sh"
+    script.write_text(f'#!/bin/sh\ntouch "{marker}"\n')
+    script.chmod(0o755)
+    folder = tmp_path / "moved"
+    (folder / "objects").mkdir(parents=True)
+    (folder / "refs").mkdir()
+    (folder / "HEAD").write_text("ref: refs/heads/main\n")
+    (folder / "config").write_text(
+        f"[core]\n\trepositoryformatversion = 0\n\tbare = false\n\tworktree = .\n"
+        f"\tfsmonitor = {script}\n"
+    )
+    for call in (workspace.git_status(folder, LIMITS), workspace.git_diff(folder, "HEAD", LIMITS)):
+        with pytest.raises(CommandFailed) as refused:
+            asyncio.run(call)
+        assert code_of(refused) == "unsafe_repository"
+    assert not marker.exists()

@@ -91,7 +91,9 @@ def test_the_plan_puts_it_where_claude_code_does() -> None:
     with pytest.raises(worktree.BadBranch):
         worktree.plan("a..b", sid)
     argv = worktree.add_argv(Path("/r/.claude/worktrees/x"), "x")
-    assert argv == ["worktree", "add", "-b", "x", "--", "/r/.claude/worktrees/x", "HEAD"]
+    assert argv == [
+        "worktree", "add", "--no-checkout", "-b", "x", "--", "/r/.claude/worktrees/x", "HEAD"
+    ]  # fmt: skip
 
 
 # -- on a real repository -----------------------------------------------------------------------
