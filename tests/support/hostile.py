@@ -33,8 +33,9 @@ What a test crafts, a :class:`Cargo` (each file by its name in the move):
   (``png()`` is a real image);
 - ``extra`` — any other file by its full name.
 
-:class:`HostileSource` holds its answers to ``move_read`` while ``hold_reads`` is set, so a test
-can keep a move in the middle of its transfer (``wait_reading``) and start another meanwhile.
+:class:`HostileSource` answers each session's move with that session's cargo, and serves no
+chunk of the folder of a session it was told to ``hold`` until ``release``: a test can keep a
+move in the middle of its transfer (``wait_reading``) and start another meanwhile.
 
 :func:`hostile_world` gives one relay, the phone, the hostile source and the target
 (:class:`TargetMac`: its agent process, restartable; its registry; the argv its session's claude
@@ -55,7 +56,6 @@ import os
 import signal
 import subprocess
 import tarfile
-import threading
 import time
 import uuid
 from collections.abc import Iterator
@@ -260,9 +260,9 @@ class HostileSource:
     token: str
     loop: LoopThread
     name: str = "Evil Mac"
-    cargo: Cargo | None = None
+    cargos: dict[str, Cargo] = field(default_factory=dict)  # by session id
     commands: list[Command] = field(default_factory=list)
-    hold_reads: threading.Event = field(default_factory=threading.Event)
+    held: set[str] = field(default_factory=set)  # sessions whose chunks are not served yet
     offsets: dict[str, int] = field(default_factory=dict)
     link: MacLink | None = None
 
@@ -302,32 +302,54 @@ class HostileSource:
         )
         return ack.last_seq
 
-    def finishes(self) -> list[str]:
-        return [str(c.args["outcome"]) for c in self.commands if c.name == "move_finish"]
+    def finishes(self, session_id: str) -> list[str]:
+        return [
+            str(c.args["outcome"])
+            for c in self.commands
+            if c.name == "move_finish" and c.session_id == session_id
+        ]
 
-    def wait_reading(self, timeout: float = 30) -> None:
-        """Wait until the relay asks for a chunk (a move is in its transfer)."""
-        wait_for(lambda: any(c.name == "move_read" for c in self.commands), timeout, "a read")
+    def hold(self, session_id: str) -> None:
+        """Serve no chunk of the session's folder until :meth:`release`: its move stays in its
+        transfer (the target accepted it, the folder is on its way)."""
+        self.held.add(session_id)
+
+    def release(self, session_id: str) -> None:
+        self.held.discard(session_id)
+
+    def wait_reading(self, session_id: str, timeout: float = 30) -> None:
+        """Wait until the relay asks for a chunk of the session's folder (it is on its way)."""
+        wait_for(
+            lambda: any(
+                c.name == "move_read"
+                and c.session_id == session_id
+                and c.args["file"] == FOLDER_FILE
+                for c in self.commands
+            ),
+            timeout,
+            "a chunk asked for",
+        )
 
     async def _on_command(self, command: Command) -> CommandResult:
         self.commands.append(command)
+        cargo = self.cargos.get(command.session_id)
         data: dict[str, Any] = {}
         if command.name == "move_export":
-            assert self.cargo is not None, "give the source a cargo before the move"
-            files = self.cargo.files()
+            assert cargo is not None, "give the source a cargo before the move"
+            files = cargo.files()
             data = {
                 "status": "ready",
-                "manifest": self.cargo.manifest,
+                "manifest": cargo.manifest,
                 "files": [
                     {"name": n, "size": len(b), "sha256": hashlib.sha256(b).hexdigest()}
                     for n, b in files.items()
                 ],
             }
         elif command.name == "move_read":
-            while self.hold_reads.is_set():
+            while command.session_id in self.held and command.args["file"] == FOLDER_FILE:
                 await asyncio.sleep(0.05)
-            assert self.cargo is not None
-            body = self.cargo.files()[command.args["file"]]
+            assert cargo is not None
+            body = cargo.files()[command.args["file"]]
             offset, length = command.args["offset"], command.args["length"]
             data = {"data": base64.b64encode(body[offset : offset + length]).decode()}
         elif command.name == "move_finish":
@@ -431,7 +453,7 @@ class World:
 
     def move(self, session_id: str, cwd: str, cargo: Cargo) -> dict[str, Any]:
         """Start the move from the phone, the source answering with ``cargo``."""
-        self.source.cargo = cargo
+        self.source.cargos[session_id] = cargo
         response = self.phone.post(
             f"/api/sessions/{session_id}/move",
             json={"device_id": self.target.device_id, "cwd": cwd, "when": "idle"},
@@ -441,14 +463,18 @@ class World:
 
     def outcome(self, session_id: str, timeout: float = MOVE_OVER) -> dict[str, Any]:
         """The session's latest move once it is over and both Macs were told."""
-        return wait_for(
-            lambda: (
-                (m := self.phone.get(f"/api/sessions/{session_id}/move").json()["move"])["phase"]
-                in ("done", "failed")
-                and m
-            ),
-            timeout,
-            "the move over",
+        return dict(
+            wait_for(
+                lambda: (
+                    (m := self.phone.get(f"/api/sessions/{session_id}/move").json()["move"])[
+                        "phase"
+                    ]
+                    in ("done", "failed")
+                    and m
+                ),
+                timeout,
+                "the move over",
+            )
         )
 
     def events(self, session_id: str) -> list[dict[str, Any]]:
