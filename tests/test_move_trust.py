@@ -24,12 +24,15 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
 from tests.support.hostile import (
     PNG,
+    AgentMac,
     Cargo,
     World,
+    agent_mac,
     event,
     events_file,
     file,
@@ -42,7 +45,7 @@ from tests.support.hostile import (
     transcript,
 )
 from tests.support.journeys import say_and_wait_answer, wait_card, wait_state
-from tests.support.macs import git
+from tests.support.macs import git, wait_online
 from tests.support.relay import RelayServer
 from tests.support.waits import wait_for
 from wire.protocol import MAX_SEQ
@@ -419,6 +422,104 @@ def test_a_held_messages_attachment_travels_with_the_session(world: World) -> No
         "the held message typed on the target",
     )
     assert str(kept) in typed["text"], typed
+
+
+@pytest.fixture
+def two_agents(
+    make_relay: Any, tmp_path: Path
+) -> Iterator[tuple[httpx.Client, AgentMac, AgentMac]]:
+    """A phone and two honest Macs of one account, each a real agent process."""
+    relay: RelayServer = make_relay(**SETTINGS)
+    account = relay.account()
+    macs = [agent_mac(relay, account, tmp_path / n.lower(), n) for n in ("Studio", "Laptop")]
+    phone = httpx.Client(
+        base_url=relay.url, headers={"Authorization": f"Bearer {account.phone_token}"}, timeout=30
+    )
+    try:
+        for mac in macs:
+            mac.start()
+            wait_online(phone, mac.device_id)
+        yield phone, macs[0], macs[1]
+    finally:
+        phone.close()
+        for mac in macs:
+            mac.stop()
+            mac.mac.kill_tmux()
+
+
+def held_with_picture(phone: httpx.Client, studio: AgentMac) -> tuple[str, dict[str, Any]]:
+    """A session on the studio with a turn running and a message held with a picture."""
+    cwd = studio.mac.folder("shop")
+    made = phone.post("/api/sessions", json={"device_id": studio.device_id, "cwd": cwd})
+    assert made.status_code == 201, made.text
+    sid = str(made.json()["id"])
+    wait_state(phone, sid, "idle", 60)
+    phone.post(f"/api/sessions/{sid}/messages", json={"text": "SLOW please"})
+    wait_state(phone, sid, "busy", 30)
+    saved = phone.post(
+        f"/api/sessions/{sid}/attachments",
+        params={"name": "pixel.png"},
+        content=PNG,
+        headers={"Content-Type": "image/png"},
+    )
+    assert saved.status_code == 201, saved.text
+    info = dict(saved.json())
+    sent = phone.post(
+        f"/api/sessions/{sid}/messages",
+        json={"text": "look at this picture", "attachments": [info["id"]]},
+    )
+    assert sent.status_code == 200, sent.text
+    return sid, info
+
+
+def move_over(phone: httpx.Client, sid: str, device_id: str, cwd: str) -> dict[str, Any]:
+    begun = phone.post(f"/api/sessions/{sid}/move", json={"device_id": device_id, "cwd": cwd})
+    assert begun.status_code == 202, begun.text
+    return dict(
+        wait_for(
+            lambda: (
+                (m := phone.get(f"/api/sessions/{sid}/move").json()["move"])["phase"]
+                in ("done", "failed")
+                and m
+            ),
+            90,
+            "the move over",
+        )
+    )
+
+
+def test_an_honest_source_sends_a_held_messages_attachment_along(
+    two_agents: tuple[httpx.Client, AgentMac, AgentMac],
+) -> None:
+    phone, studio, laptop = two_agents
+    sid, info = held_with_picture(phone, studio)
+    move = move_over(phone, sid, laptop.device_id, laptop.folder("shop"))
+    assert move["phase"] == "done", move
+    kept = laptop.data / "attachments" / sid / f"{info['id']}.png"
+    assert kept.read_bytes() == PNG
+
+    def typed() -> dict[str, Any] | None:
+        page = phone.get(f"/api/sessions/{sid}/events", params={"after": 0}).json()
+        return next(
+            (e for e in page["events"] if e["kind"] == "user" and "look at this" in e["text"]),
+            None,
+        )
+
+    message = wait_for(typed, 60, "the held message typed on the laptop")
+    assert str(kept) in message["text"], message
+    assert not (studio.data / "attachments" / sid).exists()  # the studio forgot the session
+
+
+def test_a_source_that_lost_a_held_attachment_refuses_the_move(
+    two_agents: tuple[httpx.Client, AgentMac, AgentMac],
+) -> None:
+    phone, studio, laptop = two_agents
+    sid, info = held_with_picture(phone, studio)
+    (studio.data / "attachments" / sid / f"{info['id']}.png").unlink()
+    move = move_over(phone, sid, laptop.device_id, laptop.folder("shop"))
+    assert move["error"] is not None and move["error"]["code"] == "attachment_missing", move
+    assert "pixel.png" in move["error"]["message"]
+    assert phone.get(f"/api/sessions/{sid}").json()["device_id"] == studio.device_id
 
 
 @pytest.mark.parametrize("case", ["missing", "not-an-image", "unasked-for", "wrong-size", "bad-id"])

@@ -38,7 +38,7 @@ chunk of the folder of a session it was told to ``hold`` until ``release``: a te
 move in the middle of its transfer (``wait_reading``) and start another meanwhile.
 
 :func:`hostile_world` gives one relay, the phone, the hostile source and the target
-(:class:`TargetMac`: its agent process, restartable; its registry; the argv its session's claude
+(:class:`AgentMac`: its agent process, restartable; its registry; the argv its session's claude
 was started with; its tmux server). ``World.report`` makes the source report a session of its
 own (transcript lines and an idle update, as any Mac does); ``World.move`` starts the move from
 the phone and ``World.outcome`` waits until it is over, both Macs told.
@@ -368,8 +368,9 @@ class FakeClaudeMac(Bridge):
 
 
 @dataclass
-class TargetMac:
-    """The move's target: a real agent process with its own HOME, data folder and tmux socket."""
+class AgentMac:
+    """A Mac as a real agent process with its own HOME, data folder and tmux socket (the move's
+    target here; an honest source too, where a test needs one)."""
 
     mac: FakeClaudeMac
     process: subprocess.Popen[bytes] | None = None
@@ -441,7 +442,7 @@ class World:
     account: Account
     phone: httpx.Client
     source: HostileSource
-    target: TargetMac
+    target: AgentMac
 
     def report(self, session_id: str, cwd: str, conversation_id: str, turns: int = 1) -> int:
         """The hostile source reports a session of its own with ``turns`` prompts and answers;
@@ -488,18 +489,26 @@ class World:
         return dict(response.json())
 
 
+def agent_mac(relay: RelayServer, account: Account, root: Path, name: str) -> AgentMac:
+    """A new Mac ``name`` of the account, its agent (not started yet) and folders under
+    ``root``, its claude the fake one."""
+    token, _, device_id = relay.state.store.create_token(account.account_id, "device", name)
+    mac = FakeClaudeMac(
+        relay, replace(account, device_token=token, device_id=device_id), root, FAKE,
+        api_url="http://127.0.0.1:9",
+    )  # fmt: skip
+    seed_home(mac.home, [])
+    return AgentMac(mac)
+
+
 @contextlib.contextmanager
 def hostile_world(relay: RelayServer, root: Path) -> Iterator[World]:
     """One account on ``relay`` with a phone, the hostile source (the account's first Mac) and
     a target Mac (its second) running its own agent process under ``root``."""
     account = relay.account()
-    token, _, device_id = relay.state.store.create_token(account.account_id, "device", "Target")
-    mac = FakeClaudeMac(
-        relay, replace(account, device_token=token, device_id=device_id), root / "target", FAKE,
-        api_url="http://127.0.0.1:9",
-    )  # fmt: skip
-    seed_home(mac.home, [])
-    target = TargetMac(mac)
+    target = agent_mac(relay, account, root / "target", "Target")
+    mac = target.mac
+    device_id = target.device_id
     loop = LoopThread()
     source = HostileSource(relay.url, account.device_token, loop)
     phone = httpx.Client(
