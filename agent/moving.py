@@ -700,6 +700,7 @@ class Moving:
         known = agent.registry.sessions.pop(journal.session_id, None)
         if known is not None:  # placed before this Mac restarted: start over from the files
             await self._stop_here(journal.session_id)
+        held = await asyncio.to_thread(self._adopt_attachments, checked, incoming)
         tree = Path(journal.tree or journal.cwd)
         if not tree.exists():
             journal.created_folder = True
@@ -724,7 +725,6 @@ class Moving:
             self._save(journal)
             paths = {name: incoming / TRANSCRIPTS / name for name in names}
             await asyncio.to_thread(placement.place_conversation, home, cwd, conversation_id, paths)
-        held = await asyncio.to_thread(self._adopt_attachments, checked, incoming)
         mode = arrival_mode(checked.permission_mode, own_default_mode(home))
         record = moved_record(checked, cwd, mode, time.time())
         record.held = held

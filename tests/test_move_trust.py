@@ -27,6 +27,7 @@ from typing import Any
 import httpx
 import pytest
 
+from agent.transcript import project_slug
 from tests.support.hostile import (
     PNG,
     AgentMac,
@@ -103,10 +104,18 @@ def refused_whole(world: World, session_id: str, move: dict[str, Any], cwd: str)
 
 
 def test_an_honest_cargo_moves_whole_and_goes_on_there(world: World) -> None:
-    """The harness itself: a source that tells the truth moves its session to the target."""
+    """The harness itself: a source that tells the truth moves its session to the target, its
+    conversation with a subagent's transcript and the project's memory."""
     sid, conversation = ids()
-    move = moved_in(world, sid, honest_cargo(sid, "", conversation))
+    cargo = honest_cargo(sid, "", conversation)
+    cargo.transcripts[f"{conversation}/subagents/agent-a1.jsonl"] = b'{"type":"user"}\n'
+    cargo.transcripts["memory/notes.md"] = b"# remembered\n"
+    move = moved_in(world, sid, cargo)
     assert move["phase"] == "done", move
+    slug = project_slug(world.target.registry()[sid]["cwd"])
+    placed = world.target.home / ".claude" / "projects" / slug
+    assert (placed / conversation / "subagents" / "agent-a1.jsonl").is_file()
+    assert (placed / "memory" / "notes.md").read_text() == "# remembered\n"
     assert world.snapshot(sid)["device_id"] == world.target.device_id
     argv = wait_for(lambda: world.target.claude_argv(sid), 30, "its claude running")
     assert argv[argv.index("--resume") + 1] == conversation
