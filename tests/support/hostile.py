@@ -372,7 +372,7 @@ class AgentMac:
     """A Mac as a real agent process with its own HOME, data folder and tmux socket (the move's
     target here; an honest source too, where a test needs one)."""
 
-    mac: FakeClaudeMac
+    mac: Bridge
     process: subprocess.Popen[bytes] | None = None
 
     def start(self) -> None:
@@ -489,24 +489,30 @@ class World:
         return dict(response.json())
 
 
-def agent_mac(relay: RelayServer, account: Account, root: Path, name: str) -> AgentMac:
+def agent_mac(
+    relay: RelayServer,
+    account: Account,
+    root: Path,
+    name: str,
+    claude: str = FAKE,
+    api_url: str = "http://127.0.0.1:9",
+) -> AgentMac:
     """A new Mac ``name`` of the account, its agent (not started yet) and folders under
-    ``root``, its claude the fake one."""
+    ``root``; its claude the fake one, or ``claude`` against the fake API at ``api_url``."""
     token, _, device_id = relay.state.store.create_token(account.account_id, "device", name)
-    mac = FakeClaudeMac(
-        relay, replace(account, device_token=token, device_id=device_id), root, FAKE,
-        api_url="http://127.0.0.1:9",
-    )  # fmt: skip
+    account = replace(account, device_token=token, device_id=device_id)
+    mac = (FakeClaudeMac if claude == FAKE else Bridge)(relay, account, root, claude, api_url)
     seed_home(mac.home, [])
     return AgentMac(mac)
 
 
 @contextlib.contextmanager
-def hostile_world(relay: RelayServer, root: Path) -> Iterator[World]:
+def hostile_world(relay: RelayServer, root: Path, **claude: str) -> Iterator[World]:
     """One account on ``relay`` with a phone, the hostile source (the account's first Mac) and
-    a target Mac (its second) running its own agent process under ``root``."""
+    a target Mac (its second) running its own agent process under ``root`` (``claude`` and
+    ``api_url``: the real claude against the fake API, for tests/e2e)."""
     account = relay.account()
-    target = agent_mac(relay, account, root / "target", "Target")
+    target = agent_mac(relay, account, root / "target", "Target", **claude)
     mac = target.mac
     device_id = target.device_id
     loop = LoopThread()
