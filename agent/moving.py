@@ -8,10 +8,10 @@ the move's files (``out/`` on the source, ``in/`` on the target).
 Source: ``move_export`` stops typing the session's held messages (they stay held and travel),
 waits for the turn to end (``idle``) or interrupts it (``now``), then packs the working folder
 (agent/foldersync.py: a git bundle of what the target lacks, the uncommitted and untracked files),
-the conversations' transcripts (agent/placement.py), the held messages' attachments, the session's
-record and its event archive into ``out/``; ``move_read`` serves them in chunks. On ``move_finish`` commit it stops its claude
-and forgets the session (its folder and Claude Code's own transcripts stay); on abort it carries on
-and types what was held.
+the conversations' transcripts (agent/placement.py), the held messages' attachments, the
+session's record and its event archive into ``out/``; ``move_read`` serves them in chunks. On
+``move_finish`` commit it stops its claude and forgets the session (its folder and Claude Code's
+own transcripts stay); on abort it carries on and types what was held.
 
 Target: ``move_probe`` says what its folder holds, ``move_accept`` checks it (a folder that differs
 refuses the move, with what differs) and the disk, ``move_write`` appends chunks (at the offset it
@@ -235,9 +235,8 @@ def moved_record(checked: MovedRecord, cwd: str, mode: str, now: float) -> Sessi
     )
 
 
-_STORED_KEY = re.compile(
-    r"^[A-Za-z0-9][A-Za-z0-9_-]{0,127}$"
-)  # a conversation, "agent-…", "bridge"
+# What the relay files stored lines under: a conversation, a subagent's "agent-…", "bridge".
+_STORED_KEY = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,127}$")
 
 
 def adopt_stored(record: SessionRecord, stored: dict[str, int]) -> None:

@@ -12,10 +12,9 @@ The relay drives a move; both Macs only answer its commands (agent/moving.py). I
 4. **transfer**: the source's list of files and its session record checked first
    (wire/moved.py: a move carries no file it does not name, and the target is sent nothing of a
    record that cannot be believed, ``bad_record``); then each file read from the source and
-   written to the target in chunks of
-   ``move_chunk_bytes``, through this relay, over the two links (never a third service). A cut
-   link is waited for (``move_reconnect_wait``), then the target says again what it has and the
-   transfer goes on from there;
+   written to the target in chunks of ``move_chunk_bytes``, through this relay, over the two
+   links (never a third service). A cut link is waited for (``move_reconnect_wait``), then the
+   target says again what it has and the transfer goes on from there;
 5. **place** on the target: every file checked (size, SHA-256), the folder unpacked, the
    transcripts put where its Claude Code finds them, the conversation resumed with
    ``claude --resume`` — still silent: the session is not its own yet;
@@ -24,9 +23,9 @@ The relay drives a move; both Macs only answer its commands (agent/moving.py). I
    before it the session is the source's, after it the target's, whatever dies when;
 7. **finish**: the target is told, with how the relay numbered the session (it keeps only the
    carried events numbered so, reports the session from then on with a line in the conversation
-   saying where it came from, and answers the policy it holds, the relay's copy from then on)
-   and the source is told (it stops its claude and
-   forgets the session). Each is told until it answers, also after a restart of either.
+   saying where it came from, and answers the policy it holds, the relay's copy from then on),
+   and the source is told (it stops its claude and forgets the session). Each is told until it
+   answers, also after a restart of either.
 
 A failure before the commit (a Mac offline too long, the folder differs, too big, the disk full,
 the resume refused) **aborts**: both Macs are told (the target removes what it unpacked, the source
