@@ -217,6 +217,30 @@ def test_carried_events_are_kept_only_as_the_relay_numbered_them() -> None:
     assert carried_events(honest, "s1", None, None, 1)[0] == []  # an older relay said nothing
 
 
+@settings(max_examples=200, deadline=None, derandomize=True, database=None)
+@given(
+    seqs=st.lists(
+        st.tuples(
+            st.one_of(st.integers(1, 40), st.just(2**53 - 1)),
+            st.sampled_from(["e0", "e1"]),
+            st.sampled_from(["s1", "s1", "s1", "s2"]),
+        ),
+        max_size=12,
+    ),
+    last=st.integers(0, 30),
+    start=st.integers(1, 31),
+)
+def test_carried_events_never_go_past_the_relays_numbering(
+    seqs: list[tuple[int, str, str]], last: int, start: int
+) -> None:
+    events = [numbered(seq, epoch, session) for seq, epoch, session in seqs]
+    kept, why = carried_events(events, "s1", last, "e1", start)
+    assert (kept == events and why is None) or (kept == [] and why)
+    numbers = [e.seq for e in kept]
+    assert numbers == sorted(set(numbers)) and all(n <= last for n in numbers)
+    assert all(e.session_id == "s1" and (e.seq < start or e.epoch == "e1") for e in kept)
+
+
 def test_moved_transcripts_are_placed_by_conversation() -> None:
     a, b = str(uuid.uuid4()), str(uuid.uuid4())
     names = [
