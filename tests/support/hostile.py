@@ -30,7 +30,7 @@ What a test crafts, a :class:`Cargo` (each file by its name in the move):
 - ``events`` — the event archive, ``events.jsonl`` (``event()`` and ``events_file()``: any seq,
   epoch, order);
 - ``attachments`` — ``attachments/<id><extension>`` by the name after ``attachments/``
-  (``png()`` is a real image);
+  (``PNG`` is a real image);
 - ``extra`` — any other file by its full name.
 
 :class:`HostileSource` answers each session's move with that session's cargo, and serves no
@@ -73,11 +73,9 @@ from tests.support.relay import Account, RelayServer
 from tests.support.waits import wait_for
 from tests.support.web import LoopThread
 from wire.client import MacLink
+from wire.moved import ATTACHMENTS, EVENTS_FILE, FOLDER_FILE, RECORD_FILE, TRANSCRIPTS
 from wire.protocol import Command, CommandResult, DeviceInfo, LineRecord, SessionInfo
 
-# The names of a move's files (agent/moving.py).
-FOLDER_FILE, RECORD_FILE, EVENTS_FILE = "folder.bin", "session.json", "events.jsonl"
-TRANSCRIPTS, ATTACHMENTS = "transcripts", "attachments"
 PNG = (
     b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00\x00\x01\x00\x00\x00\x01\x08\x06\x00\x00\x00"
     b"\x1f\x15\xc4\x89\x00\x00\x00\rIDATx\x9cc\xf8\xff\xff?\x03\x00\x08\xfc\x02\xfe\xa7\x9a\xa0"
@@ -169,10 +167,6 @@ def event(session_id: str, seq: int, epoch: str, text: str, **fields: Any) -> di
 
 def events_file(events: list[dict[str, Any]]) -> bytes:
     return b"".join(json.dumps(e).encode() + b"\n" for e in events)
-
-
-def png() -> bytes:
-    return PNG
 
 
 # -- a folder's archive ------------------------------------------------------------------------
