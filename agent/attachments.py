@@ -6,15 +6,18 @@ typed message (agent/held.py), so the model sees an image as an image. A file is
 name the Mac makes (``a`` + 24 hex digits, and the extension of its declared type), 0600; the
 name the phone gave is kept beside it only to be shown. What the bytes are must match the type
 the phone declared (an image's magic number, a PDF's header, a text's UTF-8), so nothing is
-handed to Claude Code as a picture that is not one.
+handed to Claude Code as a picture that is not one. A held message's attachments travel with a
+moved session (agent/moving.py): the target keeps them with :func:`adopt`, checked the same way.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import secrets
 import shutil
+import tempfile
 import unicodedata
 from pathlib import Path
 
@@ -117,6 +120,30 @@ def path_of(data_dir: Path, session_id: str, info: AttachmentInfo) -> Path:
     return folder_of(data_dir, session_id) / (info.id + ATTACHMENT_TYPES[info.media_type])
 
 
+def adopt(
+    data_dir: Path, session_id: str, info: AttachmentInfo, data: bytes, limit: int
+) -> AttachmentInfo:
+    """Keep the attachment of a held message that arrived with a moved session (agent/moving.py)
+    under its id, as a new one is kept: its bytes checked against its type and its declared size,
+    the name shown made plain again. Another Mac sent it: ``bad_attachment`` when it is not what
+    it says. Placed again (a move asked twice), it replaces the copy it left."""
+    why = problem(data, info.media_type, min(limit, MAX_ATTACHMENT_BYTES))
+    if why is None and len(data) != info.size:
+        why = f"the file is {len(data):,} bytes, not the {info.size:,} it was saved with"
+    if why is not None:
+        raise CommandFailed(
+            "bad_attachment", f"the attachment {shown_name(info.name)!r} of a held message: {why}"
+        )
+    folder = folder_of(data_dir, session_id)
+    folder.mkdir(parents=True, exist_ok=True)
+    for part in (data_dir / FOLDER, folder):
+        os.chmod(part, 0o700)
+    kept = info.model_copy(update={"name": shown_name(info.name)})
+    _replace_private(path_of(data_dir, session_id, kept), data)
+    _replace_private(folder / (kept.id + ".json"), kept.model_dump_json().encode())
+    return kept
+
+
 def delete_for(data_dir: Path, session_id: str) -> bool:
     """Remove the session's attachments (the session was deleted); True when there were any."""
     folder = folder_of(data_dir, session_id)
@@ -130,3 +157,16 @@ def _write_private(path: Path, data: bytes) -> None:
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     with os.fdopen(fd, "wb") as out:
         out.write(data)
+
+
+def _replace_private(path: Path, data: bytes) -> None:
+    """Write ``path`` whole (a temp file beside it, renamed over it), private."""
+    fd, temp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "wb") as out:
+            out.write(data)
+        os.replace(temp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(temp)
+        raise

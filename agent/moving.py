@@ -8,10 +8,10 @@ the move's files (``out/`` on the source, ``in/`` on the target).
 Source: ``move_export`` stops typing the session's held messages (they stay held and travel),
 waits for the turn to end (``idle``) or interrupts it (``now``), then packs the working folder
 (agent/foldersync.py: a git bundle of what the target lacks, the uncommitted and untracked files),
-the conversations' transcripts (agent/placement.py), the session's record and its event archive
-into ``out/``; ``move_read`` serves them in chunks. On ``move_finish`` commit it stops its claude
-and forgets the session (its folder and Claude Code's own transcripts stay); on abort it carries on
-and types what was held.
+the conversations' transcripts (agent/placement.py), the held messages' attachments, the
+session's record and its event archive into ``out/``; ``move_read`` serves them in chunks. On
+``move_finish`` commit it stops its claude and forgets the session (its folder and Claude Code's
+own transcripts stay); on abort it carries on and types what was held.
 
 Target: ``move_probe`` says what its folder holds, ``move_accept`` checks it (a folder that differs
 refuses the move, with what differs) and the disk, and holds it (one move at a time lays a folder
@@ -24,6 +24,15 @@ nothing of it is reported (``quiet``). On commit it reports the session from whe
 it, with a line in the conversation saying where it came from, and types the held messages; on
 abort it removes what it placed and started, and takes back exactly what its unpack laid down
 (its ledger, agent/landing.py) — never a folder another session works in.
+
+All that arrives is another Mac's word. Before anything is laid down the record is checked
+(wire/moved.py: ids, the conversations that came, held messages and their attachments), and the
+session is made this Mac's by this Mac's own rules (``moved_record``): its claude starts in
+``manual`` or this Mac's own default mode (``arrival_mode``), with the policy's restricting
+rules only, no grant, and nothing of the other Mac's paths; the attachments are kept as new ones
+are (agent/attachments.py ``adopt``); on commit the follower goes on from the relay's offsets
+(``adopt_stored``) and the carried events are kept only as the relay numbered them
+(``carried_events``).
 
 At agent start (``recover``) the journals say which sessions are in a move: those are not revived,
 typed into or (on the target) reported until the relay says how the move ended.
@@ -49,16 +58,32 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
-from agent import foldersync, landing, placement
+from agent import attachments, foldersync, landing, placement
 from agent.errors import CommandFailed, MuxError
 from agent.files import write_json
+from agent.launch import PERMISSION_MODES
 from agent.mux import session_name
 from agent.registry import SessionRecord, is_session_id
-from agent.transcript import TranscriptFollower, project_slug
+from agent.transcript import TranscriptFollower, project_slug, transcript_path
 from wire.markers import BRIDGE_CONVERSATION
+from wire.moved import (
+    EVENTS_FILE,
+    FOLDER_FILE,
+    MEMORY,
+    RECORD_FILE,
+    STILL_TO_TYPE,
+    TRANSCRIPTS,
+    MovedRecord,
+    RecordProblem,
+    attachment_name,
+    files_problem,
+    read_record,
+)
 from wire.protocol import (
+    MAX_TRANSCRIPT_OFFSET,
     MOVE_FILE,
     ArgsModel,
+    HeldMessage,
     MarkerKind,
     MoveAcceptArgs,
     MoveExportArgs,
@@ -78,10 +103,6 @@ _log = logging.getLogger("agent.moving")
 
 MOVES_DIR = "moves"
 JOURNAL = "journal.json"
-FOLDER_FILE = "folder.bin"
-RECORD_FILE = "session.json"
-EVENTS_FILE = "events.jsonl"
-TRANSCRIPTS = "transcripts"
 DISK_MARGIN = 64 * 1024 * 1024  # bytes left free beyond what a move needs
 IDLE_POLL = 0.2
 MOVED_TEXT = "🚚 Moved from {source} to {target}"
@@ -167,28 +188,118 @@ def conversation_of(name: str) -> str:
     return head[: -len(".jsonl")] if head.endswith(".jsonl") else head
 
 
-def moved_record(data: dict[str, Any], cwd: str) -> SessionRecord:
-    """The session's record as the source sent it, made this Mac's: its folder here, a new hook
-    secret (made at launch), no path of the other Mac."""
-    record = SessionRecord.from_json(data)
-    record.cwd = cwd
-    record.secret = ""
-    record.transcript_path = None
-    record.launched_at = 0.0
-    record.held = [
-        h.model_copy(update={"state": "held"}) if h.state == "typing" else h for h in record.held
-    ]
-    return record
+def arrival_mode(moved: str | None, own_default: str | None) -> str:
+    """The permission mode a moved session's claude starts in here: never one a move chose
+    (``plan`` only restricts, and is kept), else this Mac's own default (its Claude Code's
+    ``permissions.defaultMode``), else ``manual``. Always given on the command line, so no
+    settings file arriving in the moved folder decides it either. Pure."""
+    if moved == "plan":
+        return "plan"
+    return own_default if own_default is not None and own_default in PERMISSION_MODES else "manual"
+
+
+def own_default_mode(claude_home: Path) -> str | None:
+    """The default permission mode this Mac's person chose in Claude Code's own settings
+    (``~/.claude/settings.json``), or None."""
+    try:
+        settings = json.loads((claude_home / "settings.json").read_text("utf-8"))
+    except (OSError, ValueError):
+        return None
+    permissions = settings.get("permissions") if isinstance(settings, dict) else None
+    mode = permissions.get("defaultMode") if isinstance(permissions, dict) else None
+    return mode if isinstance(mode, str) and mode in PERMISSION_MODES else None
+
+
+def moved_record(checked: MovedRecord, cwd: str, mode: str, now: float) -> SessionRecord:
+    """The session's record as this Mac keeps it: only what was checked of what the source sent
+    (wire/moved.py), and this Mac's own say on the rest. Its folder is the one here; its claude
+    starts in ``mode`` (:func:`arrival_mode`); its policy keeps only the rules that restrict;
+    no grants, hook secret, offsets, queued markers or paths of the other Mac (its transcript's,
+    its fork's copy, its worktree)."""
+    return SessionRecord(
+        id=checked.id,
+        cwd=cwd,
+        created_at=checked.created_at or now,
+        conversation_id=checked.conversation_id,
+        conversation_ids=list(checked.conversation_ids),
+        permission_mode=mode,
+        model=checked.model,
+        alive=checked.alive,
+        last_alive_at=checked.last_alive_at or now,
+        ended_by_person=checked.ended_by_person,
+        resting=checked.resting,
+        held=list(checked.held),
+        allow_all=False,
+        policy=checked.policy,
+        parent_id=checked.parent_id,
+        fork_conversation=checked.fork_conversation,
+        branch=checked.branch,
+    )
+
+
+# What the relay files stored lines under: a conversation, a subagent's "agent-…", "bridge".
+_STORED_KEY = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,127}$")
 
 
 def adopt_stored(record: SessionRecord, stored: dict[str, int]) -> None:
-    """After the commit: the relay's offsets are where this Mac's follower goes on, and its own
-    marker lines are numbered after the last the relay stored."""
-    for conversation_id, offset in stored.items():
-        record.acked[conversation_id] = max(offset, record.acked.get(conversation_id, -1))
-    bridge = stored.get(BRIDGE_CONVERSATION, -1)
-    record.marker_seq = max(record.marker_seq, bridge)
-    record.pending_markers = [m for m in record.pending_markers if m["offset"] > bridge]
+    """After the commit: the relay's offsets are where this Mac's follower goes on (only the
+    relay's: what the source's record said is not read), and its own marker lines are numbered
+    after the last the relay stored (a marker queued here meanwhile moves up behind it). A key
+    that could name a path is dropped: conversation ids name transcript files."""
+    record.acked = {
+        key: offset
+        for key, offset in stored.items()
+        if _STORED_KEY.match(key) and -1 <= offset < MAX_TRANSCRIPT_OFFSET
+    }
+    bridge = max(record.acked.get(BRIDGE_CONVERSATION, 0), 0)
+    for n, marker in enumerate(record.pending_markers, start=1):
+        marker["offset"] = bridge + n
+    record.marker_seq = bridge + len(record.pending_markers)
+
+
+def carried_events(
+    events: list[NumberedEvent],
+    session_id: str,
+    last_seq: int | None,
+    epoch: str | None,
+    epoch_start: int,
+) -> tuple[list[NumberedEvent], str | None]:
+    """The events carried with the session that this Mac keeps in its archive: all of them when
+    each is the session's and numbered as the relay numbered it (a seq from 1 to the relay's
+    last, increasing, of the relay's epoch from the epoch's start on), else none, and why. A
+    gap is what the source's archive had (docs/protocol.md §8); a seq the relay never gave
+    would be said in this Mac's next hello and move the session's numbering there."""
+    if last_seq is None or epoch is None:
+        return [], "the relay did not say how it numbered the session"
+    previous = 0
+    for event in events:
+        if event.session_id != session_id:
+            return [], f"an event of another session ({event.session_id[:40]!r})"
+        if not previous < event.seq <= last_seq:
+            return [], f"seq {event.seq} is out of order or past the relay's last, {last_seq}"
+        if event.seq >= epoch_start and event.epoch != epoch:
+            return [], f"seq {event.seq} is of epoch {event.epoch[:20]!r}, not the relay's {epoch}"
+        previous = event.seq
+    return list(events), None
+
+
+def conversation_groups(names: list[str]) -> dict[str, list[str]]:
+    """The moved transcripts by conversation (names after ``transcripts/``): each conversation's
+    own files, the project's memory files with the first conversation. Names checked by
+    wire/moved.py's ``files_problem``. Pure."""
+    groups: dict[str, list[str]] = {}
+    memory = []
+    for name in names:
+        rest = name.removeprefix(TRANSCRIPTS + "/")
+        if rest == name:
+            continue
+        if rest.startswith(MEMORY + "/"):
+            memory.append(rest)
+        else:
+            groups.setdefault(conversation_of(name), []).append(rest)
+    if groups:
+        groups[next(iter(groups))].extend(memory)
+    return groups
 
 
 def archived_events(path: Path) -> tuple[str, list[NumberedEvent]]:
@@ -405,12 +516,14 @@ class Moving:
         )
         home = agent.options.claude_home
         project = home / "projects" / project_slug(record.cwd)
-        conversations = list(dict.fromkeys([*record.conversation_ids, record.conversation_id]))
-        for conversation_id in [c for c in conversations if c]:
+        # A fork not yet prompted forks its conversation again where it goes: that travels too.
+        said = [*record.conversation_ids, record.conversation_id, record.fork_conversation]
+        for conversation_id in [c for c in dict.fromkeys(said) if c]:
             for path in placement.conversation_files(home, record.cwd, conversation_id):
                 target = inside(out, staged_name(path, project, conversation_id))
                 target.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
                 await asyncio.to_thread(shutil.copyfile, path, target)
+        await asyncio.to_thread(self._pack_attachments, record, out)
         events = agent.archive.path(record.id)
         if events.is_file():
             await asyncio.to_thread(shutil.copyfile, events, out / EVENTS_FILE)
@@ -431,6 +544,25 @@ class Moving:
         journal.manifest = manifest.to_json()
         journal.files = [f.model_dump() for f in listed]
         journal.status = "ready"
+
+    def _pack_attachments(self, record: SessionRecord, out: Path) -> None:
+        """The files of the held messages' attachments, beside the record that names them; a
+        message whose file is gone refuses the move (it would arrive without it)."""
+        for message in record.held:
+            if message.state not in STILL_TO_TYPE:
+                continue
+            for info in message.attachments:
+                path = attachments.path_of(self.agent.data, record.id, info)
+                if not path.is_file():
+                    raise CommandFailed(
+                        "attachment_missing",
+                        f"the held message {message.text[:40]!r} has an attachment ({info.name}) "
+                        "this Mac no longer holds: cancel that message (or send it again), then "
+                        "move the session",
+                    )
+                target = out / attachment_name(info.id, info.media_type)
+                target.parent.mkdir(mode=0o700, exist_ok=True)
+                shutil.copyfile(path, target)
 
     async def read(self, session_id: str, args: MoveReadArgs) -> dict[str, Any]:
         journal = self._journal(args.move_id, session_id, SOURCE)
@@ -467,10 +599,15 @@ class Moving:
     async def accept(self, session_id: str, args: MoveAcceptArgs) -> dict[str, Any]:
         journal = self.journals.get(args.move_id)
         if journal is None:
+            if not is_session_id(session_id):
+                raise CommandFailed("bad_session_id", f"{session_id[:80]!r} is not a session id")
             if self.agent.registry.get(session_id) is not None:
                 raise CommandFailed(
                     "session_exists", f"session {session_id} is on this Mac already"
                 )
+            problem = files_problem([f.name for f in args.files])
+            if problem is not None:
+                raise CommandFailed("bad_args", problem)
             try:
                 manifest = foldersync.FolderManifest.from_json(args.manifest)
             except ValueError as exc:
@@ -566,9 +703,18 @@ class Moving:
             if await asyncio.to_thread(sha256_of, path) != file.sha256:
                 path.unlink()
                 raise CommandFailed("corrupt", f"{file.name} arrived damaged; move it again")
+        try:  # before anything is laid down: all of it comes from another Mac
+            checked = read_record(
+                (incoming / RECORD_FILE).read_bytes(),
+                journal.session_id,
+                {f.name: f.size for f in files},
+            )
+        except RecordProblem as exc:
+            raise CommandFailed(exc.code, str(exc)) from None
         known = agent.registry.sessions.pop(journal.session_id, None)
         if known is not None:  # placed before this Mac restarted: start over from the files
             await self._stop_here(journal.session_id)
+        held = await asyncio.to_thread(self._adopt_attachments, checked, incoming)
         tree = Path(journal.tree or journal.cwd)
         if not journal.unpacked:
             manifest = foldersync.FolderManifest.from_json(journal.manifest)
@@ -583,22 +729,19 @@ class Moving:
         journal.cwd = cwd
         self._save(journal)
         home = agent.options.claude_home
-        by_conversation: dict[str, dict[str, Path]] = {}
-        for file in files:
-            if file.name.startswith(TRANSCRIPTS + "/"):
-                by_conversation.setdefault(conversation_of(file.name), {})[
-                    file.name[len(TRANSCRIPTS) + 1 :]
-                ] = incoming / file.name
         project = home / "projects" / project_slug(cwd)
-        for conversation_id, paths in by_conversation.items():
+        groups = conversation_groups([f.name for f in files])
+        for conversation_id, names in groups.items():
             main = project / f"{conversation_id}.jsonl"
             for placed in (main, main.with_suffix("")):
                 if not placed.exists() and str(placed) not in journal.placed:
                     journal.placed.append(str(placed))
             self._save(journal)
+            paths = {name: incoming / TRANSCRIPTS / name for name in names}
             await asyncio.to_thread(placement.place_conversation, home, cwd, conversation_id, paths)
-        data = json.loads((incoming / RECORD_FILE).read_text("utf-8"))
-        record = moved_record(data, cwd)
+        mode = arrival_mode(checked.permission_mode, own_default_mode(home))
+        record = moved_record(checked, cwd, mode, time.time())
+        record.held = held
         agent.registry.add(record)
         rt = agent._runtime(record)
         rt.moving = True
@@ -606,10 +749,36 @@ class Moving:
             await self._resume(record)
         journal.status = "placed"  # the relay's next ask is answered "ready", not placed again
 
+    def _adopt_attachments(self, checked: MovedRecord, incoming: Path) -> list[HeldMessage]:
+        """The held messages' attachments kept where this Mac keeps a session's (checked as a
+        new one is: agent/attachments.py), and the messages naming them as kept."""
+        limit = self.agent.config.int("attachment_max_bytes")
+        kept = {
+            name: attachments.adopt(
+                self.agent.data, checked.id, info, inside(incoming, name).read_bytes(), limit
+            )
+            for name, info in checked.attachment_files().items()
+        }
+        return [
+            m.model_copy(
+                update={
+                    "attachments": [
+                        kept.get(attachment_name(a.id, a.media_type), a) for a in m.attachments
+                    ]
+                }
+            )
+            for m in checked.held
+        ]
+
     async def _resume(self, record: SessionRecord) -> None:
         """Start the session's claude on this Mac in its conversation; wait until it is up."""
         agent = self.agent
-        rt = await agent._launch(record, resume=record.conversation_id is not None)
+        # Only a conversation that arrived is resumed (wire/moved.py checked the record names no
+        # other); a session never prompted starts afresh under its own id.
+        resume = record.conversation_id is not None and (
+            transcript_path(agent.options.claude_home, record.cwd, record.conversation_id).is_file()
+        )
+        rt = await agent._launch(record, resume=resume)
         deadline = time.monotonic() + agent.config.float("move_resume_timeout")
         while rt.state != "idle" or not rt.pane_alive:
             said = rt.screen_key[0].strip() if rt.screen_key else ""
@@ -653,11 +822,15 @@ class Moving:
         else:
             await self._undo(journal)
         self._drop(journal)
-        return {"done": True, "known": True}
+        answer: dict[str, Any] = {"done": True, "known": True}
+        record = self.agent.registry.get(session_id)
+        if journal.role == TARGET and args.outcome == "commit" and record is not None:
+            answer["policy"] = record.policy  # what this Mac holds, for the relay's copy
+        return answer
 
     async def _stop_here(self, session_id: str) -> None:
         """The session's claude stopped and forgotten on this Mac (its registry entry, its
-        runtime, its terminal, its event archive)."""
+        runtime, its terminal, its event archive, its attachments)."""
         agent = self.agent
         agent.registry.sessions.pop(session_id, None)
         rt = agent.runtimes.pop(session_id, None)
@@ -666,6 +839,7 @@ class Moving:
         with contextlib.suppress(MuxError):
             await agent.mux.kill(session_name(session_id))
         agent.archive.delete(session_id)
+        attachments.delete_for(agent.data, session_id)
         agent._save()
 
     async def _release(self, journal: Journal) -> None:
@@ -704,9 +878,14 @@ class Moving:
             rt.follower.follow(record.conversation_id, agent._transcript_file(record))
         events = self._folder(journal.move_id) / "in" / EVENTS_FILE
         if events.is_file():
-            epoch, archived = await asyncio.to_thread(archived_events, events)
-            if archived:
-                agent.archive.add(record.id, epoch, archived)
+            _, archived = await asyncio.to_thread(archived_events, events)
+            kept, why = carried_events(
+                archived, record.id, args.last_seq, args.epoch, args.epoch_start
+            )
+            if why is not None:
+                _log.warning("move %s: the events carried are not kept: %s", journal.move_id, why)
+            if kept and args.epoch is not None:
+                agent.archive.add(record.id, args.epoch, kept)
         agent.archive.track(record.id)
         source = args.source_name or "another Mac"
         target = args.target_name or "this Mac"

@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import base64
 import hashlib
+import json
 import time
 import uuid
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -20,8 +22,12 @@ from hypothesis import strategies as st
 from agent.errors import CommandFailed
 from agent.moving import (
     adopt_stored,
+    arrival_mode,
+    carried_events,
+    conversation_groups,
     conversation_of,
     moved_record,
+    own_default_mode,
     settled,
     staged_name,
     write_plan,
@@ -38,7 +44,8 @@ from tests.support.web import (
     wait_for,
 )
 from wire.errors import LinkRefused
-from wire.protocol import Command, CommandResult, MoveFile
+from wire.moved import read_record
+from wire.protocol import Command, CommandResult, MoveFile, NumberedEvent
 
 # -- pure steps ----------------------------------------------------------------------------------
 
@@ -138,26 +145,116 @@ def test_transcripts_keep_their_place_under_the_project(tmp_path: Any) -> None:
 
 
 def test_the_record_arrives_as_this_macs_and_goes_on_from_the_relays_offsets() -> None:
+    sid, conversation = str(uuid.uuid4()), str(uuid.uuid4())
     record = SessionRecord(
-        id=str(uuid.uuid4()),
+        id=sid,
         cwd="/Users/ada/src",
         created_at=1.0,
-        conversation_id="c1",
-        conversation_ids=["c1"],
+        conversation_id=conversation,
+        conversation_ids=[conversation],
         secret="s3cret",
         transcript_path="/Users/ada/.claude/projects/x/c1.jsonl",
-        acked={"c1": 100},
+        permission_mode="bypassPermissions",
+        allow_all=True,
+        policy={"allow_all": True, "categories": {"read": "allow", "execute": "deny"}},
+        grants=[{"id": "g1"}],
+        acked={conversation: 100},
         marker_seq=3,
         pending_markers=[{"offset": 2, "text": "a"}, {"offset": 3, "text": "b"}],
+        fork_copy="/Users/ada/.ssh/id_ed25519",
+        worktree="/Users/ada/src-wt",
     )
-    arrived = moved_record(record.to_json(), "/home/ada/src")
+    files = {"folder.bin": 10, "session.json": 1, f"transcripts/{conversation}.jsonl": 5}
+    checked = read_record(json.dumps(record.to_json()).encode(), sid, files)
+    arrived = moved_record(checked, "/home/ada/src", "manual", 50.0)
     assert (arrived.cwd, arrived.secret, arrived.transcript_path) == ("/home/ada/src", "", None)
-    adopt_stored(arrived, {"c1": 250, "bridge": 2})
-    assert arrived.acked["c1"] == 250
+    assert (arrived.permission_mode, arrived.allow_all, arrived.grants) == ("manual", False, [])
+    assert arrived.policy == {"allow_all": False, "categories": {"execute": "deny"}, "tools": {}}
+    assert (arrived.fork_copy, arrived.worktree, arrived.acked) == (None, None, {})
+    assert (arrived.marker_seq, arrived.pending_markers) == (0, [])
+    arrived.pending_markers = [{"offset": 1, "text": "queued here meanwhile"}]
+    adopt_stored(
+        arrived,
+        {conversation: 250, "bridge": 2, "../x/secret": 0, "agent-a1": 2**40, "agent-b2": 9},
+    )
+    assert arrived.acked == {conversation: 250, "bridge": 2, "agent-b2": 9}
+    assert arrived.pending_markers == [{"offset": 3, "text": "queued here meanwhile"}]
     assert arrived.marker_seq == 3
-    assert [m["offset"] for m in arrived.pending_markers] == [3]
     adopt_stored(arrived, {"bridge": 9})
-    assert arrived.marker_seq == 9 and arrived.pending_markers == []
+    assert arrived.acked == {"bridge": 9} and arrived.marker_seq == 10
+
+
+def test_a_moved_sessions_mode_is_never_the_moves(tmp_path: Path) -> None:
+    assert arrival_mode("bypassPermissions", None) == "manual"
+    assert arrival_mode("auto", None) == "manual"
+    assert arrival_mode("acceptEdits", "default") == "default"
+    assert arrival_mode("plan", "bypassPermissions") == "plan"  # it only restricts
+    assert arrival_mode(None, "acceptEdits") == "acceptEdits"  # this Mac's own choice
+    assert own_default_mode(tmp_path) is None
+    (tmp_path / "settings.json").write_text('{"permissions": {"defaultMode": "acceptEdits"}}')
+    assert own_default_mode(tmp_path) == "acceptEdits"
+    (tmp_path / "settings.json").write_text('{"permissions": {"defaultMode": "--yolo"}}')
+    assert own_default_mode(tmp_path) is None
+
+
+def numbered(seq: int, epoch: str = "e1", session: str = "s1") -> NumberedEvent:
+    return NumberedEvent(kind="user", text=f"#{seq}", session_id=session, seq=seq, epoch=epoch)
+
+
+def test_carried_events_are_kept_only_as_the_relay_numbered_them() -> None:
+    honest = [numbered(1, "e0"), numbered(2, "e0"), numbered(5), numbered(7)]
+    assert carried_events(honest, "s1", 9, "e1", 5) == (honest, None)  # gaps, an older epoch
+    refused = {
+        "past": [numbered(1), numbered(2**53 - 2)],
+        "order": [numbered(2), numbered(1)],
+        "repeat": [numbered(2), numbered(2)],
+        "epoch": [numbered(1), numbered(6, "e9")],
+        "other": [numbered(1, session="s2")],
+    }
+    for events in refused.values():
+        kept, why = carried_events(events, "s1", 9, "e1", 5)
+        assert kept == [] and why
+    assert carried_events(honest, "s1", None, None, 1)[0] == []  # an older relay said nothing
+
+
+@settings(max_examples=200, deadline=None, derandomize=True, database=None)
+@given(
+    seqs=st.lists(
+        st.tuples(
+            st.one_of(st.integers(1, 40), st.just(2**53 - 1)),
+            st.sampled_from(["e0", "e1"]),
+            st.sampled_from(["s1", "s1", "s1", "s2"]),
+        ),
+        max_size=12,
+    ),
+    last=st.integers(0, 30),
+    start=st.integers(1, 31),
+)
+def test_carried_events_never_go_past_the_relays_numbering(
+    seqs: list[tuple[int, str, str]], last: int, start: int
+) -> None:
+    events = [numbered(seq, epoch, session) for seq, epoch, session in seqs]
+    kept, why = carried_events(events, "s1", last, "e1", start)
+    assert (kept == events and why is None) or (kept == [] and why)
+    numbers = [e.seq for e in kept]
+    assert numbers == sorted(set(numbers)) and all(n <= last for n in numbers)
+    assert all(e.session_id == "s1" and (e.seq < start or e.epoch == "e1") for e in kept)
+
+
+def test_moved_transcripts_are_placed_by_conversation() -> None:
+    a, b = str(uuid.uuid4()), str(uuid.uuid4())
+    names = [
+        "folder.bin",
+        f"transcripts/{a}.jsonl",
+        f"transcripts/{a}/subagents/agent-x.jsonl",
+        "transcripts/memory/notes.md",
+        f"transcripts/{b}.jsonl",
+        "attachments/a0123456789abcdef01234567.png",
+    ]
+    assert conversation_groups(names) == {
+        a: [f"{a}.jsonl", f"{a}/subagents/agent-x.jsonl", "memory/notes.md"],
+        b: [f"{b}.jsonl"],
+    }
 
 
 def test_what_a_target_says_it_has_stays_within_each_file() -> None:
@@ -251,6 +348,13 @@ def two_macs(
     return account, source, other, sid, target_id
 
 
+def packed(sid: str, folder: bytes) -> dict[str, bytes]:
+    """What a source packs: the folder's archive and the session's record (here one never
+    prompted: nothing to resume, no transcript)."""
+    record = SessionRecord(id=sid, cwd="/Users/ada/src", created_at=1.0, conversation_id=sid)
+    return {"folder.bin": folder, "session.json": json.dumps(record.to_json()).encode()}
+
+
 def move_of(c: Any, sid: str) -> dict[str, Any]:
     return dict(c.get(f"/api/sessions/{sid}/move").json()["move"])
 
@@ -270,7 +374,7 @@ def test_a_session_moves_whole_and_only_the_new_mac_speaks_for_it(
 ) -> None:
     account, source, target, sid, target_id = two_macs(relay, loop)
     blob = bytes(range(256)) * 5000  # 1.28 MB: several chunks
-    source.packed = {"folder.bin": blob, "session.json": b'{"id": "x"}'}
+    source.packed = packed(sid, blob)
     try:
         with relay_client(relay, account) as c:
             before = c.get(f"/api/sessions/{sid}").json()
@@ -314,7 +418,7 @@ def test_a_refused_move_leaves_the_session_where_it_was_with_the_reason(
         loop,
         refuse={"move_accept": ("folder_differs", "the folder differs: README.md changed")},
     )
-    source.packed = {"folder.bin": b"x" * 10}
+    source.packed = packed(sid, b"x" * 10)
     try:
         with relay_client(relay, account) as c:
             r = c.post(f"/api/sessions/{sid}/move", json={"device_id": target_id})
@@ -371,7 +475,7 @@ def test_while_a_session_moves_nothing_else_reaches_it(
     relay: RelayServer, loop: LoopThread
 ) -> None:
     account, source, target, sid, target_id = two_macs(relay, loop)
-    source.packed = {"folder.bin": b"y" * 100}
+    source.packed = packed(sid, b"y" * 100)
     source.turn_running = True  # the move waits for the turn to end
     try:
         with relay_client(relay, account) as c:

@@ -758,6 +758,11 @@ class MoveFinishArgs(ArgsModel):
     source_name: str = Field(default="", max_length=200)
     target_name: str = Field(default="", max_length=200)
     reason: str = Field(default="", max_length=1000)
+    # Target, on commit: how the relay numbered the session's events (its last seq, epoch and
+    # the epoch's first seq). The events the source carried are kept only as numbered so.
+    last_seq: SeqOrZero | None = None
+    epoch: str | None = Field(default=None, max_length=64)
+    epoch_start: Annotated[int, Field(ge=1, le=MAX_SEQ + 1)] = 1
 
 
 CommandArgs = (

@@ -9,19 +9,23 @@ The relay drives a move; both Macs only answer its commands (agent/moving.py). I
    its event archive are packed into files (asked again until it says ``ready``);
 3. **accept** on the target: the folder must not differ, the disk must hold it; it answers how
    much of each file it already has;
-4. **transfer**: each file read from the source and written to the target in chunks of
-   ``move_chunk_bytes``, through this relay, over the two links (never a third service). A cut
-   link is waited for (``move_reconnect_wait``), then the target says again what it has and the
-   transfer goes on from there;
+4. **transfer**: the source's list of files and its session record checked first
+   (wire/moved.py: a move carries no file it does not name, and the target is sent nothing of a
+   record that cannot be believed, ``bad_record``); then each file read from the source and
+   written to the target in chunks of ``move_chunk_bytes``, through this relay, over the two
+   links (never a third service). A cut link is waited for (``move_reconnect_wait``), then the
+   target says again what it has and the transfer goes on from there;
 5. **place** on the target: every file checked (size, SHA-256), the folder unpacked, the
    transcripts put where its Claude Code finds them, the conversation resumed with
    ``claude --resume`` — still silent: the session is not its own yet;
 6. **commit**: one transaction of the relay's store hands the session to the target
    (``Store.hand_over``) and marks the move committed. This is the one place ownership changes:
    before it the session is the source's, after it the target's, whatever dies when;
-7. **finish**: the target is told (it reports the session from then on, with a line in the
-   conversation saying where it came from) and the source is told (it stops its claude and
-   forgets the session). Each is told until it answers, also after a restart of either.
+7. **finish**: the target is told, with how the relay numbered the session (it keeps only the
+   carried events numbered so, reports the session from then on with a line in the conversation
+   saying where it came from, and answers the policy it holds, the relay's copy from then on),
+   and the source is told (it stops its claude and forgets the session). Each is told until it
+   answers, also after a restart of either.
 
 A failure before the commit (a Mac offline too long, the folder differs, too big, the disk full,
 the resume refused) **aborts**: both Macs are told (the target removes what it unpacked, the source
@@ -34,7 +38,10 @@ after its restart): one not yet committed is aborted, one committed is finished.
 from __future__ import annotations
 
 import asyncio
+import base64
+import binascii
 import contextlib
+import hashlib
 import logging
 import secrets
 import time
@@ -51,6 +58,7 @@ from relay.errors import Conflict, NotFound, RelayError
 from relay.feature import Feature
 from relay.state import RelayState, iso
 from relay.store import Session
+from wire.moved import MAX_RECORD_BYTES, RECORD_FILE, RecordProblem, files_problem, read_record
 from wire.protocol import (
     MAX_CWD_CHARS,
     MAX_MOVE_CHUNK,
@@ -216,6 +224,9 @@ def move_files(raw: Any) -> list[MoveFile]:
         raise MoveFailed("bad_answer", f"the source Mac's list of files: {problem}") from None
     if len({f.name for f in files}) != len(files):
         raise MoveFailed("bad_answer", "the source Mac named a file twice")
+    unknown = files_problem([f.name for f in files])
+    if unknown is not None:
+        raise MoveFailed("bad_answer", f"the source Mac's list of files: {unknown}")
     return files
 
 
@@ -429,6 +440,7 @@ class Moves:
         total = sum(f.size for f in files)
         await self._update(move, step="sending", bytes_total=total)
         await self._publish(move, force=True)
+        await self._check_record(move, files)
         await self._transfer(move, files, manifest)
         await self._update(move, step="resuming", bytes_done=total)
         await self._publish(move, force=True)
@@ -484,6 +496,36 @@ class Moves:
             await self._update(move, bytes_done=done)
             return
         raise MoveFailed("move_gap", "the target Mac kept losing what it was sent")
+
+    async def _check_record(self, move: Move, files: list[MoveFile]) -> None:
+        """The session's record the source packed, read and checked (wire/moved.py) before a
+        byte of the move reaches the target: another Mac's word is not passed on unread. The
+        target checks it again before it places anything."""
+        listed = next(f for f in files if f.name == RECORD_FILE)  # move_files: it is there
+        if listed.size > MAX_RECORD_BYTES:
+            raise MoveFailed(
+                "bad_record",
+                f"the session's record from the source Mac is {listed.size:,} bytes, more "
+                f"than {MAX_RECORD_BYTES:,}",
+            )
+        chunk = max(1, min(self.state.config.int("move_chunk_bytes"), MAX_MOVE_CHUNK))
+        raw = bytearray()
+        for offset, length in chunk_plan(listed.size, 0, chunk):
+            read = await self._ask(
+                move,
+                "source",
+                MoveReadArgs(move_id=move.id, file=listed.name, offset=offset, length=length),
+            )
+            try:
+                raw += base64.b64decode(str(read.get("data")), validate=True)
+            except (binascii.Error, ValueError):
+                raise MoveFailed("bad_answer", "the source Mac sent no data") from None
+        if hashlib.sha256(raw).hexdigest() != listed.sha256:
+            raise MoveFailed("bad_answer", "the source Mac's record is not the one it listed")
+        try:
+            read_record(bytes(raw), move.session_id, {f.name: f.size for f in files})
+        except RecordProblem as exc:
+            raise MoveFailed(exc.code, str(exc)) from None
 
     async def _ask(self, move: Move, side: str, args: CommandArgs) -> dict[str, Any]:
         """Ask one Mac of the move; a Mac offline (or not answering) is waited for, up to
@@ -593,6 +635,15 @@ class Moves:
         if step == "tell":
             commit = move.phase == "committed"
             stored = await self.state.store.stored_offsets(move.session_id) if commit else {}
+            numbered: dict[str, Any] = {}
+            if commit:  # the target keeps only carried events numbered as the relay numbered
+                with contextlib.suppress(NotFound):
+                    now = await self.state.store.get_session(move.account_id, move.session_id)
+                    numbered = {
+                        "last_seq": now.last_seq,
+                        "epoch": now.epoch,
+                        "epoch_start": now.epoch_start,
+                    }
             names = {d.id: d.name for d in await self.state.store.list_devices(move.account_id)}
             for side in ("target", "source"):
                 if getattr(move, f"{side}_done"):
@@ -608,6 +659,7 @@ class Moves:
                     source_name=names.get(move.source_device, ""),
                     target_name=names.get(move.target_device, ""),
                     reason=move.error or "",
+                    **(numbered if side == "target" else {}),
                 )
                 try:
                     result = await link.command(
@@ -621,6 +673,8 @@ class Moves:
                         "move %s: the %s Mac could not finish it: %s", move.id, side, result.error
                     )
                     continue
+                if side == "target" and commit:  # the policy it holds now, for the phone
+                    await self.state.read_result(move.session_id, result.data)
                 await self._update(move, **{f"{side}_done": True})
             step = next_step(move.phase, move.source_done, move.target_done)
         if step == "close":
