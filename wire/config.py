@@ -134,6 +134,34 @@ SETTINGS: tuple[Setting, ...] = (
         "relay",
     ),
     Setting(
+        "attachments_max_per_session",
+        50,
+        "Most files one session keeps attached on the Mac; past it the oldest a message already "
+        "took make room, else the upload is refused (attachments_full).",
+        "agent",
+    ),
+    Setting(
+        "attachments_max_bytes_per_session",
+        200 * MIB,
+        "Most bytes of files one session keeps attached on the Mac; past it the oldest a message "
+        "already took make room, else the upload is refused (attachments_full).",
+        "agent",
+    ),
+    Setting(
+        "held_max_per_session",
+        50,
+        "Most messages one session holds on the Mac, not yet typed; one more is refused "
+        "(held_full) until some are typed or cancelled.",
+        "agent",
+    ),
+    Setting(
+        "held_max_bytes_per_session",
+        2 * MIB,
+        "Most bytes of text one session holds on the Mac, not yet typed; past it a message is "
+        "refused (held_full) until some are typed or cancelled.",
+        "agent",
+    ),
+    Setting(
         "allow_all_default_minutes",
         60,
         'Minutes "allow all" lasts when it is turned on with no duration ("session": until '
