@@ -194,6 +194,34 @@ SETTINGS: tuple[Setting, ...] = (
         "relay",
     ),
     Setting(
+        "outbox_max_per_session",
+        100,
+        "Most messages queued on the relay for one session while its Mac is offline "
+        "(outbox_full past it).",
+        "relay",
+    ),
+    Setting(
+        "outbox_max_bytes_per_session",
+        2 * MIB,
+        "Most bytes of text queued on the relay for one session while its Mac is offline "
+        "(outbox_full past it).",
+        "relay",
+    ),
+    Setting(
+        "outbox_max_per_mac",
+        500,
+        "Most messages queued on the relay for all the sessions of one Mac while it is offline "
+        "(outbox_full past it).",
+        "relay",
+    ),
+    Setting(
+        "outbox_max_bytes_per_mac",
+        8 * MIB,
+        "Most bytes of text queued on the relay for all the sessions of one Mac while it is "
+        "offline (outbox_full past it).",
+        "relay",
+    ),
+    Setting(
         "sse_queue_size",
         2000,
         "Events buffered per SSE subscriber; on overflow it gets resync and is closed.",
