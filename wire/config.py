@@ -228,6 +228,13 @@ SETTINGS: tuple[Setting, ...] = (
         "relay",
     ),
     Setting(
+        "sse_max_streams_per_token",
+        20,
+        "Most SSE streams one login (token) holds open on a relay node; a new one past it closes "
+        "that login's oldest (a phone that reconnects often is never locked out).",
+        "relay",
+    ),
+    Setting(
         "command_timeout", 15.0, "Seconds the relay waits for the Mac to answer a command.", "relay"
     ),
     Setting(
