@@ -162,6 +162,13 @@ SETTINGS: tuple[Setting, ...] = (
         "agent",
     ),
     Setting(
+        "sessions_max_per_mac",
+        10_000,
+        "Most sessions the relay keeps for one Mac (retention deletes old ones); a new one past "
+        "it is refused (too_many_sessions). 0 = no limit.",
+        "relay",
+    ),
+    Setting(
         "allow_all_default_minutes",
         60,
         'Minutes "allow all" lasts when it is turned on with no duration ("session": until '
