@@ -3,7 +3,7 @@
 
 import { get, post } from "./api.js";
 import { h } from "./dom.js";
-import { getLang } from "./i18n.js";
+import { getLang, t } from "./i18n.js";
 import { confirmBox, toast } from "./ui.js";
 
 const TEXT = {
@@ -13,7 +13,6 @@ const TEXT = {
     offer_now: "The Mac is offline, so nothing can be interrupted now. Queue this message on the relay? When the Mac is back it is sent once, in order, as a normal message (no interrupt).",
     queue: "Queue until the Mac is back", queued: "Queued on the relay", queued_ok: "Queued: sent when the Mac is back",
     refused: "Not sent: {why}",
-    whole: "Show all ({time} characters)", whole_loading: "Loading…", whole_failed: "Could not read it: {why}",
   },
   ko: {
     since: "{time}부터 상태 모름 (맥 연결 끊김)", unknown: "상태 모름 (맥 연결 끊김)",
@@ -21,7 +20,6 @@ const TEXT = {
     offer_now: "맥 연결이 끊겨서 지금은 중단할 수 없어요. 이 글을 릴레이에 맡길까요? 맥이 돌아오면 중단 없이 보통 글로 순서대로 한 번만 보내요.",
     queue: "맥이 돌아오면 보내기", queued: "릴레이에서 기다리는 중", queued_ok: "맡겼어요: 맥이 돌아오면 보내요",
     refused: "못 보냄: {why}",
-    whole: "모두 보기 ({time}자)", whole_loading: "불러오는 중…", whole_failed: "못 읽었어요: {why}",
   },
 };
 
@@ -64,41 +62,34 @@ export async function offerQueue(sessionId, message, { now = false } = {}) {
   return true;
 }
 
-// Whole texts of queued messages read so far ("session id message id" → text): the ledger is
-// drawn again at every update, and a text once opened stays open.
-const wholeTexts = new Map();
+const whole = new Map(); // texts read whole: they stay open when the ledger is drawn again
 
-/** The session's messages queued on the relay, as ledger items ("Queued on the relay"). The
- * relay lists a preview of each; ``whole`` reads one message's whole text when it was cut. */
+/** The session's messages queued on the relay, as ledger items: a preview of each, and a button
+ * reading one cut short whole. */
 export function queuedItems(snap) {
-  const sessionId = snap && snap.id;
   return ((snap && snap.queued) || []).map((m) => {
-    const key = sessionId + " " + m.id;
-    const opened = wholeTexts.get(key);
+    const key = snap.id + " " + m.id, read = whole.get(key);
     return {
       id: m.id, state: m.error ? "failed" : "queued",
-      text: opened !== undefined ? opened : (m.preview || "") + (m.truncated ? "…" : ""),
+      text: read ?? m.preview + (m.truncated ? "…" : ""),
       label: m.error ? text("refused", m.error) : text("queued"),
-      whole: m.truncated && opened === undefined ? () => wholeButton(sessionId, m, key) : null,
+      whole: m.truncated && read === undefined ? () => wholeButton(snap.id, m, key) : null,
     };
   });
 }
 
-/** "Show all (N characters)": reads the queued message whole, then shows it in place. */
-function wholeButton(sessionId, message, key) {
-  const button = h("button.link.queued-whole", { type: "button" }, text("whole", String(message.length)));
+function wholeButton(sessionId, m, key) {
+  const button = h("button.link.queued-whole", { type: "button" }, t("show_all", { n: m.length }));
   button.addEventListener("click", async () => {
     button.disabled = true;
-    button.textContent = text("whole_loading");
     try {
-      const read = await get(`/api/sessions/${encodeURIComponent(sessionId)}/outbox/${encodeURIComponent(message.id)}`);
-      wholeTexts.set(key, String(read.text));
-      const shown = button.parentElement && button.parentElement.querySelector(".held-text");
-      if (shown) shown.textContent = String(read.text);
+      const read = await get(`/api/sessions/${encodeURIComponent(sessionId)}/outbox/${encodeURIComponent(m.id)}`);
+      whole.set(key, read.text);
+      button.parentElement.querySelector(".held-text").textContent = read.text;
       button.remove();
     } catch (error) {
       button.disabled = false;
-      button.textContent = text("whole_failed", error.message || String(error));
+      button.textContent = t("full_failed", { why: error.message });
     }
   });
   return button;
