@@ -104,6 +104,7 @@ from wire.protocol import (
     EndArgs,
     GitDiffArgs,
     GitStatusArgs,
+    HeldMessage,
     InterruptArgs,
     LineRecord,
     ListFilesArgs,
@@ -194,6 +195,34 @@ def _tail_lines(path: Path) -> list[str]:
         return []
     lines = data.decode("utf-8", errors="replace").split("\n")
     return lines[1:] if size > MODEL_TAIL_BYTES else lines
+
+
+# Messages not typed yet: what the held bounds count, and whose attachments stay.
+OPEN_HELD = frozenset({"held", "typing"})
+
+
+def held_over_limit(
+    messages: list[HeldMessage], text: str, max_count: int, max_bytes: int
+) -> str | None:
+    """Why the session cannot hold one more message of ``text`` (None: it can), naming the
+    setting; only messages not typed yet count (0: no bound)."""
+    waiting = [m for m in messages if m.state in OPEN_HELD]
+    count = len(waiting) + 1
+    size = sum(len(m.text.encode("utf-8", "surrogatepass")) for m in waiting)
+    size += len(text.encode("utf-8", "surrogatepass"))
+    if max_count > 0 and count > max_count:
+        return (
+            f"this session already holds {len(waiting):,} messages not typed yet, the most "
+            f"held_max_per_session allows on this Mac; wait until they are typed, or cancel "
+            "some, then send it again"
+        )
+    if max_bytes > 0 and size > max_bytes:
+        return (
+            f"the messages this session holds, not typed yet, and this one come to {size:,} "
+            f"bytes, past held_max_bytes_per_session ({max_bytes:,}) on this Mac; wait until "
+            "they are typed, or cancel some, then send it again"
+        )
+    return None
 
 
 def check_session_id(session_id: str) -> None:
@@ -1016,6 +1045,14 @@ class Agent:
         if known is not None:
             # A retry of a message this Mac already has (its answer was lost): never twice.
             return {"message_id": known.id, "state": known.state, "duplicate": True}
+        full = held_over_limit(
+            record.held,
+            text,
+            self.config.int("held_max_per_session"),
+            self.config.int("held_max_bytes_per_session"),
+        )
+        if full is not None:
+            raise CommandFailed("held_full", full)
         when = heldrules.when_of(args.now, args.when)
         found = attachmentfiles.find(self.data, session_id, args.attachments or [])
         message = heldrules.new_message(
@@ -1151,11 +1188,19 @@ class Agent:
         self, session_id: str, args: SaveAttachmentArgs
     ) -> dict[str, Any]:
         """Keep a file for the session's next message (agent/attachments.py)."""
-        self._record(session_id)
         try:
             data = base64.b64decode(args.data, validate=True)
         except ValueError:
             raise CommandFailed("bad_attachment", "the file's data is not base64") from None
+        record = self._record(session_id)
+        room = attachmentfiles.Room(
+            files=self.config.int("attachments_max_per_session"),
+            total_bytes=self.config.int("attachments_max_bytes_per_session"),
+            # A message still waiting on this Mac types its files later: they stay.
+            needed=frozenset(
+                a.id for m in record.held if m.state in OPEN_HELD for a in m.attachments
+            ),
+        )
         info = await asyncio.to_thread(
             attachmentfiles.save,
             self.data,
@@ -1164,6 +1209,7 @@ class Agent:
             args.media_type,
             data,
             self.config.int("attachment_max_bytes"),
+            room,
         )
         return info.model_dump()
 

@@ -255,7 +255,7 @@ def create_app(config: Config) -> FastAPI:
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         store = Store(config, schemas=schemas(FEATURES))
-        hub = Hub(config.int("sse_queue_size"))
+        hub = Hub(config.int("sse_queue_size"), config.int("sse_max_streams_per_token"))
         hub.bind(asyncio.get_running_loop())
         store.add_listener(hub.publish_events_threadsafe)
         state = RelayState(config=config, store=store, hub=hub)

@@ -13,7 +13,9 @@ the page, so a person can look it up. Each error says what happened and what to 
     ├── Conflict              409  device_offline, epoch_mismatch, after_beyond_last,
     │                              history_unavailable, session_locked, session_exists,
     │                              card_closed, card_changed, card_not_ready, read_only,
-    │                              session_archived, command_failed (or the Mac's own code)
+    │                              session_archived, outbox_full, too_many_sessions,
+    │                              command_failed (or the Mac's own code: held_full,
+    │                              attachments_full, disk_full …)
     ├── PayloadTooLarge       413  body_too_large, text_too_large
     ├── Unprocessable         422  not_finite, bad_session_id
     ├── TooManyRequests       429  pair_rate_limited
@@ -26,6 +28,14 @@ Foreign errors are translated once, where they enter: the database's (``sqlite3`
 
 A transcript line over ``max_line_bytes`` is not an HTTP error: it becomes a ``line_too_large``
 marker event and the ack lists it in ``rejected``.
+
+Every store a Mac or a phone fills is bounded by a setting, and the error names it: a full outbox
+(``outbox_full``: ``outbox_max_per_session``, ``outbox_max_bytes_per_session``,
+``outbox_max_per_mac``, ``outbox_max_bytes_per_mac``), a Mac with ``sessions_max_per_mac``
+sessions (``too_many_sessions``, also on the link for a ``lines`` batch or a ``hello`` naming a
+new session). The streams one login holds (``sse_max_streams_per_token``) are no error: the
+oldest is closed with the ``closed`` event (``too_many_streams``). On the link a session id that
+is not a UUID is ``bad_session_id``, as on the phone's API.
 """
 
 from __future__ import annotations

@@ -4,6 +4,13 @@ Two kinds of subscription: one session's numbered events (``/api/sessions/{id}/s
 account's unnumbered updates (``/api/stream``: session list, states, cards, previews, devices).
 Each subscriber has a bounded buffer; a subscriber that falls too far behind is sent ``resync``
 and closed rather than silently skipped. Frames are encoded once per event, not once per client.
+
+One login (token) holds at most ``streams_per_token`` streams of both kinds together; a new one
+past it closes that login's oldest with ``closed`` (``too_many_streams``) instead of being
+refused. A phone that loses its network and reconnects leaves streams whose sockets nobody has
+noticed are dead yet: refusing the new one would lock that phone out of its own live view until
+they time out, while the oldest is almost always one of those dead ones. Another tab still
+reading an old stream opens it again after its pause, as after any cut.
 """
 
 from __future__ import annotations
@@ -90,11 +97,17 @@ class Subscriber:
         return item
 
 
+TOO_MANY_STREAMS = "too_many_streams"
+
+
 class Hub:
-    def __init__(self, queue_limit: int) -> None:
+    def __init__(self, queue_limit: int, streams_per_token: int = 0) -> None:
         self.queue_limit = queue_limit
+        self.streams_per_token = streams_per_token  # 0: no limit
         self._sessions: dict[str, set[Subscriber]] = defaultdict(set)
         self._accounts: dict[str, set[Subscriber]] = defaultdict(set)
+        # Each login's open streams, oldest first (closed ones leave as they are closed).
+        self._tokens: dict[str, list[Subscriber]] = {}
         self._loop: asyncio.AbstractEventLoop | None = None
         # The newest seq published per session that has viewers (relay/cluster.py reads on
         # from it when a notification is too large to carry the events).
@@ -111,14 +124,44 @@ class Hub:
     def subscribe_session(self, session_id: str, token_hash: str) -> Subscriber:
         sub = Subscriber(self.queue_limit, token_hash, key=("session", session_id))
         self._sessions[session_id].add(sub)
+        self._count(sub)
         return sub
 
     def subscribe_account(self, account_id: str, token_hash: str) -> Subscriber:
         sub = Subscriber(self.queue_limit, token_hash, key=("account", account_id))
         self._accounts[account_id].add(sub)
+        self._count(sub)
         return sub
 
+    def _count(self, sub: Subscriber) -> None:
+        """Count the new stream against its login, closing the login's oldest past the limit."""
+        mine = [s for s in self._tokens.get(sub.token_hash, []) if not s.closed]
+        while self.streams_per_token > 0 and len(mine) >= self.streams_per_token:
+            oldest = mine.pop(0)
+            oldest.close(
+                "closed",
+                {
+                    "reason": TOO_MANY_STREAMS,
+                    "message": f"this login opened more than {self.streams_per_token} streams "
+                    "(sse_max_streams_per_token), so its oldest was closed; reload to read here "
+                    "again",
+                },
+            )
+        mine.append(sub)
+        self._tokens[sub.token_hash] = mine
+
+    def streams_of(self, token_hash: str) -> int:
+        """The streams a login holds open here."""
+        return sum(1 for s in self._tokens.get(token_hash, []) if not s.closed)
+
     def unsubscribe(self, sub: Subscriber) -> None:
+        mine = self._tokens.get(sub.token_hash)
+        if mine is not None:
+            left = [s for s in mine if s is not sub and not s.closed]
+            if left:
+                self._tokens[sub.token_hash] = left
+            else:
+                del self._tokens[sub.token_hash]
         kind, ident = sub.key
         table = self._sessions if kind == "session" else self._accounts
         subs = table.get(ident)

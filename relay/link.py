@@ -12,6 +12,7 @@ import asyncio
 import contextlib
 import json
 import logging
+import uuid
 from typing import Any
 
 from fastapi import APIRouter, WebSocket, WebSocketDisconnect
@@ -32,6 +33,7 @@ from wire.protocol import (
     CommandResult,
     Decision,
     DecisionAck,
+    DeviceInfo,
     DeviceUpdate,
     Hello,
     History,
@@ -51,6 +53,32 @@ _log = logging.getLogger("relay.link")
 
 HELLO_TIMEOUT = 10.0
 EVENTS_CHUNK = 500  # events per `events` message when catching a Mac up
+# What a Mac says of itself is kept on the relay and shown to every phone of the account: each
+# text of it at most this long (a name, a version), however long the Mac made it.
+DEVICE_TEXT_CHARS = 200
+
+
+def _device_info(device: DeviceInfo) -> dict[str, Any]:
+    """What a Mac says of itself, as the relay keeps it: each text cut to DEVICE_TEXT_CHARS (its
+    recent folders are bounded by the protocol)."""
+    info = device.model_dump()
+    return {k: v[:DEVICE_TEXT_CHARS] if isinstance(v, str) else v for k, v in info.items()}
+
+
+def is_session_id(value: str) -> bool:
+    """A session id as the phone's API takes it and the agent makes it: a UUID, in its one
+    canonical spelling (lower case, hyphens), so no two spellings name one session."""
+    try:
+        return str(uuid.UUID(value)) == value
+    except ValueError:
+        return False
+
+
+def _not_a_session_id(session_id: str) -> str:
+    return (
+        f"{session_id[:80]!r} is not a session id: session ids are UUIDs in lower case "
+        "(like 123e4567-e89b-12d3-a456-426614174000), as the agent makes them"
+    )
 
 
 def events_message(session_id: str, epoch: str, events: list[tuple[int, str]]) -> str:
@@ -92,7 +120,8 @@ async def agent_link(ws: WebSocket) -> None:
 
     device_id = principal.subject_id
     account_id = principal.account_id
-    name = hello.device.name or device_id
+    device = _device_info(hello.device)
+    name = device["name"] or device_id
     link = DeviceLink(device_id, account_id, name, ws.send_text, close_socket=ws.close)
     old = state.live.attach(link)
     watchdog: asyncio.Task[None] | None = None
@@ -104,10 +133,11 @@ async def agent_link(ws: WebSocket) -> None:
             old.replaced = True
             old.fail_pending()
             await old.close(CLOSE_REPLACED, "replaced by a newer link from the same Mac")
-        await state.store.device_seen(device_id, hello.device.model_dump())
+        await state.store.device_seen(device_id, device)
         if state.cluster is not None:
             await state.cluster.linked(link)  # this node holds the Mac now (its lease)
-        outcome = await state.store.reconcile(account_id, device_id, hello.sessions)
+        named = [p for p in hello.sessions if is_session_id(p.session_id)]
+        outcome = await state.store.reconcile(account_id, device_id, named)
         positions = [
             SessionPosition(
                 session_id=r.session.id, last_seq=r.session.last_seq, epoch=r.session.epoch
@@ -117,12 +147,28 @@ async def agent_link(ws: WebSocket) -> None:
         await link.send(Welcome(device_id=device_id, sessions=positions).model_dump_json())
         link.welcomed.set()
         if outcome.refused:
-            listed = ", ".join(outcome.refused[:5]) + (" …" if len(outcome.refused) > 5 else "")
             await link.send(
                 _error(
                     "not_your_session",
                     f"{len(outcome.refused)} session(s) in hello belong to another Mac of this "
-                    f"account and were left as they are: {listed}",
+                    f"account and were left as they are: {_listed(outcome.refused)}",
+                )
+            )
+        if len(named) < len(hello.sessions):
+            odd = [p.session_id[:80] for p in hello.sessions if not is_session_id(p.session_id)]
+            await link.send(
+                _error(
+                    "bad_session_id",
+                    f"{len(odd)} session id(s) in hello are not UUIDs and were left out: "
+                    f"{_listed(odd)}",
+                )
+            )
+        if outcome.over_limit:
+            await link.send(
+                _error(
+                    "too_many_sessions",
+                    f"{len(outcome.over_limit)} new session(s) in hello were not stored: "
+                    f"{outcome.over_limit_reason} ({_listed(outcome.over_limit)})",
                 )
             )
         for r in outcome.sessions:
@@ -133,7 +179,7 @@ async def agent_link(ws: WebSocket) -> None:
                 await _send_missed(
                     state, link, r.session.id, r.session.epoch, r.send_after, r.session.last_seq
                 )
-        state.publish_device(account_id, device_id, hello.device.model_dump())
+        state.publish_device(account_id, device_id, device)
         _log.info("Mac %s (%s) linked with %d sessions", name, device_id, len(hello.sessions))
         watchdog = asyncio.create_task(_watch_token(state, link, principal.token_hash))
         await _serve(state, link, ws)
@@ -274,7 +320,7 @@ async def _dispatch(state: RelayState, link: DeviceLink, message: Any) -> None:
     elif isinstance(message, Ping):
         await link.send(Pong().model_dump_json())
     elif isinstance(message, DeviceUpdate):
-        info = message.device.model_dump()
+        info = _device_info(message.device)
         await state.store.device_seen(link.device_id, info)
         state.publish_device(link.account_id, link.device_id, info)
     elif isinstance(message, Hello):
@@ -300,6 +346,10 @@ async def _owns(state: RelayState, link: DeviceLink, session_id: str) -> bool:
 
 
 async def _ingest(state: RelayState, link: DeviceLink, batch: Lines) -> None:
+    if not is_session_id(batch.session_id):
+        # As the phone's API refuses it: such an id could never be opened, sent to or deleted.
+        await link.send(_error("bad_session_id", _not_a_session_id(batch.session_id), batch.batch))
+        return
     try:
         result = await state.store.ingest(
             link.account_id,
@@ -345,6 +395,10 @@ async def _send_missed(
             break
         await link.send(events_message(session_id, epoch, chunk))
         first = chunk[-1][0] + 1
+
+
+def _listed(ids: list[str], shown: int = 5) -> str:
+    return ", ".join(ids[:shown]) + (" …" if len(ids) > shown else "")
 
 
 def _error(code: str, message: str, batch: int | None = None) -> str:

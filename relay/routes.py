@@ -435,7 +435,7 @@ async def account_stream(principal: Phone, state: State) -> EventSourceResponse:
 
 @router.post("/sessions/{session_id}/messages")
 async def send_message(
-    session_id: str, body: MessageBody, principal: Phone, state: State
+    session_id: str, body: MessageBody, request: Request, principal: Phone, state: State
 ) -> dict[str, Any]:
     check_message_length(state, body.text)
     if body.when is not None and body.now and body.when != "now":
@@ -447,7 +447,19 @@ async def send_message(
     if body.attachments:
         extra["attachments"] = body.attachments
     args = SendArgs(text=body.text, now=body.now, message_id=body.id, **extra)
-    return await send_command(state, session, args)
+    # The card shown as the message was sent: the Mac closes a question or plan card to type
+    # it (SPEC §5), which the audit log keeps as a decision.
+    live = state.live.sessions.get(session.id)
+    card = live.card if live is not None else None
+    taken = (
+        [log(request, principal, session, card, body.text) for log in state.message_loggers]
+        if card is not None
+        else []
+    )
+    answer = await send_command(state, session, args)
+    for done in taken:
+        await done(answer)
+    return answer
 
 
 _NAME_PARAM = Query(min_length=1, max_length=MAX_ATTACHMENT_NAME_CHARS)

@@ -38,6 +38,12 @@ DecisionRecorder = Callable[[str, str, Decision], Awaitable[str]]
 AnswerLogger = Callable[
     [Request, Principal, Session, Card, CardAnswer], Callable[[], Awaitable[None]]
 ]
+# A phone's message sent while a card was shown (relay/routes.py send_message): given the card as
+# shown and the message's text, answers what to do with the Mac's answer (its ``data``); e.g. the
+# audit log keeps a question or plan card the message closed (relay/features/audit.py).
+MessageLogger = Callable[
+    [Request, Principal, Session, Card, str], Callable[[Mapping[str, Any]], Awaitable[None]]
+]
 # More fields of each session in an account's list (GET /api/sessions): given the account id,
 # what to add to each session, by session id (e.g. its summary, its retention stage).
 ListFields = Callable[[str], Awaitable[Callable[[str], Mapping[str, Any]]]]
@@ -91,6 +97,7 @@ class RelayState:
     session_fields: list[SessionFields] = field(default_factory=list)
     record_decision: DecisionRecorder | None = None
     answer_loggers: list[AnswerLogger] = field(default_factory=list)
+    message_loggers: list[MessageLogger] = field(default_factory=list)
     list_fields: list[ListFields] = field(default_factory=list)
     snapshot_fields: list[SnapshotFields] = field(default_factory=list)
     # Each feature's running part, by its class: ``state.part(Retention)``.

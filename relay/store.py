@@ -152,6 +152,9 @@ class Reconciled:
 class Reconciliation:
     sessions: list[Reconciled] = field(default_factory=list)
     refused: list[str] = field(default_factory=list)  # session ids of another Mac: untouched
+    # New session ids past sessions_max_per_mac: not stored (and why)
+    over_limit: list[str] = field(default_factory=list)
+    over_limit_reason: str = ""
 
 
 @dataclass(frozen=True)
@@ -522,12 +525,15 @@ class Store:
         *,
         parent_id: str | None = None,
     ) -> Session:
+        room = self._session_room()
+
         def job(conn: Any, _: list[Callable[[], None]]) -> Session:
             existing = conn.execute(
                 "SELECT account_id FROM sessions WHERE id = ?", (session_id,)
             ).fetchone()
             if existing is not None:
                 raise Conflict(f"session {session_id} already exists", code="session_exists")
+            room(conn, device_id)
             _insert_session(
                 conn, account_id, device_id, session_id, cwd, title, seqrules.new_epoch(), 0
             )
@@ -654,6 +660,33 @@ class Store:
         )
         return {str(r[0]): int(r[1]) for r in rows}
 
+    def _session_room(self) -> Callable[[Any, str], None]:
+        """Inside a write job, before a new session of a Mac is inserted: raise 409
+        ``too_many_sessions`` when the Mac has ``sessions_max_per_mac`` already."""
+        limit = self.config.int("sessions_max_per_mac")
+        lock = self.dialect.for_update
+
+        def check(conn: Any, device_id: str) -> None:
+            if limit <= 0:
+                return
+            # Nodes adding sessions for one Mac take turns (SQLite's one writer needs no lock).
+            conn.execute("SELECT id FROM devices WHERE id = ?" + lock, (device_id,))
+            count = int(
+                conn.execute(
+                    "SELECT COUNT(*) FROM sessions WHERE device_id = ?", (device_id,)
+                ).fetchone()[0]
+            )
+            if count >= limit:
+                raise Conflict(
+                    f"this Mac has {count:,} sessions on the relay, the most "
+                    f"sessions_max_per_mac allows ({limit:,}); delete the ones it no longer "
+                    "needs (claude-bridge delete, or let retention delete old ones), or raise "
+                    "sessions_max_per_mac",
+                    code="too_many_sessions",
+                )
+
+        return check
+
     # -- events ------------------------------------------------------------------
 
     async def ingest(
@@ -673,6 +706,7 @@ class Store:
         observers = self._observers
         notices = self._notices
         lock = self.dialect.for_update
+        room = self._session_room()
 
         def job(conn: Any, after_commit: list[Callable[[], None]]) -> IngestResult:
             # The session row first, locked: two nodes ingesting one session take turns here,
@@ -682,6 +716,7 @@ class Store:
             ).fetchone()
             created = False
             if row is None:
+                room(conn, device_id)
                 created = _insert_session(
                     conn, account_id, device_id, session_id, cwd or "", "", seqrules.new_epoch(), 0
                 )
@@ -844,6 +879,7 @@ class Store:
         positions = list(positions)
         set_epoch = self.dialect.set_json_key("data", "epoch")
         lock = self.dialect.for_update
+        room = self._session_room()
 
         def job(conn: Any, _: list[Callable[[], None]]) -> Reconciliation:
             out = Reconciliation()
@@ -861,6 +897,12 @@ class Store:
                 relay_seq = seqrules.SessionSeq(row[2], row[3], row[4]) if row else None
                 decision = seqrules.reconcile(relay_seq, pos.last_seq, pos.epoch)
                 if row is None:
+                    try:
+                        room(conn, device_id)
+                    except Conflict as exc:
+                        out.over_limit.append(pos.session_id)  # left out, named to the Mac
+                        out.over_limit_reason = exc.message
+                        continue
                     _insert_session(
                         conn,
                         account_id,

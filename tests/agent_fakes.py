@@ -189,8 +189,9 @@ def fake_options(tmp_path: Path) -> AgentOptions:
     )
 
 
-def with_agent(tmp_path: Path, body: Callable[[Parts], Awaitable[None]]) -> None:
-    """Run ``body`` on an agent whose multiplexer, link and hook server are the fakes above."""
+def with_agent(tmp_path: Path, body: Callable[[Parts], Awaitable[None]], **settings: Any) -> None:
+    """Run ``body`` on an agent whose multiplexer, link and hook server are the fakes above
+    (``settings``: the agent's settings that differ from the defaults)."""
     built: dict[str, Any] = {}
 
     def make_link(*args: Any) -> FakeLink:
@@ -205,7 +206,7 @@ def with_agent(tmp_path: Path, body: Callable[[Parts], Awaitable[None]]) -> None
 
     async def go() -> None:
         agent = Agent(
-            fake_options(tmp_path), config.load(environ={}), mux=mux, link=make_link,
+            fake_options(tmp_path), config.load(settings, environ={}), mux=mux, link=make_link,
             hooks=make_hooks,
         )  # fmt: skip
         await body(Parts(agent, mux, built["link"], built["hooks"]))

@@ -22,20 +22,30 @@ from typing import Any
 import httpx
 import pytest
 
+from agent import held as heldrules
 from agent.decisions import decision_for, rule_text
 from agent.state import RunningTool
+from relay.features import audit as auditfeature
 from tests.support.api import SMALL, error_of, new_id, push
 from tests.support.bridge import Bridge
 from tests.support.cli import cli
 from tests.support.journeys import events, start_session
 from tests.support.postgres import PostgresCluster
-from tests.support.relay import Account, RelayServer, mac, phone_client
+from tests.support.relay import Account, RelayServer, free_port, mac, phone_client
 from tests.support.retention import FAST, Clock, Mac, retention_of, run
 from tests.support.waits import await_until, wait_for
-from tests.support.web import permission_card
+from tests.support.web import PortRelay, permission_card
 from wire.client import MacLink
 from wire.policy import Policy
-from wire.protocol import Command, CommandResult, Decision, SessionInfo, input_digest
+from wire.protocol import (
+    Card,
+    CardOption,
+    Command,
+    CommandResult,
+    Decision,
+    SessionInfo,
+    input_digest,
+)
 
 
 @pytest.fixture
@@ -72,6 +82,15 @@ def a_decision(session_id: str, **fields: Any) -> Decision:
         "summary": "touch bash_made.txt && echo hi",
     }
     return Decision(**{**base, **fields})
+
+
+def dated(server: RelayServer, account: Account, session_id: str, at: float, **fields: Any) -> None:
+    """A Mac's decision stored as if the relay had heard of it at ``at`` (the relay dates each
+    row by its own clock: only a stored row can be older than the test)."""
+    entry = auditfeature.of_decision(
+        account.account_id, account.device_id, a_decision(session_id, **fields), now=at
+    )
+    server.state.store.db.writer.run_sync(lambda conn, _: auditfeature.insert(conn, entry))
 
 
 async def stored(server: RelayServer, account_id: str, count: int) -> None:
@@ -289,13 +308,11 @@ def test_paging_newest_first_with_a_cursor_and_checked_limits(
         async with mac(relay, account.device_token) as link:
             await push(link, sid, SMALL)
             await push(link, other_sid, SMALL)
-            for i in range(7):
-                decision = a_decision(sid, at=now - (7 - i) * day, rule=f"rule {i}")
-                await link.send_raw(decision.model_dump_json())
-            await link.send_raw(a_decision(other_sid, rule="elsewhere").model_dump_json())
-            await stored(relay, account.account_id, 8)
 
     asyncio.run(go())
+    for i in range(7):
+        dated(relay, account, sid, now - (7 - i) * day, rule=f"rule {i}")
+    dated(relay, account, other_sid, now, rule="elsewhere")
     with phone_client(relay, account.phone_token) as client:
         seen: list[str] = []
         before: int | None = None
@@ -368,9 +385,11 @@ async def _has(values: list[Any], count: int) -> bool:
 # -- retention and append-only ---------------------------------------------------------------
 
 
-def test_retention_keeps_a_deleted_sessions_audit_until_its_own_age(
+def test_retention_keeps_a_deleted_sessions_audit_until_its_own_age_counted_by_the_relay(
     make_relay: Callable[..., RelayServer],
 ) -> None:
+    """A Mac's time for a decision is kept beside the relay's (``mac_at``), never instead: a
+    decision told 100 days late, or dated back by a lying Mac, is kept as long as any other."""
     server = make_relay(**FAST)
     acct = server.account()
     clock = Clock()
@@ -400,13 +419,18 @@ def test_retention_keeps_a_deleted_sessions_audit_until_its_own_age(
                 # The session is gone; its audit rows are not.
                 listed = await asyncio.to_thread(audit, client, session_id=sid)
                 assert len(listed["entries"]) == 2
-                clock.days(264)
+                assert sorted(e["mac_at"] for e in listed["entries"]) == [
+                    _iso(older),
+                    _iso(clock.start),
+                ]
+                clock.days(266)  # past the Mac's date of the older one: nothing goes by it
                 assert (await asyncio.to_thread(run, client))["audit_expired"] == 0
-                clock.days(266)  # the older decision is past audit_keep_days (365)
-                report = await asyncio.to_thread(run, client)
-                assert report["audit_expired"] == 1 and report["audit_keep_days"] == 365
                 left = (await asyncio.to_thread(audit, client, session_id=sid))["entries"]
-                assert [e["at"] for e in left] == [_iso(clock.start)]
+                assert len(left) == 2
+                clock.days(366)  # both past audit_keep_days (365) counted from the relay's time
+                report = await asyncio.to_thread(run, client)
+                assert report["audit_expired"] == 2 and report["audit_keep_days"] == 365
+                assert (await asyncio.to_thread(audit, client, session_id=sid))["entries"] == []
 
     asyncio.run(go())
 
@@ -548,13 +572,11 @@ def test_the_audit_command_lists_decisions_by_session_and_date(
     async def go() -> None:
         async with mac(relay, account.device_token) as link:
             await push(link, sid, SMALL)
-            for i, rule in enumerate(("tool Bash: allow", "category read: allow", "allow all")):
-                source = "allow_all" if rule == "allow all" else "policy"
-                decision = a_decision(sid, at=now - (2 - i) * 86400, rule=rule, source=source)
-                await link.send_raw(decision.model_dump_json())
-            await stored(relay, account.account_id, 3)
 
     asyncio.run(go())
+    for i, rule in enumerate(("tool Bash: allow", "category read: allow", "allow all")):
+        source = "allow_all" if rule == "allow all" else "policy"
+        dated(relay, account, sid, now - (2 - i) * 86400, rule=rule, source=source)
     out = cli(relay, account.phone_token, "audit", "--session", sid).stdout
     lines = out.splitlines()
     assert len(lines) == 6, out  # two lines per decision, newest first
@@ -664,3 +686,125 @@ def test_the_macs_decisions_are_kept_on_disk_until_the_relay_acknowledges_them(
 
 async def _empty(values: dict[str, Any]) -> bool:
     return not values
+
+
+# -- a card closed by a message ------------------------------------------------------------------
+
+
+def a_card(kind: str, card_id: str) -> Card:
+    if kind == "permission":
+        return permission_card(card_id)
+    titles = {"question": "Toppings", "plan": "Ready to code?", "dialog": "Trust this folder?"}
+    return Card(
+        id=card_id,
+        kind=kind,  # type: ignore[arg-type]
+        title=titles[kind],
+        text="Which one?\nPick one",
+        options=[CardOption(key="1", label="Yes"), CardOption(key="2", label="No")],
+    )
+
+
+class MessageMac:
+    """Answers a send as the agent does (agent/held.py): with a question, plan or dialog card
+    open the card is closed and the message typed; with a permission card it is held."""
+
+    def __init__(self) -> None:
+        self.card: str | None = None
+        self.sends: list[Command] = []
+
+    async def __call__(self, command: Command) -> CommandResult:
+        data: dict[str, Any] = {}
+        if command.name == "send":
+            self.sends.append(command)
+            delivery = heldrules.decide(heldrules.Situation("waiting", self.card), False)
+            typed = delivery is heldrules.Delivery.DISMISS_THEN_TYPE
+            data = {"message_id": command.args["message_id"], "state": "typed" if typed else "held"}
+        return CommandResult(command_id=command.command_id, ok=True, data=data)
+
+
+def test_a_question_or_plan_card_a_message_closed_is_in_the_audit_log(
+    relay: RelayServer, account: Account
+) -> None:
+    handler = MessageMac()
+    sid = new_id()
+    token_id = relay.state.store.authenticate(account.phone_token).token_id
+
+    async def go() -> None:
+        headers = {"Authorization": f"Bearer {account.phone_token}"}
+        async with (
+            mac(relay, account.device_token, on_command=handler) as link,
+            httpx.AsyncClient(base_url=relay.url, headers=headers, timeout=15) as client,
+        ):
+            await push(link, sid, SMALL)
+            for kind, card_id, text in (
+                ("question", "card-q1", "none of these: use olive oil"),
+                ("plan", "card-p1", "not yet, first read the tests"),
+                ("permission", "card-b1", "after this, tidy up"),  # held: the card stays
+            ):
+                card = a_card(kind, card_id)
+                await link.update(SessionInfo(session_id=sid, state="waiting", card=card))
+
+                async def shown(card_id: str = card_id) -> bool:
+                    body = (await client.get(f"/api/sessions/{sid}")).json()
+                    return bool(body.get("card")) and body["card"]["id"] == card_id
+
+                await await_until(shown, 10, "the card on the relay")
+                handler.card = kind
+                message = {"text": text, "id": f"phone-{card_id}"}
+                sent = await client.post(f"/api/sessions/{sid}/messages", json=message)
+                assert sent.status_code == 200, sent.text
+                # sent again (its answer was lost): still one entry for the card
+                again = await client.post(f"/api/sessions/{sid}/messages", json=message)
+                assert again.status_code == 200, again.text
+
+    asyncio.run(go())
+    with phone_client(relay, account.phone_token) as client:
+        entries = audit(client, session_id=sid)["entries"]
+    assert [(e["card"]["kind"], e["rule"]) for e in entries] == [
+        ("plan", "closed by a message"),
+        ("question", "closed by a message"),
+    ]
+    plan, question = entries
+    assert question["source"] == "phone" and question["who"] == {
+        "phone_id": account.phone_id,
+        "name": "test phone",
+        "token_id": token_id,
+        "address": "127.0.0.1",
+    }
+    assert question["card"]["id"] == "card-q1" and question["card"]["title"] == "Toppings"
+    assert question["answer"] == {
+        "closed_by": "message",
+        "text": "none of these: use olive oil",
+        "message_id": "phone-card-q1",
+    }
+    assert plan["card"]["title"] == "Ready to code?" and plan["device_id"] == account.device_id
+
+
+def test_a_log_from_before_the_macs_own_time_was_kept_apart_is_migrated_in_place(
+    tmp_path: Path, relay_overrides: Callable[[], dict[str, Any]]
+) -> None:
+    """An audit table without ``mac_at`` (an older relay's) gets the column as the relay opens:
+    its rows stay as they were, still append-only."""
+    data, port, store = tmp_path / "data", free_port(), relay_overrides()
+    server = PortRelay(data, port, **store).start()
+    try:
+        acct, sid = _one_decision(server)
+        server.state.store.db.writer.run_sync(
+            lambda conn, _: conn.execute("ALTER TABLE audit DROP COLUMN mac_at")
+        )
+    finally:
+        server.stop()
+    server = PortRelay(data, port, **store).start()
+    try:
+        with phone_client(server, acct.phone_token) as client:
+            [kept] = audit(client, session_id=sid)["entries"]
+            assert kept["rule"] == "tool Bash: allow" and kept["mac_at"] is None
+        with pytest.raises(Exception, match="append-only"):
+            server.state.store.db.writer.run_sync(
+                lambda conn, _: conn.execute("UPDATE audit SET rule = 'changed'")
+            )
+        newer, _ = _one_decision(server)  # a new decision keeps the Mac's time again
+        with phone_client(server, newer.phone_token) as client:
+            assert audit(client, limit=1)["entries"][0]["mac_at"] is not None
+    finally:
+        server.stop()

@@ -49,6 +49,9 @@ pytestmark = pytest.mark.skipif(
 )
 
 
+S1 = "5e5510e1-0000-4000-8000-000000000001"  # each test's session: a UUID, as the relay takes
+
+
 def user_line(offset: int, text: str | None = None) -> LineRecord:
     """A transcript line of the captured format that makes exactly one event."""
     uuid = f"00000000-0000-4000-8000-{offset:012d}"
@@ -206,14 +209,14 @@ async def mac_on(url: str, token: str, **kwargs: Any) -> AsyncIterator[MacLink]:
 def test_events_from_a_mac_on_one_node_reach_phones_on_the_others(nodes: Nodes) -> None:
     async def go() -> None:
         async with mac_on(nodes[0].url, nodes.device) as mac:
-            await mac.send_lines("s1", "conv", [user_line(i) for i in range(3)], cwd="/work")
+            await mac.send_lines(S1, "conv", [user_line(i) for i in range(3)], cwd="/work")
             phones = [
-                Follower([nodes[i].url], nodes.phone, "s1").start() for i in (1, 2)
+                Follower([nodes[i].url], nodes.phone, S1).start() for i in (1, 2)
             ]  # fmt: skip
             for phone in phones:
                 await phone.wait_for(3)  # the catch-up from the store
             for start in range(3, 60, 5):  # then live, batch by batch
-                await mac.send_lines("s1", "conv", [user_line(i) for i in range(start, start + 5)])
+                await mac.send_lines(S1, "conv", [user_line(i) for i in range(start, start + 5)])
             for i, phone in enumerate(phones):
                 await phone.wait_for(63)
                 await phone.stop()
@@ -249,15 +252,15 @@ def test_any_node_shows_a_mac_linked_to_another_and_its_cards(nodes: Nodes) -> N
             async with mac_on(nodes[0].url, nodes.device, name="studio") as mac:
                 online = await read_until("device", lambda d: d["online"])
                 assert online["info"]["name"] == "studio"
-                await mac.send_lines("s1", "conv", [user_line(0)], cwd="/work")
-                await mac.update(SessionInfo(session_id="s1", state="waiting", card=card))
+                await mac.send_lines(S1, "conv", [user_line(0)], cwd="/work")
+                await mac.update(SessionInfo(session_id=S1, state="waiting", card=card))
                 shown = await read_until("session", lambda d: d.get("card") is not None)
                 assert shown["card"]["id"] == "c1" and shown["needs_you"] is True
                 # A snapshot read on a third node knows it too.
                 async with nodes.client(nodes[1]) as other:
                     listed = (await other.get("/api/sessions")).json()["sessions"]
                     assert [(s["id"], s["state"], s["needs_you"]) for s in listed] == [
-                        ("s1", "waiting", True)
+                        (S1, "waiting", True)
                     ]
                     devices = (await other.get("/api/devices")).json()["devices"]
                     assert [(d["name"], d["online"]) for d in devices] == [("studio", True)]
@@ -291,21 +294,21 @@ def test_a_card_answered_on_one_node_reaches_the_mac_on_another(nodes: Nodes) ->
             mac_on(nodes[1].url, nodes.device, on_command=on_command) as mac,
             nodes.client(nodes[2]) as phone,
         ):
-            await mac.send_lines("s1", "conv", [user_line(0)], cwd="/work")
-            await mac.update(SessionInfo(session_id="s1", state="waiting", card=card))
+            await mac.send_lines(S1, "conv", [user_line(0)], cwd="/work")
+            await mac.update(SessionInfo(session_id=S1, state="waiting", card=card))
 
             async def card_here() -> bool:
-                return bool((await phone.get("/api/sessions/s1")).json().get("card"))
+                return bool((await phone.get(f"/api/sessions/{S1}")).json().get("card"))
 
             await until(card_here, "the card on node 3")
-            answered = await phone.post("/api/sessions/s1/cards/c7", json={"key": "1"})
+            answered = await phone.post(f"/api/sessions/{S1}/cards/c7", json={"key": "1"})
             assert answered.status_code == 200, answered.text
             assert [(c.name, c.session_id, c.args["card_id"], c.args["key"]) for c in received] == [
-                ("answer_card", "s1", "c7", "1")
+                ("answer_card", S1, "c7", "1")
             ]
             # An error the Mac answers crosses back as itself.
             received.clear()
-            missing = await phone.post("/api/sessions/s1/cards/other", json={"key": "1"})
+            missing = await phone.post(f"/api/sessions/{S1}/cards/other", json={"key": "1"})
             assert missing.status_code == 409 and missing.json()["error"]["code"] == "card_closed"
             assert received == []
 
@@ -326,10 +329,10 @@ def test_a_mac_that_does_not_answer_times_out_the_same_across_nodes(two_nodes: A
                 base_url=second.url, headers={"Authorization": f"Bearer {phone}"}, timeout=30
             ) as client,
         ):
-            await mac.send_lines("s1", "conv", [user_line(0)], cwd="/work")
-            await mac.update(SessionInfo(session_id="s1", state="busy"))
+            await mac.send_lines(S1, "conv", [user_line(0)], cwd="/work")
+            await mac.update(SessionInfo(session_id=S1, state="busy"))
             started = time.monotonic()
-            answer = await client.post("/api/sessions/s1/interrupt")
+            answer = await client.post(f"/api/sessions/{S1}/interrupt")
             took = time.monotonic() - started
             assert answer.status_code == 504, answer.text
             body = answer.json()["error"]
@@ -353,9 +356,9 @@ def test_older_history_comes_from_the_mac_wherever_it_is_linked(two_nodes: Any) 
                 base_url=second.url, headers={"Authorization": f"Bearer {phone}"}, timeout=30
             ) as client,
         ):
-            await mac.send_lines("s1", "conv", [user_line(i) for i in range(20)], cwd="/work")
-            await mac.wait_for_seq("s1", 20)
-            page = (await client.get("/api/sessions/s1/events", params={"after": 0})).json()
+            await mac.send_lines(S1, "conv", [user_line(i) for i in range(20)], cwd="/work")
+            await mac.wait_for_seq(S1, 20)
+            page = (await client.get(f"/api/sessions/{S1}/events", params={"after": 0})).json()
             # The relay keeps the newest 5; the 15 before them come from the Mac on node 1.
             assert page["oldest_seq"] == 16
             assert [e["seq"] for e in page["events"]] == list(range(1, 21))
@@ -366,7 +369,7 @@ def test_older_history_comes_from_the_mac_wherever_it_is_linked(two_nodes: Any) 
 def test_the_newest_link_of_a_mac_wins_across_nodes(nodes: Nodes) -> None:
     async def go() -> None:
         async with mac_on(nodes[0].url, nodes.device, name="old") as old:
-            await old.send_lines("s1", "conv", [user_line(0)], cwd="/work")
+            await old.send_lines(S1, "conv", [user_line(0)], cwd="/work")
             async with mac_on(nodes[1].url, nodes.device, name="new") as new:
 
                 async def old_closed() -> bool:
@@ -375,8 +378,8 @@ def test_the_newest_link_of_a_mac_wins_across_nodes(nodes: Nodes) -> None:
                 await until(old_closed, "node 1 to close the older link")
                 assert old._ws is not None and old._ws.close_code == CLOSE_REPLACED
                 with pytest.raises(LinkFailure):
-                    await old.send_lines("s1", "conv", [user_line(1)], timeout=2)
-                ack = await new.send_lines("s1", "conv", [user_line(2)])
+                    await old.send_lines(S1, "conv", [user_line(1)], timeout=2)
+                ack = await new.send_lines(S1, "conv", [user_line(2)])
                 assert ack.last_seq == 2
 
     asyncio.run(go())
@@ -410,7 +413,7 @@ def test_a_killed_node_releases_its_macs_and_they_link_again_elsewhere(nodes: No
     async def go() -> None:
         mac = MacLink(nodes[0].url, nodes.device, DeviceInfo(name="mac"))
         await mac.connect()
-        await mac.send_lines("s1", "conv", [user_line(0)], cwd="/work")
+        await mac.send_lines(S1, "conv", [user_line(0)], cwd="/work")
         await until(lambda: online_on(nodes[1]), "the Mac online on node 2")
         nodes[0].kill()
         started = time.monotonic()
@@ -420,7 +423,7 @@ def test_a_killed_node_releases_its_macs_and_they_link_again_elsewhere(nodes: No
         again = MacLink(nodes[2].url, nodes.device, DeviceInfo(name="mac"))
         await again.connect()
         await until(lambda: online_on(nodes[1]), "the Mac online again through node 3")
-        ack = await again.send_lines("s1", "conv", [user_line(1)])
+        ack = await again.send_lines(S1, "conv", [user_line(1)])
         assert ack.last_seq == 2
         await again.close()
         assert released < 3 * 4, released  # the lease (3 s) and a few heartbeats
@@ -501,15 +504,15 @@ def test_a_10000_event_replay_survives_its_node_killed_twice(nodes: Nodes, tmp_p
 
         async def go() -> None:
             async with mac_on(nodes[0].url, nodes.device) as first:
-                await first.send_lines("s1", "conv", [user_line(0)], cwd="/work")
+                await first.send_lines(S1, "conv", [user_line(0)], cwd="/work")
             phones = [
-                Follower([nodes[1].url], nodes.phone, "s1").start(),
-                Follower([nodes[2].url], nodes.phone, "s1").start(),
+                Follower([nodes[1].url], nodes.phone, S1).start(),
+                Follower([nodes[2].url], nodes.phone, S1).start(),
                 # On node 1, which is killed: it goes on through Caddy with Last-Event-ID.
-                Follower([nodes[0].url, balancer.url], nodes.phone, "s1").start(),
+                Follower([nodes[0].url, balancer.url], nodes.phone, S1).start(),
             ]
             thresholds = (REPLAY_LINES // 4, REPLAY_LINES * 5 // 8)
-            replay = Replayer([nodes[0].url, balancer.url], nodes.device, "s1", REPLAY_LINES)
+            replay = Replayer([nodes[0].url, balancer.url], nodes.device, S1, REPLAY_LINES)
             replay.acked = 1
             # Through Caddy it may go on faster than node 1 restarts: it waits at the second
             # kill's mark, so that kill still finds a replay under way.
@@ -540,7 +543,7 @@ def test_a_10000_event_replay_survives_its_node_killed_twice(nodes: Nodes, tmp_p
                 assert_exactly_once_in_order(phone.seqs, REPLAY_LINES, f"phone {i + 1}")
             assert phones[2].reconnects >= 1  # it lost node 1 and went on elsewhere
             async with nodes.client(balancer.url) as client:
-                session = (await client.get("/api/sessions/s1")).json()
+                session = (await client.get(f"/api/sessions/{S1}")).json()
                 assert session["last_seq"] == REPLAY_LINES
 
         asyncio.run(go())
@@ -557,10 +560,10 @@ def test_postgresql_restarted_mid_replay_answers_503_then_recovers(tmp_path: Pat
         total = 3000
 
         async def go() -> None:
-            follower = Follower([second.url], phone, "s1")
-            replay = Replayer([first.url], device, "s1", total, batch=100)
+            follower = Follower([second.url], phone, S1)
+            replay = Replayer([first.url], device, S1, total, batch=100)
             async with mac_on(first.url, device) as mac:
-                await mac.send_lines("s1", "conv", [user_line(0)], cwd="/work")
+                await mac.send_lines(S1, "conv", [user_line(0)], cwd="/work")
             replay.acked = 1
             follower.start()
             await follower.wait_for(1)
@@ -590,7 +593,7 @@ def test_postgresql_restarted_mid_replay_answers_503_then_recovers(tmp_path: Pat
             async with httpx.AsyncClient(
                 base_url=first.url, headers={"Authorization": f"Bearer {phone}"}, timeout=30
             ) as client:
-                session = (await client.get("/api/sessions/s1")).json()
+                session = (await client.get(f"/api/sessions/{S1}")).json()
                 assert session["last_seq"] == total
 
         try:

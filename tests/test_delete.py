@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import uuid
 from collections.abc import Callable
 
 import httpx
@@ -43,7 +44,7 @@ def test_delete_stops_it_on_the_mac_and_removes_everything_on_the_relay(
 ) -> None:
     acct = relay.account()
     handler = Mac()
-    gone, kept = "del-gone-" + acct.device_id[-6:], "del-kept-" + acct.device_id[-6:]
+    gone, kept = str(uuid.uuid4()), str(uuid.uuid4())
 
     async def go() -> None:
         async with mac(
@@ -96,7 +97,7 @@ def test_an_offline_mac_deletes_its_copy_when_it_links_again(
     relay = make_relay(**FAST)  # retention's ledger checked often
     acct = relay.account()
     archive = MemoryArchive()
-    session_id = "del-late-" + acct.device_id[-6:]
+    session_id = str(uuid.uuid4())
 
     async def first_life() -> None:
         async with mac(relay, acct.device_token, archive=archive) as link:
@@ -138,7 +139,7 @@ def test_an_offline_mac_deletes_its_copy_when_it_links_again(
 
 def test_a_mac_that_refuses_keeps_the_session_everywhere(relay: RelayServer) -> None:
     acct = relay.account()
-    session_id = "del-refused-" + acct.device_id[-6:]
+    session_id = str(uuid.uuid4())
 
     async def refuse(command: Command) -> CommandResult:
         return CommandResult(

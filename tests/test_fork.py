@@ -117,6 +117,9 @@ def test_a_fork_resumes_its_parent_as_a_new_conversation_and_shows_its_history_f
 # -- the relay ----------------------------------------------------------------------------------
 
 
+REFUSED_PARENT = str(uuid.uuid4())  # the session whose forks the Mac below refuses
+
+
 class ForkingMac:
     """A scripted Mac that starts every session it is asked to (a fork too)."""
 
@@ -125,7 +128,7 @@ class ForkingMac:
 
     async def __call__(self, command: Command) -> CommandResult:
         self.commands.append(command)
-        if command.args.get("fork_of") == "refuse-me":
+        if command.args.get("fork_of") == REFUSED_PARENT:
             return CommandResult(command_id=command.command_id, ok=False, code="x", error="no")
         data: dict[str, Any] = {}
         if command.name == "create_session":
@@ -194,7 +197,7 @@ def test_the_fork_route_links_the_fork_to_its_parent(relay: RelayServer) -> None
 
 def test_a_fork_the_mac_refuses_or_an_offline_mac_leaves_no_trace(relay: RelayServer) -> None:
     acct = relay.account()
-    parent = "refuse-me"
+    parent = REFUSED_PARENT
 
     async def go() -> None:
         async with mac(relay, acct.device_token, on_command=ForkingMac()) as link:

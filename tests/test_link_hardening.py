@@ -15,6 +15,8 @@ from typing import Any
 import httpx
 import pytest
 import websockets
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from websockets.asyncio.client import ClientConnection
 
 from tests.support.relay import (
@@ -717,3 +719,160 @@ def test_a_relay_message_the_mac_cannot_read_is_skipped_not_the_end_of_its_link(
 
     asyncio.run(run())
     assert answers and answers[0]["type"] == "command_result" and answers[0]["ok"] is True
+
+
+# -- issue 20: session ids are UUIDs on the link too; sessions per Mac are bounded ----------------
+
+
+def _sessions(server: RelayServer, acct: Account) -> set[str]:
+    with phone_client(server, acct.phone_token) as client:
+        return {s["id"] for s in client.get("/api/sessions").json()["sessions"]}
+
+
+NOT_SESSION_IDS = st.one_of(
+    st.text(alphabet=st.characters(codec="utf-8"), max_size=60),
+    st.uuids().map(lambda u: str(u).upper()),  # another spelling of a UUID
+    st.uuids().map(lambda u: u.hex),
+    st.uuids().map(lambda u: "{" + str(u) + "}"),
+    st.sampled_from(["SID", "../../x", "s1", " " + str(uuid.uuid4()), str(uuid.uuid4()) + "\n"]),
+).filter(lambda text: not _canonical(text))
+
+
+def _canonical(text: str) -> bool:
+    try:
+        return str(uuid.UUID(text)) == text
+    except ValueError:
+        return False
+
+
+@settings(
+    max_examples=40,
+    deadline=None,
+    derandomize=True,
+    database=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+)
+@given(session_id=NOT_SESSION_IDS)
+def test_a_lines_batch_for_an_id_that_is_not_a_uuid_is_refused_and_the_link_goes_on(
+    relay: RelayServer, account: Account, session_id: str
+) -> None:
+    good = str(uuid.uuid4())
+
+    async def go() -> None:
+        async with raw_link(relay, account.device_token) as ws:
+            assert (await hello(ws))["type"] == "welcome"
+            batch = {
+                "type": "lines",
+                "batch": 7,
+                "session_id": session_id,
+                "conversation_id": "conv",
+                "cwd": "/w",
+                "lines": [{"offset": 0, "text": user_text("hello")}],
+            }
+            refused = await answer(ws, json.dumps(batch))
+            assert refused["type"] == "error" and refused["code"] == "bad_session_id", refused
+            assert refused["batch"] == 7 and "UUID" in refused["message"]
+            # The link goes on: the next batch, for a real id, is stored.
+            ok = await answer(ws, json.dumps({**batch, "batch": 8, "session_id": good}))
+            assert ok["type"] == "ack" and ok["last_seq"] == 1, ok
+
+    asyncio.run(go())
+    assert session_id not in _sessions(relay, account)
+
+
+def test_a_hello_naming_ids_that_are_not_uuids_leaves_them_out_and_says_so(
+    relay: RelayServer, account: Account
+) -> None:
+    good = str(uuid.uuid4())
+
+    async def go() -> None:
+        async with raw_link(relay, account.device_token) as ws:
+            positions = [{"session_id": s} for s in ("SID", good, good.upper(), "../x")]
+            welcome = await hello(ws, positions)
+            assert [p["session_id"] for p in welcome["sessions"]] == [good]
+            error = await until(ws, "error")
+            assert error["code"] == "bad_session_id" and "3 session id(s)" in error["message"]
+            assert await still_up(ws)
+
+    asyncio.run(go())
+    assert good in _sessions(relay, account)
+    assert not {"SID", good.upper(), "../x"} & _sessions(relay, account)
+
+
+def test_a_mac_past_sessions_max_per_mac_stores_no_new_session_from_any_side(
+    make_relay: Any,
+) -> None:
+    server: RelayServer = make_relay(sessions_max_per_mac=2)
+    acct = server.account()
+    first, second, third, fourth, fifth = (str(uuid.uuid4()) for _ in range(5))
+
+    async def go() -> None:
+        async with raw_link(server, acct.device_token) as ws:
+            welcome = await hello(ws, [{"session_id": first}])  # one new from hello
+            assert [p["session_id"] for p in welcome["sessions"]] == [first]
+            lines = {
+                "type": "lines",
+                "batch": 1,
+                "session_id": second,
+                "conversation_id": "conv",
+                "lines": [{"offset": 0, "text": user_text("two")}],
+            }
+            assert (await answer(ws, json.dumps(lines)))["type"] == "ack"  # two: the limit
+            refused = await answer(ws, json.dumps({**lines, "batch": 2, "session_id": third}))
+            assert refused["type"] == "error" and refused["code"] == "too_many_sessions"
+            assert refused["batch"] == 2 and "sessions_max_per_mac" in refused["message"]
+            # A session already stored still takes its lines.
+            more = {**lines, "batch": 3, "lines": [{"offset": 100, "text": user_text("2b")}]}
+            assert (await answer(ws, json.dumps(more)))["last_seq"] == 2
+            assert await still_up(ws)
+        async with raw_link(server, acct.device_token) as ws:
+            welcome = await hello(ws, [{"session_id": first}, {"session_id": fourth}])
+            assert [p["session_id"] for p in welcome["sessions"]] == [first]
+            error = await until(ws, "error")
+            assert error["code"] == "too_many_sessions" and fourth in error["message"]
+            assert "sessions_max_per_mac" in error["message"] and await still_up(ws)
+
+    asyncio.run(go())
+    assert _sessions(server, acct) == {first, second}
+    # The phone's side: a new session on that Mac is refused before it is stored or sent.
+    with phone_client(server, acct.phone_token) as client:
+
+        async def on_command(command: Any) -> Any:
+            raise AssertionError("nothing may reach the Mac")
+
+        async def start() -> httpx.Response:
+            async with mac(server, acct.device_token, on_command=on_command):
+                return await asyncio.to_thread(
+                    client.post,
+                    "/api/sessions",
+                    json={"device_id": acct.device_id, "cwd": "/w", "session_id": fifth},
+                )
+
+        response = asyncio.run(start())
+        assert response.status_code == 409, response.text
+        error = response.json()["error"]
+        assert error["code"] == "too_many_sessions" and "sessions_max_per_mac" in error["message"]
+    assert _sessions(server, acct) == {first, second}
+
+
+def test_what_a_mac_says_of_itself_is_kept_cut_to_a_bounded_size(
+    relay: RelayServer, account: Account
+) -> None:
+    huge = {"name": "Studio " + "M" * 100_000, "os": "macOS " + "x" * 50_000}
+
+    async def go() -> None:
+        async with raw_link(relay, account.device_token) as ws:
+            await ws.send(json.dumps({"type": "hello", "device": huge, "sessions": []}))
+            assert json.loads(await asyncio.wait_for(ws.recv(), 10))["type"] == "welcome"
+            later = {**huge, "claude_version": "2.1." + "9" * 80_000}
+            await ws.send(json.dumps({"type": "device", "device": later}))
+            assert await still_up(ws)
+
+    asyncio.run(go())
+    with phone_client(relay, account.phone_token) as client:
+        [device] = [
+            d for d in client.get("/api/devices").json()["devices"] if d["id"] == account.device_id
+        ]
+    assert device["name"] == ("Studio " + "M" * 100_000)[:200]
+    assert all(len(v) <= 200 for v in device["info"].values() if isinstance(v, str))
+    assert device["info"]["claude_version"].startswith("2.1.99")

@@ -4,6 +4,7 @@ slow clients, revocation and keep-alives."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import random
 import uuid
@@ -11,6 +12,7 @@ from typing import Any
 
 import httpx
 
+from relay.store import hash_secret
 from tests.support.relay import Account, RelayServer, SSEReader, mac, phone_client
 from wire.protocol import LineRecord, SessionInfo
 
@@ -266,3 +268,56 @@ def test_bad_stream_positions_are_clear_errors(relay: RelayServer, account: Acco
             assert (response.status_code, response.json()["error"]["code"]) == (status, code)
         missing = client.get("/api/sessions/no-such-session/stream")
         assert (missing.status_code, missing.json()["error"]["code"]) == (404, "unknown_session")
+
+
+def test_a_login_past_its_stream_limit_closes_its_oldest_and_never_locks_itself_out(
+    make_relay: Any,
+) -> None:
+    """A phone that reconnects again and again (its old streams dead, not yet noticed) always
+    gets its new stream: the oldest of its login is closed with ``closed``, naming the setting;
+    another login's streams are left alone."""
+    server: RelayServer = make_relay(sse_max_streams_per_token=2)
+    acct = server.account()
+    other_token, _, _ = server.state.store.create_token(acct.account_id, "phone", "other phone")
+    session_id = str(uuid.uuid4())
+    hub = server.state.hub
+
+    async def run() -> None:
+        async with (
+            mac(server, acct.device_token) as link,
+            client_for(server, acct.phone_token) as c,
+            client_for(server, other_token) as o,
+        ):
+            await link.send_lines(session_id, "conv", user_lines(0, 1))
+            async with (
+                o.stream("GET", "/api/stream") as theirs,
+                c.stream("GET", "/api/stream") as first,
+                c.stream("GET", f"/api/sessions/{session_id}/stream") as second,
+            ):
+                their_reader, first_reader = SSEReader(theirs), SSEReader(first)
+                second_reader = SSEReader(second)
+                assert (await their_reader.next()).event == "snapshot"
+                assert (await first_reader.next()).event == "snapshot"
+                assert (await second_reader.next()).event == "hello"
+                assert hub.streams_of(hash_secret(acct.phone_token)) == 2
+                for attempt in range(3):  # reconnects, each one past the limit
+                    async with c.stream("GET", "/api/stream") as newest:
+                        reader = SSEReader(newest)
+                        assert (await reader.next()).event == "snapshot", attempt
+                        if attempt == 0:
+                            closed = await first_reader.next(5)
+                            assert closed.event == "closed"
+                            body = json.loads(closed.data)
+                            assert body["reason"] == "too_many_streams"
+                            assert "sse_max_streams_per_token" in body["message"]
+                            with contextlib.suppress(EOFError, httpx.HTTPError):
+                                await first_reader.next(5)  # and it ends
+                                raise AssertionError("the closed stream went on")
+                        assert hub.streams_of(hash_secret(acct.phone_token)) <= 2
+                # The other login kept its stream: it still hears the account's news.
+                await link.update(SessionInfo(session_id=session_id, state="busy"))
+                while (news := await their_reader.next(5)).event != "session":
+                    pass
+                assert json.loads(news.data)["state"] == "busy"
+
+    asyncio.run(run())

@@ -10,11 +10,11 @@ from __future__ import annotations
 import asyncio
 import json
 import os
-import secrets
 import sqlite3
 import subprocess
 import sys
 import time
+import uuid
 from pathlib import Path
 from typing import Any
 
@@ -46,7 +46,7 @@ def pg_url(postgres: PostgresCluster) -> str:
 
 
 def new_id() -> str:
-    return f"sub-{secrets.token_hex(6)}"
+    return str(uuid.uuid4())  # a session id, as the relay takes it: a UUID
 
 
 async def push_both(server: RelayServer, acct: Account, session_id: str, sub_first: bool) -> int:

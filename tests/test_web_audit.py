@@ -16,6 +16,7 @@ from tests.support.web import (
     ScriptedMac,
     actions,
     commands,
+    multi_question_card,
     new_sid,
     permission_card,
     relay_client,
@@ -107,3 +108,27 @@ def test_the_session_menu_shows_its_audit_log(
     expect(page.locator("dialog li.audit-entry").nth(51)).to_contain_text(
         "세션 규칙: category read: allow"
     )
+
+
+def test_a_card_a_message_closed_shows_as_closed_by_that_message(
+    phone: Phone, scripted: ScriptedMac, account: Account, relay: RelayServer
+) -> None:
+    sid = new_sid()
+    scripted.send_transcript(sid, "d_bash")
+    question = multi_question_card("card-qm")
+    scripted.update(sid, state="waiting", card=question)
+    # As the agent answers a message sent while a question card is open: closed, then typed.
+    scripted.answers["send"] = {"state": "typed"}
+    page = phone.login(account).open(f"/#/s/{sid}")
+    expect(page.locator(".card[data-card-id='card-qm']")).to_be_visible()
+    with relay_client(relay, account) as client:
+        sent = client.post(f"/api/sessions/{sid}/messages", json={"text": "olive oil only"})
+        assert sent.status_code == 200, sent.text
+    stored(relay, account, 1)
+
+    actions(page, "Audit log")
+    entry = page.locator("dialog li.audit-entry")
+    expect(entry).to_have_count(1)
+    expect(entry).to_contain_text("Closed by a message: “olive oil only”")
+    expect(entry.locator(".row-title")).to_have_text("Toppings · Which toppings do you want?")
+    expect(entry.locator(".audit-by")).to_contain_text("By test phone")

@@ -202,3 +202,33 @@ def test_a_message_to_an_offline_mac_is_queued_on_the_relay_then_held(
     mac.update(sid, state="busy", held=[held(message_id, "run the tests when you are back")])
     expect(item.locator(".held-state")).to_have_text("Held")
     expect(page.locator(".held-item")).to_have_count(1)  # queued no more, held once
+
+
+def test_a_long_queued_message_shows_its_preview_and_reads_whole_on_request(
+    setup: tuple[RelayServer, ScriptedMac, FreezableProxy, BrowserContext, str],
+) -> None:
+    relay, mac, proxy, context, sid = setup
+    mac.abort()
+    wait_for(lambda: not relay.state.live.links, what="the Mac offline")
+    long = "".join(f"step {i}: check the build, then the tests\n" for i in range(300))
+    page = context.new_page()
+    page.goto(f"/#/s/{sid}")
+    expect(page.locator(".convo")).to_contain_text("first words")
+    for text, message_id in ((long, "phone-long-1"), ("and then stop", "phone-short")):
+        queued = page.request.post(
+            f"/api/sessions/{sid}/outbox",
+            data={"text": text, "id": message_id},
+            headers={"Origin": proxy.url},  # as the page's own requests carry it
+        )
+        assert queued.status == 201, queued.text()
+    long_item = page.locator(".held-item[data-id='phone-long-1']")
+    short_item = page.locator(".held-item[data-id='phone-short']")
+    expect(long_item.locator(".held-text")).to_have_text(long[:200] + "…")
+    expect(short_item.locator(".held-text")).to_have_text("and then stop")
+    expect(short_item.locator("button.queued-whole")).to_have_count(0)
+    whole = long_item.locator("button.queued-whole")
+    expect(whole).to_have_text(f"Show all ({len(long)} characters)")
+    whole.click()
+    expect(long_item.locator(".held-text")).to_have_text(long)
+    expect(long_item.locator("button.queued-whole")).to_have_count(0)
+    expect(long_item.locator(".held-state")).to_have_text("Queued on the relay")

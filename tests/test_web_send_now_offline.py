@@ -63,7 +63,7 @@ def test_send_now_to_an_offline_mac_offers_the_relay_queue(
 
     with relay_client(phone.server, account) as client:
         queued = client.get(f"/api/sessions/{sid}/outbox").json()["queued"]
-    assert [m["text"] for m in queued] == ["stop, use the other folder"]
+    assert [m["preview"] for m in queued] == ["stop, use the other folder"]
 
     # Back online: delivered once, as a normal send (never an interrupt).
     scripted.commands.clear()

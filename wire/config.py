@@ -134,6 +134,41 @@ SETTINGS: tuple[Setting, ...] = (
         "relay",
     ),
     Setting(
+        "attachments_max_per_session",
+        50,
+        "Most files one session keeps attached on the Mac; past it the oldest a message already "
+        "took make room, else the upload is refused (attachments_full).",
+        "agent",
+    ),
+    Setting(
+        "attachments_max_bytes_per_session",
+        200 * MIB,
+        "Most bytes of files one session keeps attached on the Mac; past it the oldest a message "
+        "already took make room, else the upload is refused (attachments_full).",
+        "agent",
+    ),
+    Setting(
+        "held_max_per_session",
+        50,
+        "Most messages one session holds on the Mac, not yet typed; one more is refused "
+        "(held_full) until some are typed or cancelled.",
+        "agent",
+    ),
+    Setting(
+        "held_max_bytes_per_session",
+        2 * MIB,
+        "Most bytes of text one session holds on the Mac, not yet typed; past it a message is "
+        "refused (held_full) until some are typed or cancelled.",
+        "agent",
+    ),
+    Setting(
+        "sessions_max_per_mac",
+        10_000,
+        "Most sessions the relay keeps for one Mac (retention deletes old ones); a new one past "
+        "it is refused (too_many_sessions). 0 = no limit.",
+        "relay",
+    ),
+    Setting(
         "allow_all_default_minutes",
         60,
         'Minutes "allow all" lasts when it is turned on with no duration ("session": until '
@@ -166,9 +201,44 @@ SETTINGS: tuple[Setting, ...] = (
         "relay",
     ),
     Setting(
+        "outbox_max_per_session",
+        100,
+        "Most messages queued on the relay for one session while its Mac is offline "
+        "(outbox_full past it).",
+        "relay",
+    ),
+    Setting(
+        "outbox_max_bytes_per_session",
+        2 * MIB,
+        "Most bytes of text queued on the relay for one session while its Mac is offline "
+        "(outbox_full past it).",
+        "relay",
+    ),
+    Setting(
+        "outbox_max_per_mac",
+        500,
+        "Most messages queued on the relay for all the sessions of one Mac while it is offline "
+        "(outbox_full past it).",
+        "relay",
+    ),
+    Setting(
+        "outbox_max_bytes_per_mac",
+        8 * MIB,
+        "Most bytes of text queued on the relay for all the sessions of one Mac while it is "
+        "offline (outbox_full past it).",
+        "relay",
+    ),
+    Setting(
         "sse_queue_size",
         2000,
         "Events buffered per SSE subscriber; on overflow it gets resync and is closed.",
+        "relay",
+    ),
+    Setting(
+        "sse_max_streams_per_token",
+        20,
+        "Most SSE streams one login (token) holds open on a relay node; a new one past it closes "
+        "that login's oldest (a phone that reconnects often is never locked out).",
         "relay",
     ),
     Setting(

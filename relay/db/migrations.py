@@ -143,6 +143,15 @@ def _columns(conn: Any, dialect: Dialect, table: str) -> set[str]:
     return {str(r[1]) for r in conn.execute(f"PRAGMA table_info({table})")}
 
 
+def add_column(conn: Any, table: str, column: str, declaration: str) -> bool:
+    """Add ``column`` to ``table`` when it has none yet (a feature's schema migrating its own
+    table, relay/feature.py); True when it was added, so the caller can fill it in."""
+    if column in _columns(conn, conn.dialect, table):
+        return False
+    conn.execute(f"ALTER TABLE {table} ADD COLUMN {column} {declaration}")
+    return True
+
+
 def _epoch_start(conn: Any, dialect: Dialect) -> None:
     if "epoch_start" not in _columns(conn, dialect, "sessions"):
         conn.execute("ALTER TABLE sessions ADD COLUMN epoch_start INTEGER NOT NULL DEFAULT 1")

@@ -14,7 +14,14 @@ One row per decision, in the table ``audit``:
 * **a hook's decision** (``hook``): a PermissionRequest hook of the person's own settings that
   answered before any dialog, seen in the transcript (``hook_allowed`` / ``hook_denied`` marker
   events, watched as they are stored). The agent's own hook leaves the same marker, so a marker
-  is logged only when no decision of the Mac names its tool use within ``HOOK_GRACE`` seconds.
+  is logged only when no decision of the Mac names its tool use within ``HOOK_GRACE`` seconds;
+* **a card closed by a message** (``phone``, rule ``closed by a message``): a phone sent a
+  message while a question, plan or dialog card was shown, and the Mac closed the card to type
+  it (SPEC §5): who sent it, the card as shown, the message's text (cut at ``SUMMARY_CHARS``).
+
+``at`` is always the relay's own clock, and retention counts a row's age from it. A Mac's
+decision also keeps the time the Mac gave (``mac_at``) beside it, as information only: a Mac
+whose clock is wrong, or that lies, cannot date a row back and have it expire early.
 
 Append-only is kept by the database itself: a trigger refuses every ``UPDATE`` of a row and every
 ``DELETE`` of a row younger than the expiry horizon (``audit_expiry.cutoff``), and the horizon only
@@ -33,12 +40,13 @@ import asyncio
 import contextlib
 import json
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Query, Request
 
+from relay.db.migrations import add_column
 from relay.deps import CardAnswer, Phone, State, refuse_read_only
 from relay.errors import BadRequest
 from relay.feature import Feature
@@ -56,6 +64,9 @@ MAX_ID = 2**63 - 1
 SUMMARY_CHARS = 500
 SOURCES = ("phone", "policy", "allow_all", "hook")
 HOOK_GRACE = 3.0  # seconds a hook marker waits for the Mac's own decision about its tool use
+# Cards the Mac closes (Esc) to type a message sent while they show (agent/held.py).
+CLOSED_BY_MESSAGE = frozenset({"question", "plan", "dialog"})
+CLOSED_RULE = "closed by a message"
 _HOOK_MARKS = ('"marker":"hook_allowed"', '"marker":"hook_denied"')
 
 TABLES = (
@@ -79,7 +90,8 @@ TABLES = (
         input_digest TEXT,
         summary TEXT,
         answer TEXT NOT NULL,
-        decision_id TEXT
+        decision_id TEXT,
+        mac_at REAL
     )""",
     "CREATE INDEX IF NOT EXISTS audit_account ON audit(account_id, id)",
     "CREATE INDEX IF NOT EXISTS audit_session ON audit(account_id, session_id, id)",
@@ -154,7 +166,7 @@ POSTGRES_TRIGGERS = (
 
 _COLUMNS = (
     "id, account_id, session_id, at, source, rule, phone_id, phone_name, token_id, address,"
-    " device_id, card_id, kind, tool, tool_use_id, title, input_digest, summary, answer"
+    " device_id, card_id, kind, tool, tool_use_id, title, input_digest, summary, answer, mac_at"
 )
 
 
@@ -180,6 +192,7 @@ class Entry:
     input_digest: str | None = None
     summary: str | None = None
     decision_id: str | None = None
+    mac_at: float | None = None  # a Mac's decision: the time it gave (``at`` is the relay's)
 
 
 # -- building entries (pure) ---------------------------------------------------------------
@@ -241,13 +254,14 @@ def of_answer(
 def of_decision(
     account_id: str, device_id: str, decision: Decision, now: float | None = None
 ) -> Entry:
-    """A decision the Mac made by itself (a ``decision`` link message), at the Mac's time (it
-    may have waited for the link) but never later than the relay's own: the age retention
-    counts starts no later than the relay heard of it."""
+    """A decision the Mac made by itself (a ``decision`` link message), dated when the relay
+    heard of it: retention counts its age from there. The Mac's own time for it (it may have
+    waited for the link) is kept beside, never instead: a Mac cannot date a row back."""
     return Entry(
         account_id=account_id,
         session_id=decision.session_id,
-        at=min(decision.at, time.time() if now is None else now),
+        at=time.time() if now is None else now,
+        mac_at=decision.at,
         source=decision.source,
         answer={"decision": decision.decision},
         rule=decision.rule,
@@ -261,15 +275,59 @@ def of_decision(
     )
 
 
+def closed_by_message(card: Card, answer: Mapping[str, Any]) -> bool:
+    """Did the Mac close ``card`` to type a message? Its answer to the send says the message was
+    typed at once, which with such a card open means it was closed first (agent/held.py)."""
+    return card.kind in CLOSED_BY_MESSAGE and answer.get("state") == "typed"
+
+
+def of_message(
+    request: Request,
+    principal: Principal,
+    session: Session,
+    card: Card,
+    text: str,
+    message_id: str | None,
+    now: float | None = None,
+) -> Entry:
+    """A card a phone's message closed, as the audit log keeps it: who sent it, the card as it
+    was shown, what the message said."""
+    return Entry(
+        account_id=principal.account_id,
+        session_id=session.id,
+        at=time.time() if now is None else now,
+        source="phone",
+        answer={"closed_by": "message", "text": _clip(text), "message_id": message_id},
+        rule=CLOSED_RULE,
+        phone_id=principal.subject_id,
+        token_id=principal.token_id,
+        address=request.client.host if request.client else None,
+        device_id=session.device_id,
+        card_id=card.id,
+        kind=card.kind,
+        tool=card.tool,
+        title=_clip(card.title),
+        input_digest=input_digest(card.tool_input),
+        summary=_clip(card_summary(card)),
+        # One entry per card, however often the message is retried.
+        decision_id=f"closed:{session.id}:{card.id}"[:200],
+    )
+
+
 # -- the store -----------------------------------------------------------------------------
 
 
 def setup(conn: Any) -> None:
-    """The table and its append-only triggers (safe to run again)."""
+    """The table and its append-only triggers (safe to run again); a table from before a Mac's
+    own time was kept apart gets its column (``mac_at``: adding it changes no row)."""
     for sql in TABLES:
         conn.execute(sql)
+    add_column(conn, "audit", "mac_at", "REAL")
     for sql in POSTGRES_TRIGGERS if conn.dialect.postgres else SQLITE_TRIGGERS:
         conn.execute(sql)
+
+
+setup.schema_version = 2  # type: ignore[attr-defined]  # 2: audit.mac_at
 
 
 def insert(conn: Any, entry: Entry) -> bool:
@@ -281,8 +339,8 @@ def insert(conn: Any, entry: Entry) -> bool:
     cursor = conn.execute(
         "INSERT OR IGNORE INTO audit (account_id, session_id, at, source, rule, phone_id,"
         " phone_name, token_id, address, device_id, card_id, kind, tool, tool_use_id, title,"
-        " input_digest, summary, answer, decision_id)"
-        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        " input_digest, summary, answer, decision_id, mac_at)"
+        " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         (
             entry.account_id,
             entry.session_id,
@@ -303,6 +361,7 @@ def insert(conn: Any, entry: Entry) -> bool:
             entry.summary,
             json.dumps(entry.answer, separators=(",", ":"), ensure_ascii=False),
             entry.decision_id,
+            entry.mac_at,
         ),
     )
     return bool(cursor.rowcount > 0)
@@ -346,7 +405,7 @@ async def record_decision(state: RelayState, account_id: str, device_id: str, ms
 def entry_json(row: tuple[Any, ...]) -> dict[str, Any]:
     (
         row_id, _, session_id, at, source, rule, phone_id, phone_name, token_id, address,
-        device_id, card_id, kind, tool, tool_use_id, title, digest, summary, answer,
+        device_id, card_id, kind, tool, tool_use_id, title, digest, summary, answer, mac_at,
     ) = row  # fmt: skip
     who = None
     if phone_id is not None:
@@ -369,6 +428,7 @@ def entry_json(row: tuple[Any, ...]) -> dict[str, Any]:
             "summary": summary,
         },
         "answer": json.loads(answer),
+        "mac_at": iso(mac_at),  # a Mac's own decision: the time it gave (``at``: the relay's)
     }
 
 
@@ -509,8 +569,23 @@ async def start(state: RelayState) -> HookWatch:
 
         return done
 
+    def log_message(
+        request: Request, principal: Principal, session: Session, card: Card, text: str
+    ) -> Callable[[Mapping[str, Any]], Awaitable[None]]:
+        async def done(answer: Mapping[str, Any]) -> None:
+            if closed_by_message(card, answer):
+                message_id = answer.get("message_id")
+                entry = of_message(
+                    request, principal, session, card, text,
+                    message_id if isinstance(message_id, str) else None,
+                )  # fmt: skip
+                await record(state, entry)
+
+        return done
+
     state.record_decision = record_mac_decision
     state.answer_loggers.append(log_answer)
+    state.message_loggers.append(log_message)
     state.store.add_listener(watch.on_events)
     return watch
 

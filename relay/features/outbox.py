@@ -14,7 +14,16 @@ Flushing starts when the Mac reports the session (it does so as soon as it links
 schedule (``outbox_retry_interval``) while anything waits. With several relay nodes (PostgreSQL)
 only the node holding the Mac's link delivers; a node that queues for a Mac linked elsewhere
 nudges that node over the cluster bus. What waits is part of each session's
-snapshot as ``queued`` (the page lists it in its ledger as "queued on the relay").
+snapshot as ``queued`` (the page lists it in its ledger as "queued on the relay"): each message's
+first ``PREVIEW_CHARS`` characters, its length and whether it was cut; the whole text is read one
+message at a time (``GET /api/sessions/{id}/outbox/{message id}``), so a listing or a stream's
+snapshot stays small however long the messages are.
+
+What waits is bounded, per session and per Mac, in messages and in bytes of text
+(``outbox_max_per_session``, ``outbox_max_bytes_per_session``, ``outbox_max_per_mac``,
+``outbox_max_bytes_per_mac``): one more is refused with 409 ``outbox_full``, naming the setting.
+The count is made in the same transaction as the insert, with the Mac's row locked on PostgreSQL,
+so two relay nodes queueing at once cannot pass it together.
 """
 
 from __future__ import annotations
@@ -25,17 +34,20 @@ import logging
 import secrets
 import time
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from fastapi import APIRouter
 from pydantic import Field
 
 from relay.bodies import Body
+from relay.db.migrations import add_column
 from relay.deps import Phone, State, check_message_length, send_command, session_or_404
-from relay.errors import NotFound, RelayError
+from relay.errors import Conflict, NotFound, RelayError
 from relay.feature import Feature
 from relay.state import RelayState, iso
 from relay.store import Session
+from wire.config import Config
 from wire.protocol import SENDER_MESSAGE_ID, SendArgs, SessionInfo
 
 _log = logging.getLogger("relay.features.outbox")
@@ -49,13 +61,80 @@ CREATE TABLE IF NOT EXISTS outbox (
     text TEXT NOT NULL,
     created_at REAL NOT NULL,
     error TEXT,
+    size INTEGER NOT NULL DEFAULT 0,
     UNIQUE (session_id, message_id)
 )
 """
 
+PREVIEW_CHARS = 200  # of each queued message, in listings and snapshots
+# A Mac's answers after which a message waits for the next try, not for the person: the Mac is
+# away, or its session holds as many messages as its settings allow (some are typed soon).
+TRY_AGAIN = frozenset({"device_offline", "device_timeout", "held_full"})
+
 
 def setup(conn: Any) -> None:
     conn.execute(TABLE)
+    # The text's UTF-8 size, counted against the byte limits (a table from before it had none).
+    if add_column(conn, "outbox", "size", "INTEGER NOT NULL DEFAULT 0"):
+        rows = conn.execute("SELECT position, text FROM outbox").fetchall()
+        for position, text in rows:
+            conn.execute(
+                "UPDATE outbox SET size = ? WHERE position = ?", (_size(str(text)), position)
+            )
+
+
+setup.schema_version = 2  # type: ignore[attr-defined]  # 2: outbox.size
+
+
+@dataclass(frozen=True)
+class Limits:
+    """What may wait on the relay, per session and per Mac (0: no limit)."""
+
+    session_messages: int
+    session_bytes: int
+    mac_messages: int
+    mac_bytes: int
+
+    @classmethod
+    def of(cls, config: Config) -> Limits:
+        return cls(
+            config.int("outbox_max_per_session"),
+            config.int("outbox_max_bytes_per_session"),
+            config.int("outbox_max_per_mac"),
+            config.int("outbox_max_bytes_per_mac"),
+        )
+
+
+@dataclass(frozen=True)
+class Waiting:
+    """What waits now: messages and bytes, for one session and for all its Mac's."""
+
+    session_messages: int
+    session_bytes: int
+    mac_messages: int
+    mac_bytes: int
+
+
+def over_limit(limits: Limits, waiting: Waiting, size: int) -> str | None:
+    """Why one more message of ``size`` bytes cannot wait (None: it can), naming the setting."""
+    checks = (
+        (waiting.session_messages + 1, limits.session_messages, "outbox_max_per_session",
+         "messages", "this session"),
+        (waiting.session_bytes + size, limits.session_bytes, "outbox_max_bytes_per_session",
+         "bytes", "this session"),
+        (waiting.mac_messages + 1, limits.mac_messages, "outbox_max_per_mac",
+         "messages", "this session's Mac"),
+        (waiting.mac_bytes + size, limits.mac_bytes, "outbox_max_bytes_per_mac",
+         "bytes", "this session's Mac"),
+    )  # fmt: skip
+    for total, limit, setting, unit, whose in checks:
+        if limit > 0 and total > limit:
+            return (
+                f"the relay holds at most {limit:,} {unit} of queued messages for {whose} "
+                f"({setting}); this one would make {total:,}. Wait until the Mac is back and "
+                "takes them, or drop a queued message, then queue it again"
+            )
+    return None
 
 
 class QueueBody(Body):
@@ -116,7 +195,7 @@ class Outbox:
         found: dict[str, list[dict[str, Any]]] = {}
         for session_id, *message in rows:
             found.setdefault(session_id, []).append(_message(*message))
-        return lambda session_id: {"queued": found.get(session_id, [])}
+        return lambda session_id: {"queued": [shown(m) for m in found.get(session_id, [])]}
 
     @property
     def shared(self) -> bool:
@@ -124,17 +203,33 @@ class Outbox:
         return bool(self.state.store.dialect.postgres)
 
     def fields(self, session: Session) -> Mapping[str, Any]:
-        return {"queued": list(self.waiting.get(session.id, []))}
+        return {"queued": [shown(m) for m in self.waiting.get(session.id, [])]}
 
     async def queue(self, session: Session, text: str, message_id: str | None) -> dict[str, Any]:
         message_id = message_id or "q" + secrets.token_hex(8)
+        # PostgreSQL's text holds no NUL (its store keeps U+FFFD instead): so on every backend,
+        # for what every node lists, reads back and delivers to be one and the same text.
+        text = text.replace("\x00", "\ufffd")
         now = time.time()
+        size = _size(text)
+        limits = Limits.of(self.state.config)
+        lock = self.state.store.dialect.for_update
 
         def job(conn: Any) -> bool:
+            if conn.execute(
+                "SELECT 1 FROM outbox WHERE session_id = ? AND message_id = ?",
+                (session.id, message_id),
+            ).fetchone():
+                return False  # sent again with its id: already waiting
+            # Nodes queueing for one Mac take turns here (SQLite's one writer needs no lock).
+            conn.execute("SELECT id FROM devices WHERE id = ?" + lock, (session.device_id,))
+            why = over_limit(limits, _waiting(conn, session), size)
+            if why is not None:
+                raise Conflict(why, code="outbox_full")
             cur = conn.execute(
-                "INSERT OR IGNORE INTO outbox (session_id, account_id, message_id, text, created_at)"
-                " VALUES (?, ?, ?, ?, ?)",
-                (session.id, session.account_id, message_id, text, now),
+                "INSERT OR IGNORE INTO outbox (session_id, account_id, message_id, text,"
+                " created_at, size) VALUES (?, ?, ?, ?, ?, ?)",
+                (session.id, session.account_id, message_id, text, now, size),
             )
             return bool(cur.rowcount == 1)
 
@@ -152,6 +247,18 @@ class Outbox:
         ):
             self.state.cluster.nudge("outbox", session.id)  # the node holding the Mac delivers it
         return {"message_id": message_id, "state": "queued", "duplicate": not added}
+
+    async def whole(self, session: Session, message_id: str) -> dict[str, Any]:
+        """One queued message with its whole text (the listings carry a preview)."""
+        rows = await self.state.store.read(
+            "SELECT message_id, text, created_at, error FROM outbox"
+            " WHERE session_id = ? AND message_id = ?",
+            (session.id, message_id),
+        )
+        if not rows:
+            raise _not_queued()
+        message = _message(*rows[0])
+        return {**shown(message), "text": message["text"]}
 
     async def drop(self, session: Session, message_id: str) -> bool:
         def job(conn: Any) -> bool:
@@ -239,7 +346,7 @@ class Outbox:
                         SendArgs(text=message["text"], message_id=message["id"]),
                     )
                 except RelayError as exc:
-                    if exc.code not in ("device_offline", "device_timeout"):
+                    if exc.code not in TRY_AGAIN:
                         message["error"] = exc.message  # refused: it waits, saying why
                         await self._mark_error(session_id, message["id"], exc.message)
                         self.state.publish_session(session)
@@ -289,6 +396,43 @@ def _message(message_id: str, text: str, created_at: float, error: str | None) -
     return {"id": message_id, "text": text, "created_at": iso(created_at), "error": error}
 
 
+def shown(message: Mapping[str, Any]) -> dict[str, Any]:
+    """A queued message as listings and snapshots show it: a preview of its text, not all of it."""
+    text = str(message["text"])
+    return {
+        "id": message["id"],
+        "preview": text[:PREVIEW_CHARS],
+        "length": len(text),
+        "truncated": len(text) > PREVIEW_CHARS,
+        "created_at": message["created_at"],
+        "error": message["error"],
+    }
+
+
+def _size(text: str) -> int:
+    return len(text.encode("utf-8", "surrogatepass"))
+
+
+def _waiting(conn: Any, session: Session) -> Waiting:
+    """What waits for the session and for its Mac, as the table holds it now."""
+    mine = conn.execute(
+        "SELECT COUNT(*), COALESCE(SUM(size), 0) FROM outbox WHERE session_id = ?",
+        (session.id,),
+    ).fetchone()
+    macs = conn.execute(
+        "SELECT COUNT(*), COALESCE(SUM(o.size), 0) FROM outbox o"
+        " JOIN sessions s ON s.id = o.session_id WHERE s.device_id = ?",
+        (session.device_id,),
+    ).fetchone()
+    return Waiting(int(mine[0]), int(mine[1]), int(macs[0]), int(macs[1]))
+
+
+def _not_queued() -> NotFound:
+    return NotFound(
+        "no such queued message (it may have been delivered already)", code="not_queued"
+    )
+
+
 async def start(state: RelayState) -> Outbox:
     outbox = Outbox(state)
     await outbox.load()
@@ -332,15 +476,22 @@ async def list_queued(session_id: str, principal: Phone, state: State) -> dict[s
     return dict(outbox.fields(session))
 
 
+@router.get("/sessions/{session_id}/outbox/{message_id}")
+async def read_queued(
+    session_id: str, message_id: str, principal: Phone, state: State
+) -> dict[str, Any]:
+    """One queued message with its whole text."""
+    session = await session_or_404(state, principal, session_id)
+    return await _outbox(state).whole(session, message_id)
+
+
 @router.delete("/sessions/{session_id}/outbox/{message_id}")
 async def drop_queued(
     session_id: str, message_id: str, principal: Phone, state: State
 ) -> dict[str, Any]:
     session = await session_or_404(state, principal, session_id)
     if not await _outbox(state).drop(session, message_id):
-        raise NotFound(
-            "no such queued message (it may have been delivered already)", code="not_queued"
-        )
+        raise _not_queued()
     return {"ok": True}
 
 

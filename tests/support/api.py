@@ -3,7 +3,7 @@ transcript sent by a Mac in one batch."""
 
 from __future__ import annotations
 
-import secrets
+import uuid
 from collections.abc import Iterator
 from typing import Any
 
@@ -36,7 +36,8 @@ def transcript_lines(prefix: str) -> tuple[str, list[LineRecord]]:
 
 
 def new_id() -> str:
-    return f"test-{secrets.token_hex(6)}"
+    """A new session id, as the agent makes them (the relay takes nothing but a UUID)."""
+    return str(uuid.uuid4())
 
 
 async def push(link: MacLink, session_id: str, prefix: str = BIG) -> int:

@@ -10,6 +10,7 @@ const PAGE = 50;
 
 function answerText(a) {
   if (a.decision) return t("aud_" + a.decision);
+  if (a.closed_by === "message") return t("aud_closed_by_message", { text: a.text || "" });
   const parts = (a.keys || []).map((k, i) => `${(a.labels || [])[i] || "?"} [${k}]`);
   if (a.text) parts.push(`“${a.text}”`);
   return parts.join(", ") + (a.always ? " · " + t("aud_always") : "");

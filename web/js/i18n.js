@@ -147,7 +147,8 @@ const en = {
   audit: "Audit log", aud_note: "Every decision on this session's cards, newest first: who answered, or which rule did.",
   aud_none: "No decisions yet.", aud_older: "Older", aud_allow: "Allowed", aud_deny: "Denied", aud_always: "always",
   aud_by_phone: "By {name} · token {token} · from {addr}", aud_by_rule: "By {source}: {rule}",
-  aud_src_policy: "the session's rule", aud_src_allow_all: "allow all", aud_src_hook: "a hook"
+  aud_src_policy: "the session's rule", aud_src_allow_all: "allow all", aud_src_hook: "a hook",
+  aud_closed_by_message: "Closed by a message: “{text}”"
 };
 
 const ko = {
@@ -285,7 +286,8 @@ const ko = {
   audit: "감사 기록", aud_note: "이 세션의 카드에 내린 모든 결정, 최근 것부터: 누가 답했는지, 어느 규칙이 정했는지.",
   aud_none: "아직 결정이 없어요.", aud_older: "이전 기록", aud_allow: "허용함", aud_deny: "거부함", aud_always: "항상",
   aud_by_phone: "{name} · 토큰 {token} · {addr} 에서", aud_by_rule: "{source}: {rule}",
-  aud_src_policy: "세션 규칙", aud_src_allow_all: "모두 허용", aud_src_hook: "훅"
+  aud_src_policy: "세션 규칙", aud_src_allow_all: "모두 허용", aud_src_hook: "훅",
+  aud_closed_by_message: "글을 보내서 닫음: “{text}”"
 };
 
 // The files and changes view, the new-session pickers and the wide layout.

@@ -1,8 +1,9 @@
 // A session on a Mac that is offline: its state is unknown since the Mac was last seen, and what
 // was last known of it (a question waiting for you) is kept and shown as such.
 
-import { post } from "./api.js";
-import { getLang } from "./i18n.js";
+import { get, post } from "./api.js";
+import { h } from "./dom.js";
+import { getLang, t } from "./i18n.js";
 import { confirmBox, toast } from "./ui.js";
 
 const TEXT = {
@@ -61,10 +62,35 @@ export async function offerQueue(sessionId, message, { now = false } = {}) {
   return true;
 }
 
-/** The session's messages queued on the relay, as ledger items ("Queued on the relay"). */
+const whole = new Map(); // texts read whole: they stay open when the ledger is drawn again
+
+/** The session's messages queued on the relay, as ledger items: a preview of each, and a button
+ * reading one cut short whole. */
 export function queuedItems(snap) {
-  return ((snap && snap.queued) || []).map((m) => ({
-    id: m.id, text: m.text, state: m.error ? "failed" : "queued",
-    label: m.error ? text("refused", m.error) : text("queued"),
-  }));
+  return ((snap && snap.queued) || []).map((m) => {
+    const key = snap.id + " " + m.id, read = whole.get(key);
+    return {
+      id: m.id, state: m.error ? "failed" : "queued",
+      text: read ?? m.preview + (m.truncated ? "…" : ""),
+      label: m.error ? text("refused", m.error) : text("queued"),
+      whole: m.truncated && read === undefined ? () => wholeButton(snap.id, m, key) : null,
+    };
+  });
+}
+
+function wholeButton(sessionId, m, key) {
+  const button = h("button.link.queued-whole", { type: "button" }, t("show_all", { n: m.length }));
+  button.addEventListener("click", async () => {
+    button.disabled = true;
+    try {
+      const read = await get(`/api/sessions/${encodeURIComponent(sessionId)}/outbox/${encodeURIComponent(m.id)}`);
+      whole.set(key, read.text);
+      button.parentElement.querySelector(".held-text").textContent = read.text;
+      button.remove();
+    } catch (error) {
+      button.disabled = false;
+      button.textContent = t("full_failed", { why: error.message });
+    }
+  });
+  return button;
 }

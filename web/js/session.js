@@ -517,7 +517,7 @@ export class SessionView {
     this.heldBox.replaceChildren(
       h("h2.held-title", { title: t("held_hint") }, t("held_title")),
       h("ul.held-list", null, items.map((m) => h("li.held-item", { class: "hs-" + m.state, dataset: { id: m.id, state: m.state } },
-        h("span.held-text", null, m.text), ...heldDetails(m), h("span.held-state", null, m.label || t("hs_" + m.state))))));
+        h("span.held-text", null, m.text), ...heldDetails(m), m.whole ? m.whole() : null, h("span.held-state", null, m.label || t("hs_" + m.state))))));
   }
 
   renderComposer() {
