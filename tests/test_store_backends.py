@@ -23,7 +23,7 @@ from relay.db import open_database
 from relay.db.migrations import CORE, CORE_VERSION
 from relay.db.postgres import safe_url, to_postgres
 from relay.errors import StoreUnavailable
-from relay.store import Store
+from relay.store import Store, hash_secret
 from tests.support.postgres import PostgresCluster
 from wire import config as configmod
 from wire.config import ConfigError
@@ -336,3 +336,20 @@ def test_postgresql_away_is_a_clear_503_and_the_store_recovers(tmp_path: Path) -
             store.close()
     finally:
         own.destroy()
+
+
+def test_tokens_and_pairing_codes_are_kept_only_as_hashes(tmp_path: Path) -> None:
+    """Whoever reads the relay's database file (a backup, a stolen disk) finds no credential in
+    it: a token and a pairing code's secret are stored as their SHA-256, never as themselves."""
+    store = Store(config_for(tmp_path))
+    try:
+        account = store.ensure_account()
+        token, _, _ = store.create_token(account, "phone", "pixel")
+        code = store.create_pair_code(account, "device", "studio")
+        assert store.authenticate(token).kind == "phone"  # the hash is how it is found
+    finally:
+        store.close()
+    stored = b"".join(p.read_bytes() for p in tmp_path.rglob("relay.db*"))
+    secret = code.replace("-", "")[4:]  # the first group is the code's public id
+    assert token.encode() not in stored and secret.encode() not in stored
+    assert hash_secret(token).encode() in stored
