@@ -14,7 +14,7 @@ claude-bridge audit              every decision on a card: who or which rule, wh
 claude-bridge doctor             check everything the bridge needs, each with its fix
 claude-bridge attach SESSION     join this terminal to a session running on this Mac
 claude-bridge claude [ARGS…]     a drop-in for claude: started through the agent, seen on the phone
-(the session commands, cli/sessions.py, list the rest)
+(the session commands' modules, in SESSION_COMMANDS, say the rest)
 """
 
 from __future__ import annotations
@@ -30,15 +30,53 @@ import time
 import uuid
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, NoReturn
+from typing import TYPE_CHECKING, Any, NoReturn, Protocol
 
+from cli import (
+    attach,
+    audit,
+    delete,
+    fork,
+    listing,
+    move,
+    opening,
+    policy,
+    rename,
+    retention,
+    session_cost,
+    subagents,
+)
 from relay.webfiles import WebFilesMissing
 from wire import config as configmod
 
 if TYPE_CHECKING:
+    from cli.arguments import Subcommands
     from cli.publish import Link
 
 DEFAULT_DATA = "~/.claude-bridge/relay"
+
+
+class CommandModule(Protocol):
+    """A module of ``claude-bridge`` commands: ``register`` adds them, with their handlers."""
+
+    def register(self, sub: Subcommands) -> None: ...
+
+
+SESSION_COMMANDS: tuple[CommandModule, ...] = (
+    opening,  # open
+    listing,  # sessions, search
+    rename,
+    session_cost,  # session-cost
+    policy,
+    retention,  # pin, unpin, retention
+    audit,
+    fork,
+    move,
+    delete,
+    subagents,
+    attach,  # attach, claude
+)
+"""The session commands' modules, in the order ``claude-bridge --help`` lists them."""
 
 
 def _config(args: argparse.Namespace) -> configmod.Config:
@@ -751,13 +789,8 @@ def build_parser() -> argparse.ArgumentParser:
     add_doctor_arguments(doctor)
     doctor.set_defaults(func=cmd_doctor)
 
-    from cli.sessions import add_commands as add_session_commands  # open, sessions
-
-    add_session_commands(sub)
-
-    from cli.attach import add_commands as add_attach_commands  # attach, claude
-
-    add_attach_commands(sub)
+    for command in SESSION_COMMANDS:  # open, sessions, search … and attach, claude
+        command.register(sub)
 
     from agent.cli import add_commands  # the Mac side's commands: agent, screen
 
@@ -768,9 +801,7 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: Sequence[str] | None = None) -> int:
     words = list(sys.argv[1:] if argv is None else argv)
     if words[:1] == ["claude"]:  # claude's arguments, whole: not claude-bridge's to parse
-        from cli.attach import main_claude
-
-        return main_claude(words[1:])
+        return attach.main_claude(words[1:])
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
