@@ -38,7 +38,9 @@ from cli.common import (
 from cli.publish import Link, PublishError, choose, prepare, running
 from cli.service import install_up, installed, uninstall_up
 from wire import config as configmod
+from wire.tasks import TaskSet
 
+_log = logging.getLogger("cli.up")
 SERVER_START_POLL_SECONDS = 0.05  # how often `up` looks whether the relay's server listens yet
 
 
@@ -117,6 +119,21 @@ async def _serve_with_agent(
 ) -> int:
     """The relay's server and this machine's agent in one event loop, until a signal stops the
     server; the agent then stops (its sessions run on in tmux)."""
+    tasks = TaskSet("up", _log)
+    try:
+        return await _run_with_agent(cfg, args, agent_dir, token, extra, tasks)
+    finally:
+        await tasks.close()
+
+
+async def _run_with_agent(
+    cfg: configmod.Config,
+    args: argparse.Namespace,
+    agent_dir: Path,
+    token: str,
+    extra: list[str],
+    tasks: TaskSet,
+) -> int:
     import signal
 
     import uvicorn
@@ -127,7 +144,7 @@ async def _serve_with_agent(
     from relay.app import create_app
 
     server = uvicorn.Server(uvicorn.Config(create_app(cfg), **server_settings(cfg, args.log_level)))
-    serving = asyncio.create_task(server.serve())
+    serving = tasks.start(server.serve(), name="the relay's server")
     while not server.started and not serving.done():
         await asyncio.sleep(SERVER_START_POLL_SECONDS)
     if serving.done():
