@@ -24,12 +24,13 @@ Exit status: 0 when the terminal detached (the session runs on) or claude exited
 message when the session could not be found, started or attached; the multiplexer's own status
 when it failed.
 
-The parsing (:func:`plan_claude`, :func:`resolve`) is pure; the rest runs the multiplexer and
-calls the relay.
+The parsing (:func:`plan_claude`, :func:`latest_here`, :func:`attach_argv`) is pure, and so is
+naming a session (cli/references.py); the rest runs the multiplexer and calls the relay.
 """
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import shutil
@@ -39,16 +40,18 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
-from cli.client import ApiError, CommandError, RelayClient, SessionSnapshot
+from cli.arguments import Subcommands
+from cli.client import CommandError, RelayClient, SessionSnapshot
+from cli.common import guarded, local_relay_url
+from cli.references import mac_name, resolve
 
 SESSION_PREFIX = "cb-"  # agent/mux.py: a session's terminal is cb-<session id>
 DEFAULT_SOCKET = "claude-bridge"
 MUX_FILE = "mux.json"  # written by the agent: its multiplexer and socket
 SCREEN = (120, 40)  # agent/daemon.py SCREEN_WIDTH × SCREEN_HEIGHT: the size given back on detach
 DETACH_HINT = "Ctrl-b d"
-MIN_PREFIX = 4  # a start of an id shorter than this names too many
 
 # -- the drop-in's arguments (pure) ------------------------------------------------------------
 
@@ -217,46 +220,7 @@ def plan_claude(args: Sequence[str]) -> ClaudePlan:
     return plan
 
 
-# -- naming a session (pure) -------------------------------------------------------------------
-
-
-def resolve(sessions: Sequence[SessionSnapshot], text: str) -> SessionSnapshot:
-    """The session ``text`` names: -N (creation order, newest first), an id, a unique start of
-    an id (at least 4 characters), a title (a unique one, any case), or a Claude conversation
-    id one of them had. CommandError, with the candidates, when none or several match. Pure."""
-    from cli.sessions import parse_ref, pick_offset
-
-    ref = parse_ref(text, "SESSION")
-    if isinstance(ref, int):
-        return pick_offset(sessions, ref)
-    wanted = ref.strip()
-    exact = [s for s in sessions if s["id"] == wanted.lower()]
-    if exact:
-        return exact[0]
-    named = [s for s in sessions if (s.get("title") or "").strip().lower() == wanted.lower()]
-    if len(named) == 1:
-        return named[0]
-    started = (
-        [s for s in sessions if s["id"].startswith(wanted.lower())]
-        if len(wanted) >= MIN_PREFIX
-        else []
-    )
-    if len(started) == 1 and not named:
-        return started[0]
-    talked = [s for s in sessions if s.get("conversation_id") == wanted.lower()]
-    if len(talked) == 1 and not named and not started:
-        return talked[0]
-    several = named or started
-    if several:
-        listing = "; ".join(f"{s['id']} ({s.get('title') or '—'})" for s in several[:8])
-        raise CommandError(
-            f"{len(several)} sessions match {wanted!r}: give more of the id", listing
-        )
-    raise CommandError(
-        f"no session {wanted}",
-        "`claude-bridge sessions` lists them (ids, titles and -1, -2 …)"
-        + ("" if len(wanted) >= MIN_PREFIX else f"; a start of an id has {MIN_PREFIX} characters"),
-    )
+# -- this folder's latest session (pure) -------------------------------------------------------
 
 
 def latest_here(sessions: Sequence[SessionSnapshot], device_id: str, cwd: str) -> SessionSnapshot:
@@ -367,8 +331,6 @@ def _outside_tmux() -> dict[str, str]:
 
 def _relay(token_needed: bool) -> RelayClient | None:
     """The relay the session commands use (CB_RELAY, CB_TOKEN), or None without a token."""
-    from cli.sessions import _local_relay
-
     token = os.environ.get("CB_TOKEN", "").strip()
     if not token:
         if token_needed:
@@ -378,17 +340,7 @@ def _relay(token_needed: bool) -> RelayClient | None:
                 "`export CB_TOKEN=…` (in your shell's profile, for the alias)",
             )
         return None
-    return RelayClient(os.environ.get("CB_RELAY") or _local_relay(), token, read_only=False)
-
-
-def _mac_name(relay: RelayClient | None, device_id: str | None) -> str:
-    if relay is None:
-        return device_id or "?"
-    try:
-        devices = relay.devices()
-    except ApiError:
-        return device_id or "?"
-    return next((str(d["name"]) for d in devices if d["id"] == device_id), device_id or "?")
+    return RelayClient(os.environ.get("CB_RELAY") or local_relay_url(), token, read_only=False)
 
 
 def join(local: LocalAgent, relay: RelayClient | None, session: SessionSnapshot) -> int:
@@ -401,7 +353,7 @@ def join(local: LocalAgent, relay: RelayClient | None, session: SessionSnapshot)
         )
     if relay is not None and session.get("device_id") != local.device_id:
         raise CommandError(
-            f"session {session_id} runs on the Mac {_mac_name(relay, session.get('device_id'))!r}, "
+            f"session {session_id} runs on the Mac {mac_name(relay, session.get('device_id'))!r}, "
             "not on this one",
             "run `claude-bridge attach` there, or open it on the phone's page",
         )
@@ -436,7 +388,7 @@ def join(local: LocalAgent, relay: RelayClient | None, session: SessionSnapshot)
     return 0 if code in (0, None) or not local.running(session_id) else code
 
 
-def cmd_attach(args: Any) -> int:
+def cmd_attach(args: argparse.Namespace) -> int:
     local = LocalAgent.read()
     relay = _relay(token_needed=False)
     try:
@@ -516,10 +468,8 @@ def main_claude(args: Sequence[str]) -> int:
 # -- the parser --------------------------------------------------------------------------------
 
 
-def add_commands(sub: Any) -> None:
-    """Register ``attach`` and ``claude`` (whose arguments ``cli/main.py`` hands over whole)."""
-    from cli.sessions import _guarded
-
+def register(sub: Subcommands) -> None:
+    """``attach`` and ``claude`` (whose arguments ``cli/main.py`` hands over whole)."""
     attaching = sub.add_parser(
         "attach",
         help="join this terminal to a session running on this Mac (Ctrl-b d detaches)",
@@ -532,7 +482,7 @@ def add_commands(sub: Any) -> None:
         metavar="SESSION",
         help="an id, a unique start of one, a title, or -1, -2 … (newest created first)",
     )
-    attaching.set_defaults(func=_guarded(cmd_attach))
+    attaching.set_defaults(func=guarded(cmd_attach))
     dropin = sub.add_parser(
         "claude",
         help="a drop-in for claude: the session starts through this Mac's agent, so the phone "

@@ -4,10 +4,14 @@ Each method is one route the commands call and returns the shape the README's HT
 documents, as a TypedDict: the JSON the relay sent, unchanged (``--json`` prints it as it came), with
 its fields named for the type checker. Every failure becomes one ``CommandError`` (``ApiError``
 when the relay answered ``{"error": {"code", "message"}}``), said for a person with what to do.
+:func:`every_page` reads a paged history (a session's events, a subagent's) whole.
+
+A library, not a command.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any, Literal, TypedDict
 from urllib.parse import quote
 
@@ -538,3 +542,42 @@ class RelayClient:
 
 def _session_path(session_id: str) -> str:
     return f"/api/sessions/{quote(session_id, safe='')}"
+
+
+# -- paged histories ---------------------------------------------------------------------------
+
+
+def every_page(
+    fetch: Callable[[int, str | None], EventsPage], note: Callable[[str], None]
+) -> list[Event]:
+    """Every event of a paged history (a session's or a subagent's), forwards from the start:
+    ``fetch(after, epoch)`` reads one page (as large as the relay gives)."""
+    events: list[Event] = []
+    after = 0
+    epoch: str | None = None
+    while True:
+        try:
+            page = fetch(after, epoch)
+        except ApiError as exc:
+            oldest = exc.details.get("oldest_seq")
+            if exc.code != "history_unavailable" or not isinstance(oldest, int) or after >= oldest:
+                raise
+            note(
+                f"(events before #{oldest} are kept only on the Mac, which is offline; "
+                "showing what the relay keeps)"
+            )
+            after = int(oldest) - 1
+            continue
+        epoch = page["epoch"]
+        events.extend(page["events"])
+        if not page["has_more"] or not page["events"]:
+            return events
+        after = page["events"][-1]["seq"]
+
+
+def whole_conversation(
+    relay: RelayClient, session_id: str, note: Callable[[str], None]
+) -> list[Event]:
+    """Every event of the session, a page at a time; older parts the relay cannot reach (the Mac
+    is offline) are skipped with a note instead of failing the whole read."""
+    return every_page(lambda after, epoch: relay.events(session_id, after=after, epoch=epoch), note)

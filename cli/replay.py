@@ -2,12 +2,21 @@
 
 from __future__ import annotations
 
+import argparse
 import asyncio
+import json
+import sys
+import time
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from cli.arguments import Subcommands
+from cli.common import fail
 from wire.client import MacLink
+from wire.errors import LinkRefused
+from wire.protocol import DeviceInfo
 from wire.transcript import read_lines
 
 
@@ -47,3 +56,84 @@ async def replay_file(
     return ReplaySummary(
         session_id, conversation_id, len(lines), duplicates, last_seq, loop.time() - started
     )
+
+
+def cmd_replay(args: argparse.Namespace) -> int:
+    async def run() -> int:
+        link = MacLink(args.relay, args.token, DeviceInfo(name=args.name))
+        try:
+            await link.connect()
+        except (LinkRefused, OSError) as exc:
+            fail(
+                f"cannot link to {args.relay}: {exc}",
+                "check the relay is running and the token is a device token",
+            )
+        total_started = time.perf_counter()
+        try:
+            for name in args.files:
+                path = Path(name)
+                if not path.is_file():
+                    fail(f"no such transcript: {path}")
+                session_id = args.session or str(
+                    uuid.uuid5(uuid.NAMESPACE_URL, str(path.resolve()))
+                )
+
+                def progress(done: int, total: int, path: Path = path) -> None:
+                    if not args.quiet:
+                        print(
+                            f"\r  {path.name}: {done}/{total} lines",
+                            end="",
+                            file=sys.stderr,
+                            flush=True,
+                        )
+
+                summary = await replay_file(
+                    link, path, session_id, batch_size=args.batch, progress=progress
+                )
+                if not args.quiet:
+                    print(file=sys.stderr)
+                print(
+                    json.dumps(
+                        {
+                            "session_id": summary.session_id,
+                            "conversation_id": summary.conversation_id,
+                            "lines": summary.lines,
+                            "duplicates": summary.duplicates,
+                            "last_seq": summary.last_seq,
+                            "seconds": round(summary.seconds, 3),
+                        }
+                    )
+                )
+        finally:
+            await link.close()
+        if not args.quiet:
+            print(
+                f"Replayed {len(args.files)} file(s) in {time.perf_counter() - total_started:.2f} s.",
+                file=sys.stderr,
+            )
+        return 0
+
+    return asyncio.run(run())
+
+
+# -- the parser --------------------------------------------------------------------------------
+
+
+def register(sub: Subcommands) -> None:
+    """``replay``."""
+    replay = sub.add_parser(
+        "replay",
+        help="push transcripts to a relay over the link, as a Mac would",
+        description="Push transcript files to a relay over the agent link, as a Mac would (one "
+        "session per file unless --session), and print a JSON summary per file.",
+    )
+    replay.add_argument("--relay", required=True, metavar="URL", help="e.g. http://127.0.0.1:8765")
+    replay.add_argument("--token", required=True, help="a device token")
+    replay.add_argument("--session", help="session id to use (default: one per file)")
+    replay.add_argument("--name", default="replay", help="the Mac's name on the relay")
+    replay.add_argument("--batch", type=int, default=200, help="lines per batch")
+    replay.add_argument("--quiet", action="store_true", help="no progress on stderr")
+    replay.add_argument(
+        "files", nargs="+", metavar="FILE.jsonl", help="Claude Code transcript files"
+    )
+    replay.set_defaults(func=cmd_replay)

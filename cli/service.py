@@ -7,6 +7,9 @@ reaches it (``link.json`` in the relay folder, cli/publish.py) and the extra cla
 remembered now, as ``up`` would. The ``CB_*`` settings set in the shell go into the service's
 environment (its file is private). ``--no-pair``: a service that starts at every login must not mint
 a pairing code each time (nor write one into its log); phones pair with ``claude-bridge pair``.
+
+A library, not a command: cli/up.py runs :func:`install_up` and :func:`uninstall_up`, and
+doctor (cli/checkup.py) looks for the service by its label and unit.
 """
 
 from __future__ import annotations
@@ -21,6 +24,8 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from agent import service
+from cli import publish
+from cli.common import fail, load_config, local_agent_dir
 
 UP_LABEL = "com.claude-bridge.up"
 UP_UNIT = "claude-bridge-up.service"
@@ -86,25 +91,23 @@ def install_up(args: argparse.Namespace) -> int:
     from agent.cli import LAUNCHD_LABEL, SYSTEMD_UNIT, resolve_claude_args
     from agent.launch import ClaudeMissing, find_claude
     from agent.mux import MuxError, find_program
-    from cli import publish
-    from cli.main import _config, _fail, _local_agent_dir
 
     system = platform.system()
     if system not in {"Darwin", "Linux"}:
-        _fail(f"no login service can be written on {system or 'this system'}")
-    agent_dir = _local_agent_dir(args)
+        fail(f"no login service can be written on {system or 'this system'}")
+    agent_dir = local_agent_dir(args)
     resolve_claude_args(args, agent_dir)  # remembered now, read by every start of the service
-    cfg = _config(args)
+    cfg = load_config(args)
     try:
         publish.choose(args, cfg.data_path)  # how the phone reaches it: remembered likewise
     except publish.PublishError as exc:
-        _fail(exc.message, exc.hint)
+        fail(exc.message, exc.hint)
     explicit = getattr(args, "claude", None) or os.environ.get("CB_CLAUDE")
     try:
         claude = find_claude(explicit)
         mux = find_program("auto")
     except (ClaudeMissing, MuxError) as exc:
-        _fail(str(exc), "the service finds them where they are now: install them first")
+        fail(str(exc), "the service finds them where they are now: install them first")
     exe = _executable()
     command = up_command(
         exe,

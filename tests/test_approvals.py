@@ -359,7 +359,8 @@ def test_allow_all_takes_a_duration_and_ends_by_itself() -> None:
 
 
 def test_the_cli_reads_a_duration() -> None:
-    from cli.sessions import CommandError, parse_duration
+    from cli.client import CommandError
+    from cli.policy import parse_duration
 
     assert parse_duration("90m") == 5400.0 and parse_duration("1h30m") == 5400.0
     assert parse_duration("session") == "session" and parse_duration("45s") == 45.0

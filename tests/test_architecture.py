@@ -291,3 +291,157 @@ def test_the_test_scan_sees_the_tests() -> None:
         and any(isinstance(t, ast.Name) and t.id == "pytest_plugins" for t in node.targets)
     ]
     assert plugins == [["tests.support.plugin"]], plugins
+
+
+# -- the command line ---------------------------------------------------------------------------
+# cli/ is commands on top of libraries: a command module adds its commands with ``register`` and
+# takes what it shares with another from a library (cli/common.py …), never from another command;
+# cli/main.py lists the command modules (``COMMANDS``) and imports them all.
+
+
+def _cli_imports() -> tuple[dict[str, Path], list[Import]]:
+    modules = package_modules("cli")
+    known = set(modules)
+    return modules, [imp for name, path in modules.items() for imp in imports_of(name, path, known)]
+
+
+def _every_import_graph(imports: list[Import], known: set[str]) -> dict[str, set[str]]:
+    """Module → the modules it imports anywhere: at module level, inside functions, and under
+    ``if TYPE_CHECKING:`` (a cycle the type checker needs is a cycle of the design too)."""
+    graph: dict[str, set[str]] = {name: set() for name in known}
+    for imp in imports:
+        own_module = imp.imported.startswith(imp.importer + ".")  # how a package is built
+        if imp.imported in known and imp.imported != imp.importer and not own_module:
+            graph[imp.importer].add(imp.imported)
+    return graph
+
+
+def _command_modules(modules: dict[str, Path]) -> set[str]:
+    """The modules that define a top-level ``register``: each adds its own commands."""
+    found = set()
+    for name, path in modules.items():
+        tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+        if any(isinstance(n, ast.FunctionDef) and n.name == "register" for n in tree.body):
+            found.add(name)
+    return found
+
+
+def _listed_commands() -> list[str]:
+    """The modules cli/main.py's ``COMMANDS`` names, in its order."""
+    tree = ast.parse((ROOT / "cli" / "main.py").read_text(encoding="utf-8"))
+    for node in tree.body:
+        target = node.target if isinstance(node, ast.AnnAssign) else None
+        if isinstance(node, ast.Assign) and len(node.targets) == 1:
+            target = node.targets[0]
+        if isinstance(target, ast.Name) and target.id == "COMMANDS":
+            assert isinstance(node, ast.Assign | ast.AnnAssign)
+            assert isinstance(node.value, ast.Tuple), "COMMANDS is a tuple of modules"
+            return [f"cli.{e.id}" for e in node.value.elts if isinstance(e, ast.Name)]
+    raise AssertionError("cli/main.py has no COMMANDS")
+
+
+def _private_imports(name: str, source: str) -> list[str]:
+    """``from x import _y`` anywhere in ``source`` (dunders such as ``__future__`` aside)."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.ImportFrom):
+            for alias in node.names:
+                if alias.name.startswith("_") and not alias.name.startswith("__"):
+                    found.append(f"{name}:{node.lineno} imports {alias.name} from {node.module}")
+    return found
+
+
+def _private_reaches(name: str, source: str) -> list[str]:
+    """``other._attr``: a private member read on anything but ``self`` or ``cls``."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if (
+            isinstance(node, ast.Attribute)
+            and node.attr.startswith("_")
+            and not node.attr.startswith("__")
+            and not (isinstance(node.value, ast.Name) and node.value.id in {"self", "cls"})
+        ):
+            found.append(f"{name}:{node.lineno} reaches .{node.attr}")
+    return found
+
+
+def _bare_tasks(name: str, source: str) -> list[str]:
+    """``create_task`` / ``ensure_future`` calls: a task with no owner to name, log and stop it."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Call):
+            func = node.func
+            called = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", "")
+            if called in {"create_task", "ensure_future"}:
+                found.append(f"{name}:{node.lineno} calls {called}")
+    return found
+
+
+def test_no_import_cycle_of_any_kind_in_the_cli() -> None:
+    # Inside functions and under TYPE_CHECKING too: an import that only hides a cycle (run late,
+    # or for the type checker only) still ties the two modules together.
+    modules, imports = _cli_imports()
+    found = _cycle(_every_import_graph(imports, set(modules)))
+    assert found is None, "cli/: import cycle (counting every import): " + " → ".join(found or [])
+
+
+def test_no_cli_command_module_imports_another() -> None:
+    # What two commands share lives in a library (cli/common.py, cli/arguments.py …).
+    modules, imports = _cli_imports()
+    commands = _command_modules(modules)
+    broken = [
+        _where(i)
+        for i in imports
+        if i.importer in commands and i.imported in commands and i.imported != i.importer
+    ]
+    assert not broken, "cli/ command modules importing another:\n" + "\n".join(broken)
+
+
+def test_no_private_name_is_imported_or_reached_across_cli_modules() -> None:
+    modules, _ = _cli_imports()
+    broken = []
+    for name, path in modules.items():
+        source = path.read_text(encoding="utf-8")
+        broken += _private_imports(name, source) + _private_reaches(name, source)
+    assert not broken, "cli/ uses another module's private names:\n" + "\n".join(broken)
+
+
+def test_every_background_task_in_the_cli_has_a_task_set() -> None:
+    # Started through wire.tasks.TaskSet: named, its failure logged, closed with its part.
+    modules, _ = _cli_imports()
+    broken = [
+        found
+        for name, path in modules.items()
+        for found in _bare_tasks(name, path.read_text(encoding="utf-8"))
+    ]
+    assert not broken, "cli/ starts tasks without a TaskSet:\n" + "\n".join(broken)
+
+
+def test_the_cli_scans_see_commands_libraries_and_hidden_imports(tmp_path: Path) -> None:
+    # The rules above pass by finding nothing; check they look at the right modules and would
+    # find what they forbid.
+    modules, imports = _cli_imports()
+    commands = _command_modules(modules)
+    listed = _listed_commands()
+    assert commands == set(listed), "cli/main.py's COMMANDS is the one list of command modules"
+    assert {"cli.up", "cli.doctor", "cli.attach", "cli.opening"} <= commands
+    assert not {"cli.main", "cli.common", "cli.client", "cli.references"} & commands
+    assert all(any(i.importer == "cli.main" and i.imported == c for i in imports) for c in listed)
+    assert any(i.importer == "cli.up" and i.imported == "cli.common" for i in imports)
+    # A cycle made only of an import inside a function and one under TYPE_CHECKING is found.
+    (tmp_path / "a.py").write_text("def f():\n    import b\n")
+    (tmp_path / "b.py").write_text("if TYPE_CHECKING:\n    from a import f\n")
+    hidden = [i for n in ("a", "b") for i in imports_of(n, tmp_path / f"{n}.py", {"a", "b"})]
+    assert _cycle(_every_import_graph(hidden, {"a", "b"})) == ["a", "b", "a"]
+    # A private name imported (at module level or in a function) or reached is found.
+    source = (
+        "from __future__ import annotations\nfrom cli.main import _fail\n"
+        "def f(other):\n    from x import _y as z\n    return self._ok, other._state\n"
+    )
+    assert len(_private_imports("m", source)) == 2
+    assert _private_reaches("m", source) == ["m:5 reaches ._state"]
+    # A bare task is found, and up's server task goes through its TaskSet.
+    assert _bare_tasks("m", "async def f():\n    asyncio.create_task(g())\n") == [
+        "m:2 calls create_task"
+    ]
+    assert any(i.importer == "cli.up" and i.imported == "wire.tasks" for i in imports)

@@ -15,8 +15,9 @@ from pathlib import Path
 
 import pytest
 
-from cli.attach import ClaudePlan, LocalAgent, attach_argv, latest_here, plan_claude, resolve
+from cli.attach import ClaudePlan, LocalAgent, attach_argv, latest_here, plan_claude
 from cli.client import CommandError, SessionSnapshot
+from cli.references import resolve
 from tests.support.bridge import REPO
 from tests.support.waits import wait_for
 

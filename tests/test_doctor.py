@@ -20,8 +20,9 @@ from typing import Any
 
 import pytest
 
-from cli import doctor
-from cli.doctor import (
+from cli import checkup
+from cli.checks import (
+    LABELS,
     Entry,
     Folder,
     HookProbe,
@@ -39,6 +40,8 @@ from cli.doctor import (
     decide_python,
     decide_relay,
     decide_service,
+    exit_code,
+    render,
 )
 from tests.fakeclaude.app import VERSION as FAKE_CLAUDE_VERSION
 from tests.support.bridge import FAKE
@@ -229,7 +232,7 @@ def test_render_aligns_marks_and_fixes_and_ends_with_a_summary() -> None:
         Result("claude", "fail", "cannot find 'claude'", "npm i -g @anthropic-ai/claude-code"),
         Result("clock", "skipped", "the relay did not answer"),
     ]
-    lines = doctor.render(results).splitlines()
+    lines = render(results).splitlines()
     assert lines == [
         "  ✓ Python       Python 3.11.7",
         "  ! relay        loopback only",
@@ -239,15 +242,15 @@ def test_render_aligns_marks_and_fixes_and_ends_with_a_summary() -> None:
         "  - clock        the relay did not answer",
         "1 ok, 1 warning, 1 failed, 1 skipped: something needs fixing.",
     ]
-    assert doctor.exit_code(results) == 1
-    assert doctor.exit_code(results[:2]) == 0  # a warning does not fail
+    assert exit_code(results) == 1
+    assert exit_code(results[:2]) == 0  # a warning does not fail
 
 
 def test_the_names_doctor_repeats_still_agree_with_their_sources() -> None:
     from agent.daemon import DEVICE_ID_FILE
     from relay.features.push import KEY_FILE
 
-    assert doctor.DEVICE_ID_FILE == DEVICE_ID_FILE and doctor.KEY_FILE == KEY_FILE
+    assert checkup.DEVICE_ID_FILE == DEVICE_ID_FILE and checkup.KEY_FILE == KEY_FILE
     # (the token's hash: the link tests below find real tokens in a real relay's data)
 
 
@@ -367,7 +370,7 @@ def test_the_person_s_output_one_aligned_line_per_check_and_a_summary(
     assert [line[2] for line in checks] == ["✓"] * 4 + ["!", "!", "!", "✓", "✓", "✓"], lines
     columns = set()
     for line, name in zip(checks, NAMES, strict=True):
-        label = doctor.LABELS[name]
+        label = LABELS[name]
         assert line[4:].startswith(label + " "), line
         rest = line[4 + len(label) :]
         columns.add(4 + len(label) + len(rest) - len(rest.lstrip()))
@@ -430,9 +433,9 @@ def test_an_untested_claude_version_is_a_warning_with_the_band_s_sentence(
 
 def _link(tmp_path: Path, relay: RelayServer, token: str) -> Result:
     """The link check's probe and decision, in this process, against the real relay."""
-    public = doctor.probe_relay(relay.url)
+    public = checkup.probe_relay(relay.url)
     return decide_link(
-        doctor.probe_link(tmp_path / "agent", relay.config.data_path, relay.url, public, token)
+        checkup.probe_link(tmp_path / "agent", relay.config.data_path, relay.url, public, token)
     )
 
 
@@ -473,7 +476,7 @@ def test_loose_permissions_are_fixed_by_the_printed_command(
     relay_dir = relay.config.data_path
 
     def check() -> Result:
-        return decide_permissions(doctor.probe_permissions(relay_dir, agent))
+        return decide_permissions(checkup.probe_permissions(relay_dir, agent))
 
     assert check().status == "ok"
     token = agent / "device-token"
@@ -560,7 +563,7 @@ def test_quick_report_is_empty_on_a_healthy_machine(tmp_path: Path) -> None:
     agent = _agent_dir(tmp_path, None)
     args = argparse.Namespace(data_dir=str(tmp_path / "relay"), agent_data=str(agent),
                               claude=FAKE)  # fmt: skip
-    assert doctor.quick_report(args) == ""
+    assert checkup.quick_report(args) == ""
 
 
 def test_up_prints_only_the_quick_checks_that_fail_or_warn(tmp_path: Path) -> None:
@@ -619,7 +622,7 @@ def test_a_fresh_up_prints_no_check_and_leaves_everything_private(tmp_path: Path
         while not (agent / "device-id").exists():  # written once the agent has linked
             assert time.monotonic() < deadline, "".join(out)
             time.sleep(0.1)
-        result = decide_permissions(doctor.probe_permissions(relay_dir, agent))
+        result = decide_permissions(checkup.probe_permissions(relay_dir, agent))
         up.send_signal(signal.SIGINT)
         assert up.wait(30) in {0, 130}
     finally:
@@ -732,7 +735,7 @@ def test_a_relay_over_https_makes_the_relay_and_web_push_checks_pass(
 
 
 def test_the_address_up_remembered_is_the_one_doctor_checks(tmp_path: Path) -> None:
-    from cli.doctor import remembered_url
+    from cli.checkup import remembered_url
     from cli.publish import Choice, save_choice
 
     assert remembered_url(tmp_path) == ""
@@ -743,7 +746,7 @@ def test_the_address_up_remembered_is_the_one_doctor_checks(tmp_path: Path) -> N
 
 
 def test_doctor_checks_the_up_that_is_running_whatever_its_port(tmp_path: Path) -> None:
-    from cli.doctor import Options, places
+    from cli.checkup import Options, places
     from cli.publish import RUNNING_FILE, read_running, running
 
     relay_dir = tmp_path / "relay"

@@ -21,7 +21,9 @@ from typing import Any
 import httpx
 import pytest
 
-from cli import sessions as sessions_cli
+from cli.client import READ_ONLY_HEADER
+from cli.display import cost_text
+from cli.references import by_creation, parse_ref
 from relay import routes
 from tests.support.cli import cli
 from tests.support.relay import Account, RelayServer, phone_client, transcript
@@ -284,27 +286,27 @@ def test_sessions_lists_newest_created_first_with_cost_placeholder(
     for row, line in zip(rows, table[1:], strict=True):
         # The session's cost object when the relay has one (its usd shown), else "—".
         assert row["cost"] == listed[row["id"]].get("cost")
-        assert line.rstrip().endswith(sessions_cli.cost_text(row))
+        assert line.rstrip().endswith(cost_text(row))
 
     empty = relay.account()
     assert "No sessions yet" in cli(relay, empty.phone_token, "sessions").stdout
 
 
 def test_cost_and_offsets_pure() -> None:
-    assert sessions_cli.cost_text({"cost": {"usd": 0.01234}}) == "$0.0123"
-    assert sessions_cli.cost_text({"cost": {"usd": 12.5}}) == "$12.50"
-    assert sessions_cli.cost_text({"cost": {"usd": None}}) == "—"
-    assert sessions_cli.cost_text({}) == "—"
-    assert sessions_cli.parse_ref("-12") == 12
-    assert sessions_cli.parse_ref("abc-1") == "abc-1"
-    ordered = sessions_cli.by_creation(
+    assert cost_text({"cost": {"usd": 0.01234}}) == "$0.0123"
+    assert cost_text({"cost": {"usd": 12.5}}) == "$12.50"
+    assert cost_text({"cost": {"usd": None}}) == "—"
+    assert cost_text({}) == "—"
+    assert parse_ref("-12") == 12
+    assert parse_ref("abc-1") == "abc-1"
+    ordered = by_creation(
         [
             {"id": "a", "created_at": "2026-01-01T00:00:00.000Z", "position": 9},
             {"id": "b", "created_at": "2026-01-02T00:00:00.000Z", "position": 1},
         ]
     )
     assert [s["id"] for s in ordered] == ["b", "a"]
-    assert sessions_cli.READ_ONLY_HEADER == routes.READ_ONLY_HEADER
+    assert READ_ONLY_HEADER == routes.READ_ONLY_HEADER
 
 
 # -- the read-only view -----------------------------------------------------------------------

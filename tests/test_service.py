@@ -24,8 +24,9 @@ import httpx
 import pytest
 
 from agent import service
-from cli import doctor
-from cli.doctor import ServiceProbe, decide_service, probe_service
+from cli import checkup
+from cli.checks import ServiceProbe, decide_service
+from cli.checkup import probe_service
 from cli.service import UP_LABEL, UP_UNIT, up_command, up_service
 from tests.support.bridge import FAKE, REPO
 from tests.support.cli import output_until_started
@@ -206,7 +207,7 @@ def test_up_install_runs_the_relay_and_agent_at_login_and_uninstall_removes_it(
     monkeypatch.setenv("PATH", env["PATH"])
     monkeypatch.setenv("SYSTEMCTL_FAKE_LOG", str(calls))
     monkeypatch.setenv("HOME", str(home))
-    ok = decide_service(probe_service("Linux", home, doctor._run))
+    ok = decide_service(probe_service("Linux", home, checkup.run_manager))
     assert ok.status == "ok" and ok.detail == f"{unit} (enabled)"
 
     # systemd's start: the unit's command with the unit's PATH, no terminal.
@@ -258,7 +259,7 @@ def test_up_install_runs_the_relay_and_agent_at_login_and_uninstall_removes_it(
     assert _logged(calls)[-2:] == [["--user", "disable", "--now", UP_UNIT],
                                    ["--user", "daemon-reload"]]  # fmt: skip
     assert not unit.exists() and not (unit.parent / "default.target.wants" / UP_UNIT).exists()
-    missing = decide_service(probe_service("Linux", home, doctor._run))
+    missing = decide_service(probe_service("Linux", home, checkup.run_manager))
     assert missing.status == "warn" and missing.fix.startswith("claude-bridge up install")
     again = subprocess.run([sys.executable, "-m", "cli", "up", "uninstall"],
                            capture_output=True, text=True, env=env, cwd=REPO, timeout=60)  # fmt: skip

@@ -21,7 +21,12 @@ from typing import Any
 
 import pytest
 
-from cli import sessions as sessions_cli
+from cli.client import CommandError
+from cli.display import usd_text
+from cli.move import move_line, move_target
+from cli.policy import parse_rule
+from cli.retention import run_lines
+from cli.subagents import pick_subagent
 from relay.features.retention import DAY, Retention
 from tests.support.cli import cli
 from tests.support.relay import TRANSCRIPTS, Account, RelayServer, phone_client, transcript
@@ -257,7 +262,7 @@ def test_session_cost_prints_the_relays_figures(
     by_agent = text[text.index("By subagent:") :].splitlines()
     assert by_agent[1].split()[:2] == ["NAME", "INPUT"]
     assert by_agent[2].startswith(f"  {AGENT} general-purpose")
-    assert by_agent[2].rstrip().endswith(sessions_cli.usd_text(sub["by_agent"][AGENT]["usd"]))
+    assert by_agent[2].rstrip().endswith(usd_text(sub["by_agent"][AGENT]["usd"]))
 
     unknown = cli(relay, account.phone_token, "session-cost", "nope-1", code=2).stderr
     assert "no session nope-1" in unknown
@@ -561,16 +566,16 @@ def test_unreachable_relay_and_offsets_without_sessions(
 
 
 def test_pure_parts() -> None:
-    assert sessions_cli.parse_rule("read=Allow", "category") == ("read", "allow")
-    assert sessions_cli.parse_rule("mcp__x__y=unset", "tool") == ("mcp__x__y", "unset")
-    with pytest.raises(sessions_cli.CommandError):
-        sessions_cli.parse_rule("Bash", "tool")
-    assert sessions_cli.usd_text(None) == "unknown" and sessions_cli.usd_text(0) == "$0.0000"
+    assert parse_rule("read=Allow", "category") == ("read", "allow")
+    assert parse_rule("mcp__x__y=unset", "tool") == ("mcp__x__y", "unset")
+    with pytest.raises(CommandError):
+        parse_rule("Bash", "tool")
+    assert usd_text(None) == "unknown" and usd_text(0) == "$0.0000"
     listed = [{"agent_id": "abc1"}, {"agent_id": "abd2"}, {"agent_id": None}]
-    assert sessions_cli.pick_subagent(listed, "abc", "s") == "abc1"
-    with pytest.raises(sessions_cli.CommandError, match="2 subagents start with 'ab'"):
-        sessions_cli.pick_subagent(listed, "ab", "s")
-    assert sessions_cli.run_lines(None)[0].startswith("Ran retention now")
+    assert pick_subagent(listed, "abc", "s") == "abc1"
+    with pytest.raises(CommandError, match="2 subagents start with 'ab'"):
+        pick_subagent(listed, "ab", "s")
+    assert run_lines(None)[0].startswith("Ran retention now")
 
 
 def test_move_names_the_mac_shows_progress_and_the_reason_it_failed(
@@ -606,17 +611,14 @@ def test_move_pure_parts() -> None:
         {"id": "m2", "name": "Laptop", "online": True},
         {"id": "m3", "name": "Old iMac", "online": False},
     ]
-    assert sessions_cli.move_target(macs, None, "m1")["id"] == "m2"  # the only other online
-    assert sessions_cli.move_target(macs, "laptop", "m1")["id"] == "m2"
-    with pytest.raises(sessions_cli.CommandError, match="already"):
-        sessions_cli.move_target(macs, "Studio", "m1")
-    with pytest.raises(sessions_cli.CommandError, match="no other Mac is online"):
-        sessions_cli.move_target([macs[0], macs[2]], None, "m1")
-    line = sessions_cli.move_line(
+    assert move_target(macs, None, "m1")["id"] == "m2"  # the only other online
+    assert move_target(macs, "laptop", "m1")["id"] == "m2"
+    with pytest.raises(CommandError, match="already"):
+        move_target(macs, "Studio", "m1")
+    with pytest.raises(CommandError, match="no other Mac is online"):
+        move_target([macs[0], macs[2]], None, "m1")
+    line = move_line(
         {"state": "moving", "step": "sending", "bytes": 5_000_000, "total": 20_000_000}, "Laptop"
     )
     assert line == "Moving to Laptop: sending, 4.8 MB of 19.1 MB"
-    assert (
-        sessions_cli.move_line({"state": "done", "cwd": "/w"}, "Laptop")
-        == "Moved to Laptop, in /w."
-    )
+    assert move_line({"state": "done", "cwd": "/w"}, "Laptop") == "Moved to Laptop, in /w."

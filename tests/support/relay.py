@@ -58,7 +58,7 @@ class RelayServer:
                 port=self.port,
                 log_level="warning",
                 timeout_graceful_shutdown=1,
-                **server_options(self.config),  # as cli/main.py starts it
+                **server_options(self.config),  # as `claude-bridge relay` starts it (cli/common.py)
             )
         )
         self.thread = threading.Thread(target=self.server.run, daemon=True)
