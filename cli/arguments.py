@@ -9,6 +9,7 @@ the ``claude-bridge`` parser's list of commands, to add its own to.
 from __future__ import annotations
 
 import argparse
+import uuid
 from typing import Any, Protocol
 
 DEFAULT_DATA = "~/.claude-bridge/relay"
@@ -70,3 +71,15 @@ def add_session_arg(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "session", metavar="SESSION", help="a session id, or -1, -2 … by creation (newest first)"
     )
+
+
+def session_id(value: str) -> str:
+    """An argparse ``type``: a session id as the relay takes it, a UUID in its canonical
+    (lower-case) spelling; anything else is refused before anything is sent."""
+    try:
+        return str(uuid.UUID(value))
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"{value[:80]!r} is not a session id: session ids are UUIDs "
+            "(like 123e4567-e89b-12d3-a456-426614174000)"
+        ) from None

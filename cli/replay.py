@@ -12,7 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from cli.arguments import Subcommands
+from cli.arguments import Subcommands, session_id
 from cli.common import fail
 from wire.client import MacLink
 from wire.errors import LinkRefused
@@ -74,9 +74,7 @@ def cmd_replay(args: argparse.Namespace) -> int:
                 path = Path(name)
                 if not path.is_file():
                     fail(f"no such transcript: {path}")
-                session_id = args.session or str(
-                    uuid.uuid5(uuid.NAMESPACE_URL, str(path.resolve()))
-                )
+                session = args.session or str(uuid.uuid5(uuid.NAMESPACE_URL, str(path.resolve())))
 
                 def progress(done: int, total: int, path: Path = path) -> None:
                     if not args.quiet:
@@ -87,9 +85,12 @@ def cmd_replay(args: argparse.Namespace) -> int:
                             flush=True,
                         )
 
-                summary = await replay_file(
-                    link, path, session_id, batch_size=args.batch, progress=progress
-                )
+                try:
+                    summary = await replay_file(
+                        link, path, session, batch_size=args.batch, progress=progress
+                    )
+                except LinkRefused as exc:
+                    fail(f"the relay refused {path}: {exc}", "nothing after that line was sent")
                 if not args.quiet:
                     print(file=sys.stderr)
                 print(
@@ -129,7 +130,9 @@ def register(sub: Subcommands) -> None:
     )
     replay.add_argument("--relay", required=True, metavar="URL", help="e.g. http://127.0.0.1:8765")
     replay.add_argument("--token", required=True, help="a device token")
-    replay.add_argument("--session", help="session id to use (default: one per file)")
+    replay.add_argument(
+        "--session", type=session_id, help="session id (a UUID) to use (default: one per file)"
+    )
     replay.add_argument("--name", default="replay", help="the Mac's name on the relay")
     replay.add_argument("--batch", type=int, default=200, help="lines per batch")
     replay.add_argument("--quiet", action="store_true", help="no progress on stderr")

@@ -18,6 +18,8 @@ from tests.support.bridge import FAKE as FAKE_CLAUDE
 from tests.support.cli import output_until_started
 from tests.support.relay import RelayServer, free_port, transcript
 
+REPLAYED = "5e1f2a3b-0c4d-4e5f-8a6b-7c8d9e0f1a2b"  # the session id a replay is told to use
+
 
 def cli(*args: str, check: bool = True) -> subprocess.CompletedProcess[str]:
     result = subprocess.run(
@@ -87,7 +89,7 @@ def test_replay_pushes_a_transcript_over_the_link(relay: RelayServer) -> None:
         "--token",
         account.device_token,
         "--session",
-        "replayed-1",
+        REPLAYED,
         str(path),
     )
     summary = json.loads(out.stdout.strip().splitlines()[-1])
@@ -95,7 +97,7 @@ def test_replay_pushes_a_transcript_over_the_link(relay: RelayServer) -> None:
     with httpx.Client(
         base_url=relay.url, headers={"Authorization": f"Bearer {account.phone_token}"}
     ) as client:
-        page = client.get("/api/sessions/replayed-1/events", params={"after": 0}).json()
+        page = client.get(f"/api/sessions/{REPLAYED}/events", params={"after": 0}).json()
     assert [e["seq"] for e in page["events"]] == list(range(1, summary["last_seq"] + 1))
     assert any(e.get("marker") == "hook_allowed" for e in page["events"])
     # Twice is the same as once.
@@ -107,7 +109,7 @@ def test_replay_pushes_a_transcript_over_the_link(relay: RelayServer) -> None:
             "--token",
             account.device_token,
             "--session",
-            "replayed-1",
+            REPLAYED,
             "--quiet",
             str(path),
         ).stdout
@@ -121,6 +123,18 @@ def test_replay_with_a_bad_token_says_what_to_do(relay: RelayServer) -> None:
     )
     assert result.returncode == 2
     assert "cannot link" in result.stderr and "device token" in result.stderr
+
+
+def test_replay_refuses_a_session_id_that_is_not_a_uuid_before_linking(relay: RelayServer) -> None:
+    # The relay takes only UUIDs as session ids: say so at once, not as a traceback mid-replay.
+    account = relay.account()
+    result = cli(
+        "replay", "--relay", relay.url, "--token", account.device_token,
+        "--session", "replayed-1", str(transcript("b_idle")), check=False,
+    )  # fmt: skip
+    assert result.returncode == 2
+    assert "'replayed-1' is not a session id" in result.stderr
+    assert "Traceback" not in result.stderr
 
 
 def test_relay_refuses_a_port_in_use_with_advice(relay: RelayServer, tmp_path: Path) -> None:

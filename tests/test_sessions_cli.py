@@ -10,7 +10,6 @@ holds, or ``bad_args``), so a test sees exactly what reached the Mac.
 from __future__ import annotations
 
 import json
-import secrets
 import subprocess
 import sys
 import time
@@ -28,6 +27,7 @@ from cli.policy import parse_rule
 from cli.retention import run_lines
 from cli.subagents import pick_subagent
 from relay.features.retention import DAY, Retention
+from tests.support.api import new_id
 from tests.support.cli import cli
 from tests.support.relay import TRANSCRIPTS, Account, RelayServer, phone_client, transcript
 from tests.support.web import LoopThread, ScriptedMac, assistant_line, user_line
@@ -56,10 +56,6 @@ def api(server: RelayServer, acct: Account, method: str, url: str, **kwargs: Any
         response = client.request(method, url, **kwargs)
     assert response.status_code < 400, response.text
     return response.json()
-
-
-def new_id(prefix: str = "s") -> str:
-    return f"{prefix}-{secrets.token_hex(5)}"
 
 
 def push(mac: ScriptedMac, session_id: str, prefix: str, cwd: str = "/Users/ada/src/shop") -> int:
@@ -114,8 +110,8 @@ def test_search_splits_this_mac_and_folder_from_other_places(
 ) -> None:
     token, _, laptop_id = relay.state.store.create_token(account.account_id, "device", "Laptop")
     laptop = ScriptedMac(relay, token, loop, name="Laptop").connect()
-    here_a, here_sub, same_mac_other_folder, other_mac = (new_id("g") for _ in range(4))
-    unrelated = new_id("u")
+    here_a, here_sub, same_mac_other_folder, other_mac = (new_id() for _ in range(4))
+    unrelated = new_id()
     try:
         prompt, answer = "work on the gazelle parser", "The gazelle parser now reads dates."
         push_turn(studio, here_a, prompt, answer, "/work/a")
@@ -197,7 +193,7 @@ def test_search_splits_this_mac_and_folder_from_other_places(
 def test_rename_by_id_or_offset_and_give_the_automatic_title_back(
     relay: RelayServer, account: Account, studio: ScriptedMac
 ) -> None:
-    older, newer = new_id("older"), new_id("newer")
+    older, newer = new_id(), new_id()
     push(studio, older, "d_bash_permission")
     time.sleep(0.01)
     push(studio, newer, "b_idle")
@@ -236,7 +232,7 @@ def test_rename_by_id_or_offset_and_give_the_automatic_title_back(
 def test_session_cost_prints_the_relays_figures(
     relay: RelayServer, account: Account, studio: ScriptedMac
 ) -> None:
-    resumed, delegated = new_id("cost"), new_id("sub")
+    resumed, delegated = new_id(), new_id()
     push(studio, resumed, "k_resume")
     push_subagent_run(studio, delegated)
 
@@ -277,7 +273,7 @@ def test_subagents_lists_summary_lines_and_pages_one_history(
     server = make_relay(catchup_page=2)  # the subagent's 4 events take two pages
     acct = server.account()
     mac = ScriptedMac(server, acct.device_token, loop).connect()
-    session_id, plain = new_id("sub"), new_id("plain")
+    session_id, plain = new_id(), new_id()
     try:
         push(mac, plain, "b_idle")
         push_subagent_run(mac, session_id)
@@ -322,7 +318,7 @@ def test_subagents_lists_summary_lines_and_pages_one_history(
 def test_policy_shows_and_changes_the_rules_on_the_mac(
     relay: RelayServer, account: Account, studio: ScriptedMac
 ) -> None:
-    session_id = new_id("pol")
+    session_id = new_id()
     push(studio, session_id, "b_idle")
     path = f"/api/sessions/{session_id}/policy"
 
@@ -434,7 +430,7 @@ def test_pin_unpin_and_retention_runs(
     clock = Clock()
     retention.clock = clock
     mac = ScriptedMac(server, acct.device_token, loop).connect()
-    kept, old = new_id("kept"), new_id("old")
+    kept, old = new_id(), new_id()
     try:
         push(mac, kept, "b_idle")
         push(mac, old, "d_bash_permission")
