@@ -154,6 +154,13 @@ def settled(state: str, card_kind: str | None, alive: bool, when: str) -> bool:
     return when == "now" and state == "waiting" and card_kind == "stuck"
 
 
+def resumed(state: str, card_kind: str | None) -> bool:
+    """Whether a claude resumed on the target is up: at its prompt, or showing the interruption
+    notice a turn cut by the move left (``now``: the person says what next, as on the source).
+    Pure."""
+    return state == "idle" or (state == "waiting" and card_kind == "stuck")
+
+
 def write_plan(have: int, offset: int, length: int, size: int) -> tuple[int, int] | None:
     """Where a chunk of ``length`` bytes at ``offset`` goes in a file of which ``have`` bytes are
     written (of ``size`` in all): (skip, start) — skip that many of its bytes and write the rest
@@ -780,7 +787,7 @@ class Moving:
         )
         rt = await agent._launch(record, resume=resume)
         deadline = time.monotonic() + agent.config.float("move_resume_timeout")
-        while rt.state != "idle" or not rt.pane_alive:
+        while not (rt.pane_alive and resumed(rt.state, rt.card.kind if rt.card else None)):
             said = rt.screen_key[0].strip() if rt.screen_key else ""
             # A blank screen reads as "exited" too, but a resuming claude draws nothing at first:
             # only a pane that died, or a screen that says claude ended, is a refusal.

@@ -28,6 +28,7 @@ from agent.moving import (
     conversation_of,
     moved_record,
     own_default_mode,
+    resumed,
     settled,
     staged_name,
     write_plan,
@@ -132,6 +133,17 @@ def test_the_source_packs_only_once_no_turn_runs() -> None:
     assert not settled("waiting", "stuck", True, "idle")  # idle waits for a real end
     assert settled("waiting", "stuck", True, "now")  # the interruption notice after Esc
     assert not settled("waiting", "permission", True, "now")
+
+
+def test_a_resumed_claude_is_up_at_its_prompt_or_at_the_interruption_notice() -> None:
+    # A move "now" cut the turn: the conversation resumed on the target ends with Claude Code's
+    # "Interrupted · What should Claude do instead?", drawn there as on the source.
+    assert resumed("idle", None)
+    assert resumed("waiting", "stuck")
+    assert not resumed("starting", None)
+    assert not resumed("busy", None)
+    assert not resumed("waiting", "permission")  # a dialog is not the resumed conversation
+    assert not resumed("ended", None)
 
 
 def test_transcripts_keep_their_place_under_the_project(tmp_path: Any) -> None:

@@ -176,7 +176,15 @@ def test_moved_now_interrupts_and_refusals_leave_the_session_running_where_it_wa
         assert (done := moved(phone, session_id))["phase"] == "done", done["error"]
         assert snapshot(phone, session_id)["device_id"] == b.account.device_id
         assert Path(target_cwd, "README.md").read_text() == "a plain folder\n"
-        wait_state(phone, session_id, "idle", timeout=60)
+        # The move cut the turn: claude there shows the interruption notice, a "waiting for
+        # instructions" card, as the source did (the target starts in manual mode, which draws
+        # nothing below it).
+        wait_for(
+            lambda: (s := snapshot(phone, session_id))["state"] == "idle"
+            or (s["state"] == "waiting" and (s.get("card") or {}).get("kind") == "stuck"),
+            60,
+            "the session ready on the other Mac",
+        )
         text = f"after the move {uuid.uuid4().hex[:6]}"
         say_and_wait_answer(phone, session_id, text, 60, "an answer on the laptop")
         history = events(phone, session_id)
