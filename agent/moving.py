@@ -80,6 +80,7 @@ from wire.moved import (
     read_record,
 )
 from wire.protocol import (
+    CONVERSATION_KEY,
     MAX_TRANSCRIPT_OFFSET,
     MOVE_FILE,
     ArgsModel,
@@ -237,10 +238,6 @@ def moved_record(checked: MovedRecord, cwd: str, mode: str, now: float) -> Sessi
     )
 
 
-# What the relay files stored lines under: a conversation, a subagent's "agent-…", "bridge".
-_STORED_KEY = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,127}$")
-
-
 def adopt_stored(record: SessionRecord, stored: dict[str, int]) -> None:
     """After the commit: the relay's offsets are where this Mac's follower goes on (only the
     relay's: what the source's record said is not read), and its own marker lines are numbered
@@ -249,7 +246,7 @@ def adopt_stored(record: SessionRecord, stored: dict[str, int]) -> None:
     record.acked = {
         key: offset
         for key, offset in stored.items()
-        if _STORED_KEY.match(key) and -1 <= offset < MAX_TRANSCRIPT_OFFSET
+        if CONVERSATION_KEY.match(key) and -1 <= offset < MAX_TRANSCRIPT_OFFSET
     }
     bridge = max(record.acked.get(BRIDGE_CONVERSATION, 0), 0)
     for n, marker in enumerate(record.pending_markers, start=1):

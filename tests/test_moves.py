@@ -547,3 +547,71 @@ def test_a_move_nobody_drives_is_aborted_and_one_committed_is_finished(
     finally:
         source.close()
         target.close()
+
+
+def test_a_move_never_gives_a_mac_more_sessions_than_sessions_max_per_mac(
+    make_relay: Any, loop: LoopThread
+) -> None:
+    """The one transaction that hands a session over counts the target's sessions as a new
+    session of its own would be: past the limit the move fails there, and the session stays."""
+    relay: RelayServer = make_relay(sessions_max_per_mac=1, **SETTINGS)
+    account, source, target, sid, target_id = two_macs(relay, loop)
+    source.packed = packed(sid, b"x" * 10)
+    target.send_json_lines(new_sid(), [user_line("the laptop's own", str(uuid.uuid4()))])
+    try:
+        with relay_client(relay, account) as c:
+            r = c.post(f"/api/sessions/{sid}/move", json={"device_id": target_id})
+            assert r.status_code == 202, r.text
+            move = wait_for(
+                lambda: (m := move_of(c, sid))["phase"] == "failed" and m, 20, "the move over"
+            )
+            assert move["error"]["code"] == "too_many_sessions", move
+            assert "sessions_max_per_mac" in move["error"]["message"]
+            snap = c.get(f"/api/sessions/{sid}").json()
+            assert snap["device_id"] == account.device_id and snap["mark"] is None
+            assert source.finishes() == ["abort"] and target.finishes() == ["abort"]
+            on_target = [
+                s for s in c.get("/api/sessions").json()["sessions"] if s["device_id"] == target_id
+            ]
+            assert len(on_target) == 1
+    finally:
+        source.close()
+        target.close()
+
+
+def test_finished_moves_are_kept_only_the_newest_and_a_list_shows_each_sessions_latest(
+    make_relay: Any, loop: LoopThread
+) -> None:
+    """A phone starting moves over and over grows the moves table by at most
+    moves_kept_per_session finished moves a session; the list shows a session's latest move,
+    as its snapshot does (not an older failure once it has moved since)."""
+    relay: RelayServer = make_relay(moves_kept_per_session=2, **SETTINGS)
+    account, source, target, sid, target_id = two_macs(
+        relay, loop, refuse={"move_accept": ("folder_differs", "the folder differs")}
+    )
+    source.packed = packed(sid, b"x" * 10)
+
+    def rows() -> list[Any]:
+        return relay.state.store.db.query("SELECT phase FROM moves WHERE session_id = ?", (sid,))
+
+    try:
+        with relay_client(relay, account) as c:
+            for _ in range(5):
+                r = c.post(f"/api/sessions/{sid}/move", json={"device_id": target_id})
+                assert r.status_code == 202, r.text
+                wait_for(lambda: move_of(c, sid)["phase"] == "failed", 20, "the move over")
+            assert [r[0] for r in rows()] == ["failed"] * 3  # two kept, and the latest
+            listed = {s["id"]: s for s in c.get("/api/sessions").json()["sessions"]}
+            assert listed[sid]["move"]["error"]["code"] == "folder_differs"
+            target.refuse.clear()
+            r = c.post(f"/api/sessions/{sid}/move", json={"device_id": target_id})
+            assert r.status_code == 202, r.text
+            wait_for(lambda: move_of(c, sid)["phase"] == "done", 20, "the move over")
+            assert sorted(r[0] for r in rows()) == ["done", "failed", "failed"]
+            listed = {s["id"]: s for s in c.get("/api/sessions").json()["sessions"]}
+            assert listed[sid]["device_id"] == target_id
+            assert listed[sid]["move"] is None  # it moved: no older failure is its news
+            assert c.get(f"/api/sessions/{sid}").json()["move"] is None
+    finally:
+        source.close()
+        target.close()

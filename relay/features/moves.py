@@ -241,6 +241,19 @@ def have_sizes(raw: Any, files: list[MoveFile]) -> dict[str, int]:
     return have
 
 
+def _forget_old_moves(conn: Any, session_id: str, kept: int) -> None:
+    """Inside the transaction that starts a move: the session's finished moves beyond the
+    newest ``kept`` are deleted (its snapshot shows only its latest; the rest is history no one
+    reads, and a phone starting moves over and over must not grow the table)."""
+    rows = conn.execute(
+        "SELECT id FROM moves WHERE session_id = ? AND phase IN ('done', 'failed')"
+        " ORDER BY created_at DESC, id DESC",
+        (session_id,),
+    ).fetchall()
+    for (old,) in rows[max(kept, 1) :]:
+        conn.execute("DELETE FROM moves WHERE id = ?", (old,))
+
+
 def shown(move: Move | None) -> dict[str, Any] | None:
     """A session's ``move`` field: its move under way, or the last one that failed (with why);
     None once it moved (it is where it went)."""
@@ -338,6 +351,8 @@ class Moves:
             updated_at=now,
         )
 
+        kept = self.state.config.int("moves_kept_per_session")
+
         def job(conn: Any) -> bool:
             busy = conn.execute(
                 "SELECT 1 FROM moves WHERE session_id = ? AND phase IN (?, ?, ?)",
@@ -354,6 +369,7 @@ class Moves:
                 ),
             )  # fmt: skip
             conn.execute("UPDATE sessions SET mark = 'moving' WHERE id = ?", (session.id,))
+            _forget_old_moves(conn, session.id, kept)
             return True
 
         if not await self.state.store.write(job):
@@ -759,15 +775,16 @@ class Moves:
         return {"move": shown(self.driven(session.id) or await self.last_of(session.id))}
 
     async def listed(self, account_id: str) -> Callable[[str], Mapping[str, Any]]:
+        # Each session's latest move, as its snapshot shows it (an older failed move of a
+        # session that moved since is not its news).
         rows = await self._rows(
-            "account_id = ? AND phase NOT IN ('committed', 'done') ORDER BY created_at",
+            "account_id = ? AND created_at ="
+            " (SELECT MAX(created_at) FROM moves latest WHERE latest.session_id = moves.session_id)",
             (account_id,),
         )
         found = {m.session_id: m for m in rows}
         found.update({k: v for k, v in self.latest.items() if k in found and v.id in self.tasks})
-        return lambda session_id: {
-            "move": found[session_id].to_json() if session_id in found else None
-        }
+        return lambda session_id: {"move": shown(found.get(session_id))}
 
     async def guard(self, session: Session) -> None:
         """No command reaches a session while it moves (its Macs are busy handing it over)."""
