@@ -65,7 +65,7 @@ from typing import Any
 
 import httpx
 
-from agent.foldersync import FILES, pack
+from agent.foldersync import ENTRY_BYTES, FILES, pack
 from agent.registry import SessionRecord
 from tests.support.bridge import FAKE, Bridge, seed_home
 from tests.support.macs import agent_process, wait_online
@@ -207,8 +207,9 @@ def folder_archive(
     members: list[tuple[tarfile.TarInfo, bytes]], **manifest: Any
 ) -> tuple[bytes, dict[str, Any]]:
     """A plain folder's archive as agent/foldersync.py lays it out (a tar holding ``files.tgz``,
-    a gzip'd tar of the members, in this order) and its manifest, counted from the members;
-    ``manifest`` changes any of its fields."""
+    a gzip'd tar of the members, in this order) and its manifest, counted from the members as
+    the packer counts them (files, folders, bytes with ENTRY_BYTES each); ``manifest`` changes
+    any of its fields."""
     inner = io.BytesIO()
     with tarfile.open(fileobj=inner, mode="w:gz", format=tarfile.PAX_FORMAT) as tar:
         for info, data in members:
@@ -219,14 +220,26 @@ def folder_archive(
         info.size, info.mode = len(inner.getvalue()), 0o600
         tar.addfile(info, io.BytesIO(inner.getvalue()))
     data = outer.getvalue()
+    folders: set[str] = set()  # named, or made for a member's path (as the packer counts them)
+    for info, _ in members:
+        parts = [p for p in info.name.split("/") if p not in ("", ".")]
+        folders.update("/".join(parts[:i]) for i in range(1, len(parts)))
+        if info.isdir():
+            folders.add("/".join(parts))
+    entries = sum(not info.isdir() for info, _ in members)
+    sizes = sum(
+        info.size if info.isreg() else len(info.linkname.encode()) if info.issym() else 0
+        for info, _ in members
+    )
     said: dict[str, Any] = {
         "kind": "plain",
         "branch": None,
         "head": None,
-        "files": sum(not info.isdir() for info, _ in members),
+        "files": entries,
         "bytes": len(data),
         "sha256": hashlib.sha256(data).hexdigest(),
-        "content_bytes": sum(info.size for info, _ in members if info.isreg()),
+        "content_bytes": sizes + ENTRY_BYTES * (entries + len(folders)),
+        "folders": len(folders),
         "changes": "",
     }
     said.update(manifest)
