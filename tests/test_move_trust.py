@@ -15,6 +15,7 @@ time into a folder; an abort takes back only what its own move laid down).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import secrets
@@ -567,6 +568,85 @@ def test_an_attachment_that_did_not_travel_whole_refuses_the_move(world: World, 
     assert move["error"]["message"]
     refused_whole(world, sid, move, cargo.record["cwd"])
     assert not (world.target.data / "attachments" / sid).exists()
+
+
+# -- a source that stalls: every phase the relay drives is bounded --------------------------------
+
+
+def stalled_world(
+    make_relay: Any, tmp_path: Path, **settings: Any
+) -> contextlib.AbstractContextManager[World]:
+    relay: RelayServer = make_relay(**{**SETTINGS, **settings})
+    return hostile_world(relay, tmp_path)
+
+
+def stays_with_the_source(world: World, sid: str, move: dict[str, Any], code: str) -> None:
+    """The move failed with ``code``; the session is the source's, no longer marked moving (a
+    message reaches it), and nothing of it is on the target."""
+    assert move["phase"] == "failed", move
+    assert move["error"]["code"] == code, move
+    snap = world.snapshot(sid)
+    assert snap["device_id"] == world.account.device_id and snap["mark"] is None, snap
+    sent = world.phone.post(f"/api/sessions/{sid}/messages", json={"text": "still here?"})
+    assert sent.status_code == 200, sent.text
+    assert world.source.finishes(sid) == ["abort"]
+    assert sid not in world.target.registry()
+    assert not any((world.target.data / "moves").glob("*/in"))
+
+
+def test_a_source_that_packs_forever_fails_the_move_and_the_session_stays(
+    make_relay: Any, tmp_path: Path
+) -> None:
+    """The source answers move_export "packing" for ever: move_pack_timeout ends the move."""
+    with stalled_world(make_relay, tmp_path, move_pack_timeout=2.0) as world:
+        sid, conversation = ids()
+        world.source.packing.add(sid)
+        world.report(sid, "/Users/eve/shop", conversation)
+        cwd = world.target.folder("shop")
+        world.move(sid, cwd, honest_cargo(sid, cwd, conversation))
+        move = world.outcome(sid, timeout=30)
+        stays_with_the_source(world, sid, move, "pack_timeout")
+        assert "Evil Mac" in move["error"]["message"]
+        assert "move_pack_timeout" in move["error"]["message"]
+        assert not any(c.name == "move_accept" for c in world.source.commands)
+
+
+def test_a_source_that_never_sends_a_chunk_fails_the_move_and_the_session_stays(
+    make_relay: Any, tmp_path: Path
+) -> None:
+    """The source, linked, never answers a move_read: the move fails device_timeout (not
+    "offline"), and the target takes back what it had accepted."""
+    with stalled_world(make_relay, tmp_path, command_timeout=1.0) as world:
+        sid, conversation = ids()
+        world.source.hold(sid)
+        world.report(sid, "/Users/eve/shop", conversation)
+        cwd = world.target.folder("shop")
+        world.move(sid, cwd, honest_cargo(sid, cwd, conversation))
+        move = world.outcome(sid, timeout=30)
+        world.source.release(sid)
+        stays_with_the_source(world, sid, move, "device_timeout")
+        assert "move_read" in move["error"]["message"]
+        assert not Path(cwd).exists()
+
+
+def test_a_source_that_sends_too_slowly_fails_the_move_and_the_session_stays(
+    make_relay: Any, tmp_path: Path
+) -> None:
+    """Each chunk comes, but slowly (within command_timeout): move_transfer_timeout ends it."""
+    with stalled_world(
+        make_relay, tmp_path, move_chunk_bytes=1024, move_transfer_timeout=1.5
+    ) as world:
+        sid, conversation = ids()
+        world.source.read_delay = 0.3
+        world.report(sid, "/Users/eve/shop", conversation)
+        cwd = world.target.folder("shop")
+        cargo = honest_cargo(sid, cwd, conversation)
+        cargo.folder, cargo.manifest = folder_archive([file("big.bin", os.urandom(40_000))])
+        world.move(sid, cwd, cargo)
+        move = world.outcome(sid, timeout=30)
+        stays_with_the_source(world, sid, move, "transfer_timeout")
+        assert "move_transfer_timeout" in move["error"]["message"]
+        assert not Path(cwd).exists()
 
 
 # -- defect 3: one folder, one move (agent/foldersync.py's hold) --------------------------------

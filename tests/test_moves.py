@@ -280,6 +280,7 @@ class MovingMac(ScriptedMac):
     refuse: dict[str, tuple[str, str]] = field(default_factory=dict)
     exports: int = 0
     turn_running: bool = False  # export answers "waiting" while it is
+    place_status: str = "ready"  # what move_place answers (a target that never finishes)
 
     async def _on_command(self, command: Command) -> CommandResult:
         if not command.name.startswith("move_"):
@@ -321,7 +322,7 @@ class MovingMac(ScriptedMac):
                 got[plan[1] :] = body[plan[0] :]
             data = {"size": len(got)}
         elif command.name == "move_place":
-            data = {"status": "ready"}
+            data = {"status": self.place_status}
         elif command.name == "move_finish":
             data = {"done": True}
         return CommandResult(command_id=command.command_id, ok=True, data=data)
@@ -612,6 +613,32 @@ def test_finished_moves_are_kept_only_the_newest_and_a_list_shows_each_sessions_
             assert listed[sid]["device_id"] == target_id
             assert listed[sid]["move"] is None  # it moved: no older failure is its news
             assert c.get(f"/api/sessions/{sid}").json()["move"] is None
+    finally:
+        source.close()
+        target.close()
+
+
+def test_a_target_that_never_finishes_placing_fails_the_move_and_the_session_stays(
+    make_relay: Any, loop: LoopThread
+) -> None:
+    """The target answers move_place "placing" for ever: move_place_timeout ends the move
+    before the commit, and both Macs are told it is aborted."""
+    relay: RelayServer = make_relay(move_place_timeout=1.5, **SETTINGS)
+    account, source, target, sid, target_id = two_macs(relay, loop, place_status="placing")
+    source.packed = packed(sid, b"x" * 10)
+    try:
+        with relay_client(relay, account) as c:
+            r = c.post(f"/api/sessions/{sid}/move", json={"device_id": target_id})
+            assert r.status_code == 202, r.text
+            move = wait_for(
+                lambda: (m := move_of(c, sid))["phase"] == "failed" and m, 20, "the move over"
+            )
+            assert move["error"]["code"] == "place_timeout", move
+            assert "Laptop" in move["error"]["message"]
+            assert "move_place_timeout" in move["error"]["message"]
+            snap = c.get(f"/api/sessions/{sid}").json()
+            assert snap["device_id"] == account.device_id and snap["mark"] is None
+            assert source.finishes() == ["abort"] and target.finishes() == ["abort"]
     finally:
         source.close()
         target.close()

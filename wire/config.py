@@ -271,6 +271,27 @@ SETTINGS: tuple[Setting, ...] = (
         "relay",
     ),
     Setting(
+        "move_pack_timeout",
+        600.0,
+        "Seconds the Mac a session moves from may take to pack it once its turn is over; past "
+        "it the move fails (pack_timeout) and the session stays there.",
+        "relay",
+    ),
+    Setting(
+        "move_transfer_timeout",
+        3600.0,
+        "Seconds a move's files may take to travel from one Mac to the other; past it the move "
+        "fails (transfer_timeout) and the session stays where it was.",
+        "relay",
+    ),
+    Setting(
+        "move_place_timeout",
+        900.0,
+        "Seconds the Mac a session moves to may take to lay it down (check, unpack, resume); "
+        "past it the move fails (place_timeout) and the session stays where it was.",
+        "relay",
+    ),
+    Setting(
         "moves_kept_per_session",
         10,
         "Finished moves (done or failed) the relay keeps per session, the newest; older ones "

@@ -35,7 +35,9 @@ What a test crafts, a :class:`Cargo` (each file by its name in the move):
 
 :class:`HostileSource` answers each session's move with that session's cargo, and serves no
 chunk of the folder of a session it was told to ``hold`` until ``release``: a test can keep a
-move in the middle of its transfer (``wait_reading``) and start another meanwhile.
+move in the middle of its transfer (``wait_reading``) and start another meanwhile. It can also
+stall where a Mac may: answer ``move_export`` with ``packing`` forever (``packing``), or take
+``read_delay`` seconds over each chunk.
 
 :func:`hostile_world` gives one relay, the phone, the hostile source and the target
 (:class:`AgentMac`: its agent process, restartable; its registry; the argv its session's claude
@@ -270,6 +272,8 @@ class HostileSource:
     cargos: dict[str, Cargo] = field(default_factory=dict)  # by session id
     commands: list[Command] = field(default_factory=list)
     held: set[str] = field(default_factory=set)  # sessions whose chunks are not served yet
+    packing: set[str] = field(default_factory=set)  # sessions whose export says "packing" forever
+    read_delay: float = 0.0  # seconds each chunk takes (a source that sends, but slowly)
     offsets: dict[str, int] = field(default_factory=dict)
     link: MacLink | None = None
 
@@ -341,7 +345,9 @@ class HostileSource:
         self.commands.append(command)
         cargo = self.cargos.get(command.session_id)
         data: dict[str, Any] = {}
-        if command.name == "move_export":
+        if command.name == "move_export" and command.session_id in self.packing:
+            data = {"status": "packing"}
+        elif command.name == "move_export":
             assert cargo is not None, "give the source a cargo before the move"
             files = cargo.files()
             data = {
@@ -355,6 +361,7 @@ class HostileSource:
         elif command.name == "move_read":
             while command.session_id in self.held and command.args["file"] == FOLDER_FILE:
                 await asyncio.sleep(0.05)
+            await asyncio.sleep(self.read_delay)
             assert cargo is not None
             body = cargo.files()[command.args["file"]]
             offset, length = command.args["offset"], command.args["length"]
