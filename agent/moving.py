@@ -155,6 +155,16 @@ def settled(state: str, card_kind: str | None, alive: bool, when: str) -> bool:
     return when == "now" and state == "waiting" and card_kind == "stuck"
 
 
+def resumed(state: str, card_kind: str | None) -> bool:
+    """Whether a moved session's claude, resumed on the target, is up for the move to commit:
+    idle, or waiting on what is the person's to answer once the session is theirs — the
+    interruption notice of the turn the move interrupted (``now``). The move never waits for
+    the person. Pure."""
+    if state == "idle":
+        return True
+    return state == "waiting" and card_kind == "stuck"
+
+
 def write_plan(have: int, offset: int, length: int, size: int) -> tuple[int, int] | None:
     """Where a chunk of ``length`` bytes at ``offset`` goes in a file of which ``have`` bytes are
     written (of ``size`` in all): (skip, start) — skip that many of its bytes and write the rest
@@ -768,7 +778,8 @@ class Moving:
         ]
 
     async def _resume(self, record: SessionRecord) -> None:
-        """Start the session's claude on this Mac in its conversation; wait until it is up."""
+        """Start the session's claude on this Mac in its conversation; wait until it is up
+        (:func:`resumed`)."""
         agent = self.agent
         # Only a conversation that arrived is resumed (wire/moved.py checked the record names no
         # other); a session never prompted starts afresh under its own id.
@@ -777,7 +788,7 @@ class Moving:
         )
         rt = await agent._launch(record, resume=resume)
         deadline = time.monotonic() + agent.config.float("move_resume_timeout")
-        while rt.state != "idle" or not rt.pane_alive:
+        while not (rt.pane_alive and resumed(rt.state, rt.card.kind if rt.card else None)):
             said = rt.screen_key[0].strip() if rt.screen_key else ""
             # A blank screen reads as "exited" too, but a resuming claude draws nothing at first:
             # only a pane that died, or a screen that says claude ended, is a refusal.

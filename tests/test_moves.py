@@ -28,6 +28,7 @@ from agent.moving import (
     conversation_of,
     moved_record,
     own_default_mode,
+    resumed,
     settled,
     staged_name,
     write_plan,
@@ -132,6 +133,16 @@ def test_the_source_packs_only_once_no_turn_runs() -> None:
     assert not settled("waiting", "stuck", True, "idle")  # idle waits for a real end
     assert settled("waiting", "stuck", True, "now")  # the interruption notice after Esc
     assert not settled("waiting", "permission", True, "now")
+
+
+def test_a_resumed_claude_is_up_once_idle_or_waiting_on_what_is_the_persons() -> None:
+    """The move commits once the target's claude is idle, or shows what the person answers
+    once the session is theirs: the turn the move interrupted; never on another card, busy or
+    starting."""
+    assert resumed("idle", None)
+    assert resumed("waiting", "stuck")  # moved "now": the interrupted turn's notice
+    assert not resumed("waiting", "keyed") and not resumed("waiting", "permission")
+    assert not resumed("starting", "keyed") and not resumed("busy", None)
 
 
 def test_transcripts_keep_their_place_under_the_project(tmp_path: Any) -> None:
