@@ -107,6 +107,7 @@ JOURNAL = "journal.json"
 DISK_MARGIN = 64 * 1024 * 1024  # bytes left free beyond what a move needs
 IDLE_POLL = 0.2
 MOVED_TEXT = "🚚 Moved from {source} to {target}"
+MAX_MAC_NAME = 80  # characters of a Mac's name a card shows
 
 # Journal statuses. Source: waiting → packing → ready (or failed). Target: receiving → placing →
 # placed (or failed) → committed.
@@ -155,14 +156,14 @@ def settled(state: str, card_kind: str | None, alive: bool, when: str) -> bool:
     return when == "now" and state == "waiting" and card_kind == "stuck"
 
 
-def resumed(state: str, card_kind: str | None) -> bool:
+def resumed(state: str, card_kind: str | None, asks_folder_trust: bool) -> bool:
     """Whether a moved session's claude, resumed on the target, is up for the move to commit:
-    idle, or waiting on what is the person's to answer once the session is theirs — the
-    interruption notice of the turn the move interrupted (``now``). The move never waits for
-    the person. Pure."""
+    idle, or waiting on what is the person's to answer once the session is theirs — the trust
+    dialog of the folder that arrived (agent/autopass.py), or the interruption notice of the
+    turn the move interrupted (``now``). The move never waits for the person. Pure."""
     if state == "idle":
         return True
-    return state == "waiting" and card_kind == "stuck"
+    return state == "waiting" and (asks_folder_trust or card_kind == "stuck")
 
 
 def write_plan(have: int, offset: int, length: int, size: int) -> tuple[int, int] | None:
@@ -221,12 +222,23 @@ def own_default_mode(claude_home: Path) -> str | None:
     return mode if isinstance(mode, str) and mode in PERMISSION_MODES else None
 
 
-def moved_record(checked: MovedRecord, cwd: str, mode: str, now: float) -> SessionRecord:
+def mac_name(said: str) -> str:
+    """The name of the Mac a folder came from, as a card says it: one line of printable text,
+    MAX_MAC_NAME characters at most ("another Mac" when it says nothing). Pure."""
+    text = " ".join("".join(c if c.isprintable() else " " for c in said).split())[:MAX_MAC_NAME]
+    return text or "another Mac"
+
+
+def moved_record(
+    checked: MovedRecord, cwd: str, mode: str, now: float, source: str
+) -> SessionRecord:
     """The session's record as this Mac keeps it: only what was checked of what the source sent
     (wire/moved.py), and this Mac's own say on the rest. Its folder is the one here; its claude
     starts in ``mode`` (:func:`arrival_mode`); its policy keeps only the rules that restrict;
     no grants, hook secret, offsets, queued markers or paths of the other Mac (its transcript's,
-    its fork's copy, its worktree)."""
+    its fork's copy, its worktree). The folder arrived from ``source`` (the Mac's name): nobody
+    chose it on this Mac, so Claude Code's trust dialog for it is the person's to answer
+    (``arrived_from``), never passed by the agent, until they trusted it."""
     return SessionRecord(
         id=checked.id,
         cwd=cwd,
@@ -245,6 +257,7 @@ def moved_record(checked: MovedRecord, cwd: str, mode: str, now: float) -> Sessi
         parent_id=checked.parent_id,
         fork_conversation=checked.fork_conversation,
         branch=checked.branch,
+        arrived_from=mac_name(source),
     )
 
 
@@ -693,13 +706,13 @@ class Moving:
             journal.status = "placing"
             self._save(journal)
         if journal.status == "placing":
-            self._run(journal, self._place)
+            self._run(journal, lambda j: self._place(j, args.source_name))
             await self._wait(journal, args.wait)
         return {"status": "ready" if journal.status == "placed" else journal.status, **(
             {"code": journal.code, "error": journal.error} if journal.status == "failed" else {}
         )}  # fmt: skip
 
-    async def _place(self, journal: Journal) -> None:
+    async def _place(self, journal: Journal, source: str) -> None:
         agent = self.agent
         incoming = self._folder(journal.move_id) / "in"
         files = [MoveFile.model_validate(f) for f in journal.files]
@@ -747,7 +760,7 @@ class Moving:
             paths = {name: incoming / TRANSCRIPTS / name for name in names}
             await asyncio.to_thread(placement.place_conversation, home, cwd, conversation_id, paths)
         mode = arrival_mode(checked.permission_mode, own_default_mode(home))
-        record = moved_record(checked, cwd, mode, time.time())
+        record = moved_record(checked, cwd, mode, time.time(), source)
         record.held = held
         agent.registry.add(record)
         rt = agent._runtime(record)
@@ -788,7 +801,10 @@ class Moving:
         )
         rt = await agent._launch(record, resume=resume)
         deadline = time.monotonic() + agent.config.float("move_resume_timeout")
-        while not (rt.pane_alive and resumed(rt.state, rt.card.kind if rt.card else None)):
+        while not (
+            rt.pane_alive
+            and resumed(rt.state, rt.card.kind if rt.card else None, rt.asks_folder_trust)
+        ):
             said = rt.screen_key[0].strip() if rt.screen_key else ""
             # A blank screen reads as "exited" too, but a resuming claude draws nothing at first:
             # only a pane that died, or a screen that says claude ended, is a refusal.

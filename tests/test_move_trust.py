@@ -47,7 +47,7 @@ from tests.support.hostile import (
     symlink,
     transcript,
 )
-from tests.support.journeys import say_and_wait_answer, wait_card, wait_state
+from tests.support.journeys import say_and_wait_answer, wait_card, wait_event, wait_state
 from tests.support.macs import git, wait_online
 from tests.support.relay import RelayServer
 from tests.support.waits import wait_for
@@ -568,6 +568,86 @@ def test_an_attachment_that_did_not_travel_whole_refuses_the_move(world: World, 
     assert move["error"]["message"]
     refused_whole(world, sid, move, cargo.record["cwd"])
     assert not (world.target.data / "attachments" / sid).exists()
+
+
+# -- a moved folder's Claude Code trust is the person's (agent/autopass.py) ---------------------
+
+
+def trusts(world: World, cwd: str) -> bool:
+    """The target's Claude Code recorded trust for ``cwd`` (``~/.claude.json``)."""
+    config = json.loads((world.target.home / ".claude.json").read_text())
+    return bool((config.get("projects", {}).get(cwd) or {}).get("hasTrustDialogAccepted"))
+
+
+def moved_untrusted(world: World, sid: str, conversation: str) -> tuple[str, dict[str, Any]]:
+    """Move the session into a folder the target's Claude Code never trusted; once the move is
+    over (it never waits for the person), the trust card its claude then shows."""
+    world.report(sid, "/Users/eve/shop", conversation)
+    cwd = str(world.target.mac.root / "shop")
+    world.move(sid, cwd, honest_cargo(sid, cwd, conversation))
+    move = world.outcome(sid)
+    assert move["phase"] == "done", move
+    card = wait_card(world.phone, sid, "keyed", 30)
+    return cwd, card
+
+
+def answer(world: World, sid: str, card: dict[str, Any], key: str) -> None:
+    response = world.phone.post(f"/api/sessions/{sid}/cards/{card['id']}", json={"key": key})
+    assert response.status_code == 200, response.text
+
+
+def test_a_moved_folder_is_trusted_on_the_target_only_by_the_person(world: World) -> None:
+    """The target never passes Claude Code's trust dialog for a folder that came with a move:
+    the session needs the person (a card saying where the folder came from and what trusting
+    it runs), and goes on as any session once they said yes."""
+    sid, conversation = ids()
+    cwd, card = moved_untrusted(world, sid, conversation)
+    assert world.snapshot(sid)["state"] == "waiting"
+    assert "Evil Mac" in card["title"] and "Evil Mac" in card["text"]
+    assert "project settings" in card["text"] and ".mcp.json" in card["text"]
+    assert [o["label"] for o in card["options"]] == ["No, exit", "Yes, I trust this folder"]
+    assert world.target.registry()[sid]["arrived_from"] == "Evil Mac"
+    assert not trusts(world, cwd)  # nothing pressed by the agent
+    answer(world, sid, card, "2")
+    wait_state(world.phone, sid, "idle", 30)
+    assert trusts(world, cwd)
+    assert world.target.registry()[sid]["arrived_from"] is None  # later starts as any session's
+    say_and_wait_answer(world.phone, sid, "still there?", 60, "the conversation going on")
+
+
+def test_a_moved_folder_not_trusted_ends_the_session_with_the_reason(world: World) -> None:
+    sid, conversation = ids()
+    cwd, card = moved_untrusted(world, sid, conversation)
+    answer(world, sid, card, "1")
+    ended = wait_state(world.phone, sid, "ended", 30)
+    assert "Evil Mac" in ended["error"] and "not trusted" in ended["error"], ended
+    kept = world.target.registry()[sid]
+    assert kept["alive"] is False and kept["arrived_from"] == "Evil Mac"
+    assert not trusts(world, cwd)
+
+
+def test_a_revive_before_the_person_answered_still_asks_them(world: World) -> None:
+    """The Mac restarts (its terminals gone) while the trust card waits: the revived claude's
+    trust dialog is a card again, never passed (sessions.json keeps where the folder came from)."""
+    sid, conversation = ids()
+    cwd, _ = moved_untrusted(world, sid, conversation)
+    world.target.stop()
+    world.target.mac.kill_tmux()
+    world.target.start()
+    wait_event(world.phone, sid, lambda e: e.get("marker") == "revived", "the session revived")
+
+    def answered() -> bool:
+        """The revived claude's card answered (the card shown before the restart is closed)."""
+        card = world.snapshot(sid)["card"]
+        assert not trusts(world, cwd), "the agent passed the trust dialog after the revive"
+        if not card or card["kind"] != "keyed" or "Evil Mac" not in card["title"]:
+            return False
+        sent = world.phone.post(f"/api/sessions/{sid}/cards/{card['id']}", json={"key": "2"})
+        return sent.status_code == 200
+
+    wait_for(answered, 60, "the revived claude's trust card answered")
+    wait_state(world.phone, sid, "idle", 30)
+    assert trusts(world, cwd)
 
 
 # -- a source that stalls: every phase the relay drives is bounded --------------------------------

@@ -137,12 +137,14 @@ def test_the_source_packs_only_once_no_turn_runs() -> None:
 
 def test_a_resumed_claude_is_up_once_idle_or_waiting_on_what_is_the_persons() -> None:
     """The move commits once the target's claude is idle, or shows what the person answers
-    once the session is theirs: the turn the move interrupted; never on another card, busy or
-    starting."""
-    assert resumed("idle", None)
-    assert resumed("waiting", "stuck")  # moved "now": the interrupted turn's notice
-    assert not resumed("waiting", "keyed") and not resumed("waiting", "permission")
-    assert not resumed("starting", "keyed") and not resumed("busy", None)
+    once the session is theirs: the turn the move interrupted, or the trust of the folder that
+    arrived; never on another card, busy or starting."""
+    assert resumed("idle", None, False)
+    assert resumed("waiting", "stuck", False)  # moved "now": the interrupted turn's notice
+    assert resumed("waiting", "keyed", True)  # the trust dialog of the folder that arrived
+    assert not resumed("waiting", "keyed", False)  # another start-up dialog
+    assert not resumed("waiting", "permission", False)
+    assert not resumed("starting", "keyed", False) and not resumed("busy", None, False)
 
 
 def test_transcripts_keep_their_place_under_the_project(tmp_path: Any) -> None:
@@ -177,8 +179,11 @@ def test_the_record_arrives_as_this_macs_and_goes_on_from_the_relays_offsets() -
     )
     files = {"folder.bin": 10, "session.json": 1, f"transcripts/{conversation}.jsonl": 5}
     checked = read_record(json.dumps(record.to_json()).encode(), sid, files)
-    arrived = moved_record(checked, "/home/ada/src", "manual", 50.0)
+    arrived = moved_record(checked, "/home/ada/src", "manual", 50.0, "Studio\x1b[2J\nMac")
     assert (arrived.cwd, arrived.secret, arrived.transcript_path) == ("/home/ada/src", "", None)
+    assert arrived.arrived_from == "Studio [2J Mac"  # the person trusts its folder here, or not
+    assert moved_record(checked, "/w", "manual", 1.0, "\x00\t").arrived_from == "another Mac"
+    assert len(moved_record(checked, "/w", "manual", 1.0, "M" * 500).arrived_from or "") == 80
     assert (arrived.permission_mode, arrived.allow_all, arrived.grants) == ("manual", False, [])
     assert arrived.policy == {"allow_all": False, "categories": {"execute": "deny"}, "tools": {}}
     assert (arrived.fork_copy, arrived.worktree, arrived.acked) == (None, None, {})

@@ -744,6 +744,9 @@ class MovePlaceArgs(ArgsModel):
     name: ClassVar[CommandName] = "move_place"
     move_id: MoveId
     wait: float = Field(default=2.0, ge=0, le=20, allow_inf_nan=False)
+    # The Mac the session comes from, as the relay names it: the card that asks the person to
+    # trust the folder there says so.
+    source_name: str = Field(default="", max_length=200)
 
 
 class MoveFinishArgs(ArgsModel):

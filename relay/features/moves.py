@@ -496,9 +496,12 @@ class Moves:
         await self._update(move, step="resuming", bytes_done=total)
         await self._publish(move, force=True)
         placing = Deadline.of(config, "move_place_timeout")
+        source = await self._device_name(move.account_id, move.source_device)
         while True:
             placed = await self._ask(
-                move, "target", MovePlaceArgs(move_id=move.id, wait=EXPORT_WAIT)
+                move,
+                "target",
+                MovePlaceArgs(move_id=move.id, wait=EXPORT_WAIT, source_name=source[:200]),
             )
             status = placed.get("status")
             if status == "ready":
