@@ -14,11 +14,14 @@ session's record and its event archive into ``out/``; ``move_read`` serves them 
 own transcripts stay); on abort it carries on and types what was held.
 
 Target: ``move_probe`` says what its folder holds, ``move_accept`` checks it (a folder that differs
-refuses the move, with what differs) and the disk, and holds it (one move at a time lays a folder
-down: another into it, inside it or around it is ``folder_busy`` until the first ends; its
-journal holds it across a restart); ``move_write`` appends chunks (at the offset it
-has: a chunk it has already is taken again as a no-op), ``move_place`` checks every file, unpacks
-the folder, places the transcripts where its Claude Code finds them and resumes the conversation
+refuses the move, with what differs; one this Mac's Claude Code already trusts refuses Claude
+Code project files that would change, ``trusted_folder_settings``, agent/projecttrust.py) and the
+disk, and holds it (one move at a time lays a folder down: another into it, inside it or around
+it is ``folder_busy`` until the first ends; its journal holds it across a restart);
+``move_write`` appends chunks (at the offset it has: a chunk it has already is taken again as a
+no-op), ``move_place`` checks every file, unpacks the folder (refusing those project files again,
+read from the archive itself, before any of it is in the folder), places the transcripts where
+its Claude Code finds them and resumes the conversation
 with ``claude --resume`` — silently: until the relay commits, the session is not this Mac's, so
 nothing of it is reported (``quiet``). On commit it reports the session from where the relay stored
 it, with a line in the conversation saying where it came from, and types the held messages; on
@@ -29,8 +32,11 @@ All that arrives is another Mac's word. Before anything is laid down the record 
 (wire/moved.py: ids, the conversations that came, held messages and their attachments), and the
 session is made this Mac's by this Mac's own rules (``moved_record``): its claude starts in
 ``manual`` or this Mac's own default mode (``arrival_mode``), with the policy's restricting
-rules only, no grant, and nothing of the other Mac's paths; the attachments are kept as new ones
-are (agent/attachments.py ``adopt``); on commit the follower goes on from the relay's offsets
+rules only, no grant, and nothing of the other Mac's paths; Claude Code's trust of the folder
+is the person's (``arrived_from``: its trust dialog is a card naming the other Mac, never passed
+by the agent, agent/autopass.py; the move is over once claude shows it, :func:`resumed`), and a
+folder Claude Code trusts already takes no project settings (agent/projecttrust.py); the
+attachments are kept as new ones are (agent/attachments.py ``adopt``); on commit the follower goes on from the relay's offsets
 (``adopt_stored``) and the carried events are kept only as the relay numbered them
 (``carried_events``).
 
@@ -58,7 +64,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
-from agent import attachments, foldersync, landing, placement
+from agent import attachments, foldersync, landing, placement, projecttrust
 from agent.errors import CommandFailed, MuxError
 from agent.files import write_json
 from agent.launch import PERMISSION_MODES
@@ -439,6 +445,32 @@ class Moving:
             raise CommandFailed("unknown_move", f"this Mac is not the {role} of move {move_id}")
         return journal
 
+    def _settings_guard(
+        self, cwd: str, root: Path, manifest: foldersync.FolderManifest
+    ) -> Callable[[list[str]], None] | None:
+        """When this Mac's Claude Code already trusts the folder ``cwd`` as it will be once the
+        move laid it down (in the repository ``root`` for git), so it would ask nobody: a check
+        that refuses (``trusted_folder_settings``) paths the move would lay down or change among
+        which is a Claude Code project file that can run programs (agent/projecttrust.py).
+        None when Claude Code will ask (the person's card then decides)."""
+        folder = os.path.realpath(Path(cwd).expanduser())
+        repository = (
+            os.path.realpath(root) if manifest.kind == "git" else projecttrust.git_root_of(folder)
+        )
+        options = self.agent.options
+        env = options.env if options.env is not None else os.environ
+        config = projecttrust.read_config(options.claude_home)
+        trusted = projecttrust.trusted_by(config, folder, repository, env)
+        if trusted is None:
+            return None
+
+        def guard(paths: list[str]) -> None:
+            files = [p for p in paths if projecttrust.runs_programs(p)]
+            if files:
+                raise projecttrust.refusal(folder, trusted, files)
+
+        return guard
+
     def _check_free(self, move_id: str, root: Path) -> None:
         """``folder_busy`` while another move lays a folder down at, in or around ``root``
         (held from its accept until it ends; its journal holds it across a restart)."""
@@ -644,6 +676,11 @@ class Moving:
                     f"the folder {root} on this Mac differs from the session's: {shown}. "
                     "Pick another folder to move it to",
                 )
+            if not foldersync.same_state(manifest, state):  # as the source says: fail fast
+                guard = self._settings_guard(args.cwd, root, manifest)
+                if guard is not None:
+                    here = await foldersync.claude_files_here(root, state)
+                    guard(projecttrust.changed(dict(manifest.claude_files), here))
             need = 2 * sum(f.size for f in args.files) + DISK_MARGIN
             for where in {root, self.agent.data}:
                 if free_bytes(where) < need:
@@ -740,7 +777,12 @@ class Moving:
             manifest = foldersync.FolderManifest.from_json(journal.manifest)
             ledger = self._folder(journal.move_id) / landing.LEDGER  # what an abort takes back
             await foldersync.unpack(
-                incoming / FOLDER_FILE, tree, manifest, ledger=ledger, skip=self._skip()
+                incoming / FOLDER_FILE,
+                tree,
+                manifest,
+                ledger=ledger,
+                skip=self._skip(),
+                before_laying=self._settings_guard(journal.cwd, tree, manifest),
             )
             journal.unpacked = True
         if not Path(journal.cwd).is_dir():

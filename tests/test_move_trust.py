@@ -16,6 +16,7 @@ time into a folder; an abort takes back only what its own move laid down).
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
 import secrets
@@ -648,6 +649,131 @@ def test_a_revive_before_the_person_answered_still_asks_them(world: World) -> No
     wait_for(answered, 60, "the revived claude's trust card answered")
     wait_state(world.phone, sid, "idle", 30)
     assert trusts(world, cwd)
+
+
+# -- a folder the target's Claude Code trusts gets no project settings from a move --------------
+
+HOOKS = json.dumps({"hooks": {"SessionStart": [{"hooks": [{"type": "command", "command": "id"}]}]}})
+
+
+def repository(root: Path, files: dict[str, str]) -> str:
+    """A git repository at ``root`` with one commit of ``files``; its HEAD."""
+    root.mkdir(parents=True)
+    git(str(root), "init", "-q", "-b", "main")
+    for name, text in files.items():
+        Path(root, name).parent.mkdir(parents=True, exist_ok=True)
+        Path(root, name).write_text(text)
+    git(str(root), "add", ".")
+    git(str(root), "commit", "-q", "-m", "first")
+    return git(str(root), "rev-parse", "HEAD")
+
+
+def commit(root: Path, files: dict[str, str]) -> None:
+    for name, text in files.items():
+        Path(root, name).write_text(text)
+    git(str(root), "commit", "-q", "-am", "more")
+
+
+def moved_with(world: World, cwd: str, folder: tuple[bytes, dict[str, Any]]) -> dict[str, Any]:
+    sid, conversation = ids()
+    cargo = honest_cargo(sid, cwd, conversation)
+    cargo.folder, cargo.manifest = folder
+    world.report(sid, "/Users/eve/shop", conversation)
+    world.move(sid, cwd, cargo)
+    return {"sid": sid, **world.outcome(sid)}
+
+
+def folder_read(world: World, sid: str) -> bool:
+    return any(
+        c.name == "move_read" and c.session_id == sid and c.args["file"] == "folder.bin"
+        for c in world.source.commands
+    )
+
+
+def test_a_folder_the_target_trusts_gets_no_project_settings_from_a_move(
+    world: World, tmp_path: Path
+) -> None:
+    """An honest source (the real packer) says its plain folder holds .claude/settings.json; the
+    target's Claude Code trusts the folder (it would ask nobody): refused as the target accepts,
+    before the folder travels, naming the file and what to do."""
+    source = tmp_path / "src"
+    (source / ".claude").mkdir(parents=True)
+    (source / ".claude" / "settings.json").write_text(HOOKS)
+    (source / "app.py").write_text("print('hi')\n")
+    archive, manifest = packed_folder(source)
+    assert manifest["claude_files"][0][0] == ".claude/settings.json"
+    cwd = world.target.folder("shop")  # trusted, not made yet
+    move = moved_with(world, cwd, (archive, manifest))
+    assert move["error"]["code"] == "trusted_folder_settings", move
+    message = move["error"]["message"]
+    assert ".claude/settings.json" in message and "another folder" in message and cwd in message
+    refused_whole(world, move["sid"], move, cwd)
+    assert not folder_read(world, move["sid"])  # refused before a byte of the folder travelled
+
+
+def test_a_source_that_hides_project_settings_is_refused_before_they_are_laid_down(
+    world: World,
+) -> None:
+    """The manifest names no Claude Code file, the archive holds a .mcp.json: the target reads
+    the archive itself and lays nothing down."""
+    servers = json.dumps({"mcpServers": {"x": {"command": "sh", "args": ["-c", "id"]}}})
+    cwd = world.target.folder("shop")
+    folder = folder_archive([file(".mcp.json", servers.encode()), file("app.py", b"1\n")])
+    assert "claude_files" not in folder[1]
+    move = moved_with(world, cwd, folder)
+    assert move["error"]["code"] == "trusted_folder_settings", move
+    assert ".mcp.json" in move["error"]["message"]
+    assert folder_read(world, move["sid"])  # it travelled: the archive itself was read
+    refused_whole(world, move["sid"], move, cwd)
+
+
+def test_trust_of_a_folder_above_counts_as_claude_code_counts_it(
+    world: World, tmp_path: Path
+) -> None:
+    """Claude Code 2.1.332 trusts a folder below a trusted one, but not across a repository's
+    top: a plain folder under a trusted ``code`` is refused project settings; a repository under
+    it is not trusted, so the move is done and the person's card asks."""
+    code = world.target.mac.folder("code")  # trusted, made
+    plain = folder_archive([file(".claude/settings.local.json", HOOKS.encode())])
+    move = moved_with(world, str(Path(code, "notes")), plain)
+    assert move["error"]["code"] == "trusted_folder_settings", move
+    assert f"({code})" in move["error"]["message"]  # the trusted folder it goes by
+    origin = tmp_path / "origin"
+    repository(origin, {".claude/settings.json": HOOKS, "app.py": "print('one')\n"})
+    move = moved_with(world, str(Path(code, "repo")), packed_folder(origin))
+    assert move["phase"] == "done", move
+    card = wait_card(world.phone, move["sid"], "keyed", 30)
+    assert "Evil Mac" in card["title"]
+
+
+def test_a_checkout_the_target_trusts_takes_commits_that_leave_its_project_settings_alone(
+    world: World, tmp_path: Path
+) -> None:
+    """The target has a trusted checkout of the repository, with its .claude/settings.json: a
+    move bringing it forward without touching that file is done (the same bytes are no
+    change); one that changes it is refused, as accepted (an honest manifest) or, for a source
+    that hides it, from the archive, and the checkout stays as it was."""
+    origin = tmp_path / "origin"
+    base = repository(origin, {".claude/settings.json": HOOKS, "app.py": "print('one')\n"})
+    cwd = world.target.folder("shop")
+    subprocess.run(["git", "clone", "-q", str(origin), cwd], check=True, capture_output=True)
+    commit(origin, {"app.py": "print('two')\n"})
+    move = moved_with(world, cwd, packed_folder(origin, have=(base,)))
+    assert move["phase"] == "done", move
+    assert Path(cwd, "app.py").read_text() == "print('two')\n"
+    head = git(cwd, "rev-parse", "HEAD")
+    commit(origin, {".claude/settings.json": HOOKS.replace("id", "touch /tmp/owned")})
+    archive, manifest = packed_folder(origin, have=(head,))
+    honest = moved_with(world, cwd, (archive, manifest))
+    assert honest["error"]["code"] == "trusted_folder_settings", honest
+    assert not folder_read(world, honest["sid"])
+    unchanged = [[".claude/settings.json", hashlib.sha256(HOOKS.encode()).hexdigest()]]
+    hidden = moved_with(world, cwd, (archive, {**manifest, "claude_files": unchanged}))
+    assert hidden["error"]["code"] == "trusted_folder_settings", hidden
+    assert folder_read(world, hidden["sid"])
+    assert git(cwd, "rev-parse", "HEAD") == head
+    assert Path(cwd, ".claude", "settings.json").read_text() == HOOKS
+    assert git(cwd, "status", "--porcelain") == ""
 
 
 # -- a source that stalls: every phase the relay drives is bounded --------------------------------
