@@ -4,7 +4,11 @@ Each pass presses the option a person starting the session that way would pick, 
 line in the conversation saying so:
 
 * **Folder trust** while the session starts (no prompt submitted yet in this launch): claude was
-  opened in that folder from the phone on purpose. Captured: ``a_startup_trust``.
+  opened in that folder from the phone on purpose. Captured: ``a_startup_trust``. Never for a
+  folder that arrived with a move from another Mac (``folder_arrived``): nobody chose it on this
+  Mac, and once trusted, Claude Code runs the programs its project settings name (hooks, a
+  status line, MCP servers). That dialog is a card (:func:`arrived_trust_text`): the person
+  trusts the folder on the phone, or says no and claude exits.
 * **Development channels** while starting: the warning Claude Code draws when it was started with
   ``--dangerously-load-development-channels`` (the person chose that flag). Title, text and
   options are those of 2.1.328's ``DevChannelsDialog`` (``WARNING: Loading development channels``,
@@ -84,14 +88,18 @@ def decide(
     starting: bool,
     since_model_change: float | None,
     model_switch_window: float,
+    folder_arrived: bool = False,
 ) -> AutoPass | None:
     """What to press for ``card``, or None when it is the person's to answer.
 
     ``starting``: no prompt was submitted since the launch. ``since_model_change``: seconds since
-    the phone changed the model (None = it did not).
+    the phone changed the model (None = it did not). ``folder_arrived``: the session's folder
+    came from another Mac and the person has not trusted it here yet (its trust is theirs).
     """
     if starting:
         if is_trust(card):
+            if folder_arrived:
+                return None
             yes = _option(card, "yes")
             return AutoPass("trust", yes.key, TRUST_LINE) if yes else None
         if CHANNELS_TITLE.lower() in card.title.lower():
@@ -111,6 +119,32 @@ def decide(
         if yes is not None:
             return AutoPass("model", yes.key, MODEL_LINE.format(choice=yes.label.strip()))
     return None
+
+
+def arrived_trust_text(source: str, dialog: str) -> tuple[str, str]:
+    """The title and text of the card for Claude Code's trust dialog (its own text ``dialog``)
+    in a folder that arrived from the Mac ``source``. Pure."""
+    title = f"Trust the folder that came from {source}?"
+    text = (
+        f"This session's folder arrived from {source} with the move; nobody chose it on this "
+        "Mac. Once you trust it, Claude Code runs its project settings here: the programs "
+        ".claude/settings.json, .claude/settings.local.json and .mcp.json name (hooks, a status "
+        "line, MCP servers). Say yes only if you know what the folder holds; no exits Claude "
+        "Code and ends the session.\n\n" + dialog
+    )
+    return title, text
+
+
+def trusted(card: CardLike, answer: str | list[str] | None) -> bool | None:
+    """Whether ``answer`` to the trust dialog ``card`` trusts the folder (its "Yes, I trust"
+    option), refuses it ("No, exit"), or neither (None). Pure."""
+    if not is_trust(card) or not isinstance(answer, str):
+        return None
+    chosen = next((o for o in card.options if o.key == answer), None)
+    if chosen is None:
+        return None
+    label = chosen.label.strip().lower()
+    return True if label.startswith("yes") else False if label.startswith("no") else None
 
 
 def changes_model(text: str) -> bool:

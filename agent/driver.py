@@ -78,6 +78,13 @@ BURST_INTERVAL = 0.1
 EARLY_CARD_FOR = 10.0  # a request's card waits this long for its dialog to be drawn
 DIALOG_WATCH_INTERVAL = 0.02  # screen reads meanwhile
 MODEL_CONFIRM = 8.0  # how long /model's result line may take to be drawn
+FOLDER_TRUSTED_LINE = (
+    "🔐 You trusted the folder that came from {source}: Claude Code runs its project settings here"
+)
+FOLDER_NOT_TRUSTED = (
+    "The folder that came from {source} was not trusted on this Mac, so Claude Code did not "
+    "start and the session was ended. Send it a message to be asked again."
+)
 
 
 def policy_of(record: SessionRecord) -> policyrules.Policy:
@@ -417,8 +424,7 @@ class SessionDriver(Runtime):
         if computed.close_turn:
             self.hooks = close_open_turn(self.hooks)
         startup_card = self.screen.card if self.screen and computed.state == "starting" else None
-        if startup_card is not None and not autopass.is_trust(startup_card) and self.trust_passed:
-            # A start-up dialog we do not pass by ourselves (an API key, a login…): ask the person.
+        if startup_card is not None and self._persons_startup_dialog(startup_card):
             computed = dataclasses.replace(
                 computed, state="waiting", reasons=(*computed.reasons, "startup-dialog")
             )
@@ -440,6 +446,26 @@ class SessionDriver(Runtime):
             await self.deliver_held(reason="idle")
         elif self.card is not None and self.card.kind == "stuck" and previous == "busy":
             await self.deliver_held(reason="interrupted")  # the turn ended by Esc
+
+    def _persons_startup_dialog(self, card: DetectedCard) -> bool:
+        """A start-up dialog the agent does not pass by itself, so the person is asked: one of
+        another kind once trust is passed (an API key, a login…), and the trust dialog of a
+        folder that arrived from another Mac (agent/autopass.py)."""
+        if autopass.is_trust(card):
+            return self.record.arrived_from is not None
+        return self.trust_passed
+
+    @property
+    def asks_folder_trust(self) -> bool:
+        """Claude Code is up and shows the trust dialog of a folder that arrived from another
+        Mac: the card is the person's (a move is over once it is drawn)."""
+        return (
+            self.pane_alive
+            and self.state == "waiting"
+            and self.card is not None
+            and self.record.arrived_from is not None
+            and autopass.is_trust(self.card)
+        )
 
     def _claude_status(self) -> ClaudeStatus | None:
         """Claude Code's status file: found once by conversation id, then read by its pid."""
@@ -476,6 +502,10 @@ class SessionDriver(Runtime):
         """A permission dialog's card is built from the request that matches it (the whole
         command, the file, the edit); the screen says only that it is drawn and its keys."""
         ask = self.ask
+        source = self.record.arrived_from
+        if shown is not None and source is not None and autopass.is_trust(shown):
+            title, text = autopass.arrived_trust_text(source, shown.text)
+            return dataclasses.replace(shown, title=title, text=text)  # its fingerprint stays
         if shown is not None and shown.kind == "permission":
             if ask is not None and hook_matches(shown, ask):
                 self.ask_seen = True
@@ -512,6 +542,7 @@ class SessionDriver(Runtime):
             starting=not prompted,
             since_model_change=since,
             model_switch_window=self.config.float("model_switch_window"),
+            folder_arrived=self.record.arrived_from is not None,
         )
         if decision is None:
             if not prompted:
@@ -819,8 +850,30 @@ class SessionDriver(Runtime):
             raise CommandFailed(
                 "card_still_open", "the terminal did not take the answer; try again"
             )
+        if self.record.arrived_from is not None:
+            verdict = autopass.trusted(card, answer)
+            if verdict is not None:
+                self._arrived_folder_answered(verdict)
         await self.deliver_held(reason="card")
         return {"closed": True, **changed}
+
+    def _arrived_folder_answered(self, trusted: bool) -> None:
+        """The person answered the trust dialog of a folder that arrived from another Mac: yes,
+        and its later starts are as any session's; no, and claude exits: the session is ended,
+        with the reason (a message opens it again, and the dialog is asked again)."""
+        record = self.record
+        source = record.arrived_from
+        if trusted:
+            record.arrived_from = None
+            line = FOLDER_TRUSTED_LINE.format(source=source)
+        else:
+            record.alive, record.ended_by_person = False, True
+            self.error = FOLDER_NOT_TRUSTED.format(source=source)
+            line = "🔐 " + self.error
+        self.host.add_marker(record, MarkerKind.INFO, line)
+        self.host.save()
+        _log.info("session %s: the folder from %s trusted: %s", record.id, source, trusted)
+        self.wake_screen.set()
 
     # -- auto mode's refusals (agent/denials.py) ------------------------------------------------
 

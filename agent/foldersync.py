@@ -45,6 +45,11 @@ failure. Before each change it writes what it lays down to the move's ledger
 (agent/landing.py), from which an abort takes back exactly that. Its work in threads stops
 when the move is given up (cancelled), before the cancel returns.
 
+The manifest lists the Claude Code project files that can run programs in the state it makes
+(``claude_files``, agent/projecttrust.py), so a target whose Claude Code trusts the folder can
+refuse at once; :func:`unpack` hands its caller every path it would lay down or change, read from
+the archive itself, before any is in the folder (``before_laying``).
+
 An archive is treated as hostile: only regular files, folders and symlinks; no path out of the
 folder (``..``, absolute, through a symlink); each symlink judged by where it resolves through
 all that is laid down (chains included): never out of the folder nor into a ``.git``; nothing
@@ -85,7 +90,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath
 from typing import IO, Any, Literal, TypeVar
 
-from agent import git, landing
+from agent import git, landing, projecttrust
 from agent.errors import CommandFailed
 from agent.git import is_dotgit
 
@@ -134,6 +139,7 @@ SAMPLE_BYTES = 64 * 1024
 GIT_TIMEOUT = 30 * 60.0  # seconds one git of a move may take (a bundle of a long history)
 GIT_OUTPUT = 256 * 1024 * 1024  # most bytes of one git's output a move reads (else too_big)
 MAX_BLOCKERS = 5  # files named when a move would overwrite the target's own
+MAX_CLAUDE_FILES = 1000  # Claude Code project files a manifest may list
 
 
 class FolderSyncError(CommandFailed):
@@ -177,6 +183,10 @@ class FolderManifest:
     # ones', for git) paths, kinds and sizes, and one of a few of them's first bytes.
     shape: str = ""
     sample: str = ""
+    # The Claude Code project files that can run programs (agent/projecttrust.py) in the state
+    # the archive makes, each with what it holds: a target whose Claude Code trusts the folder
+    # refuses at once a move that would change them (and checks the archive itself on unpack).
+    claude_files: tuple[tuple[str, str], ...] = ()
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -198,6 +208,7 @@ class FolderManifest:
             "remotes": [list(r) for r in self.remotes],
             "shape": self.shape,
             "sample": self.sample,
+            "claude_files": [list(f) for f in self.claude_files],
         }
 
     @classmethod
@@ -231,6 +242,10 @@ class FolderManifest:
             remotes=tuple(_remote(r) for r in remotes),
             shape=_changes(d.get("shape", "")),
             sample=_changes(d.get("sample", "")),
+            claude_files=tuple(
+                _claude_file(f)
+                for f in _list(d.get("claude_files", []), "claude_files", MAX_CLAUDE_FILES)
+            ),
         )
         if "" in manifest.based_on:
             raise ValueError("folder manifest: based_on holds an empty commit")
@@ -387,6 +402,15 @@ def _remote(value: Any) -> tuple[str, str]:
         # "<transport>::…" and an unknown "<scheme>://" make git run a program to reach it.
         raise ValueError(f"folder manifest: {url[:80]!r} is not a git url this Mac takes")
     return name, url
+
+
+def _claude_file(value: Any) -> tuple[str, str]:
+    if not isinstance(value, list) or len(value) != 2:
+        raise ValueError("folder manifest: a Claude Code file is [path, sha256]")
+    path = _text(value[0], "claude_files", MAX_PATH_BYTES)
+    if check_member(path) != path:
+        raise ValueError(f"claude_files: {path[:80]!r} is not a relative path inside the folder")
+    return path, _digest(value[1], "claude_files")
 
 
 def check_member(path: str) -> str:
@@ -910,6 +934,17 @@ async def describe(
     return FolderState(True, "plain", changes=changes, entries=entries)
 
 
+async def claude_files_here(root: Path, state: FolderState) -> dict[str, str]:
+    """The Claude Code project files that can run programs a move into ``root`` (in ``state``,
+    which :func:`differences` let through) would replace or remove, and what each holds: a
+    repository's tracked ones; none in an absent or empty folder."""
+    if state.kind != "git":
+        return {}
+    run = await _git(root, "ls-files", "-z", ceiling=root.parent)
+    paths = [os.fsdecode(p) for p in run.out.split(b"\x00") if p]
+    return await _in_thread(projecttrust.program_files, root, paths)
+
+
 async def _changes_of_repository(
     root: Path, skip: frozenset[str], manifest: FolderManifest, differs: str
 ) -> str:
@@ -989,11 +1024,13 @@ async def _pack_plain(root: Path, out: Path, limit: int, skip: frozenset[str]) -
             sizes[_top_part(e.path)] = sizes.get(_top_part(e.path), 0) + e.size
         raise FolderTooBig(too_big_message(total, limit, sizes.items()))
     changes = await _in_thread(_digest_of, [], entries, root)
+    paths = [e.path for e in entries if e.kind != "dir"]
     manifest = FolderManifest(
         "plain", None, None, sum(e.kind != "dir" for e in entries), 0, "0" * 64,
         content_bytes=_content_bytes(entries), folders=_folders_of(entries), changes=changes,
         skipped=tuple(skipped[:MAX_SKIPPED]), shape=_shape(entries),
         sample=await _in_thread(_sample, entries, root),
+        claude_files=await _in_thread(_claude_files, root, paths),
     )  # fmt: skip
     return await _in_thread(_write_archive, out, manifest, root, entries, {}, limit)
 
@@ -1066,6 +1103,9 @@ async def _pack_git(
             blobs[BUNDLE] = work / BUNDLE
         changes = await _in_thread(_digest_of, [staged, unstaged], untracked, root)
         dirty = bool(staged or unstaged or untracked)
+        tracked = await _git(root, "ls-files", "-z")
+        paths = [os.fsdecode(p) for p in tracked.out.split(b"\x00") if p]
+        paths += [e.path for e in untracked]
         manifest = FolderManifest(
             "git", branch, head, len(untracked), 0, "0" * 64,
             content_bytes=sum(p.stat().st_size for p in blobs.values()) + _content_bytes(untracked),
@@ -1074,10 +1114,18 @@ async def _pack_git(
             staged=bool(staged), unstaged=bool(unstaged), changes=changes if dirty else "",
             skipped=tuple(skipped[:MAX_SKIPPED]), remotes=remotes, shape=_shape(untracked),
             sample=await _in_thread(_sample, untracked, root),
+            claude_files=await _in_thread(_claude_files, root, paths),
         )  # fmt: skip
         return await _in_thread(_write_archive, out, manifest, root, untracked, blobs, limit)
     finally:
         shutil.rmtree(work, ignore_errors=True)
+
+
+def _claude_files(root: Path, paths: Sequence[str]) -> tuple[tuple[str, str], ...]:
+    """The manifest's ``claude_files``: the Claude Code project files among ``paths`` that can
+    run programs, and what each holds (agent/projecttrust.py)."""
+    found = projecttrust.program_files(root, paths)
+    return tuple(sorted(found.items()))[:MAX_CLAUDE_FILES]
 
 
 async def _remotes(root: Path) -> tuple[tuple[str, str], ...]:
@@ -1448,11 +1496,14 @@ async def unpack(
     *,
     ledger: Path | None = None,
     skip: Sequence[str] = SKIP_FOLDERS,
+    before_laying: Callable[[list[str]], None] | None = None,
 ) -> None:
     """Make ``root`` the tree the archive holds (for git, ``root`` is the repository's top).
     Checks the sha256 and the folder again first; on failure nothing it made is left. What it
     lays down is written to ``ledger`` before it is (agent/landing.py): an abort of the move
-    takes back exactly that."""
+    takes back exactly that. ``before_laying`` is given every path (inside the tree) the unpack
+    would lay down or change, read from the archive itself, before any of them is in the
+    folder: raising refuses the move, and nothing stays."""
     await _in_thread(check_archive, archive, manifest)
     if manifest.kind == "git" and shutil.which("git") is None:
         raise FolderSyncError(
@@ -1469,9 +1520,9 @@ async def unpack(
     book = landing.book(ledger, root)
     try:
         if state.kind == "git":
-            await _unpack_into_repository(archive, root, manifest, state, book)
+            await _unpack_into_repository(archive, root, manifest, state, book, before_laying)
         else:
-            await _unpack_new(archive, root, manifest, book)
+            await _unpack_new(archive, root, manifest, book, before_laying)
     except OSError as exc:
         if _no_space(exc):
             raise FolderSyncError(
@@ -1498,10 +1549,15 @@ def _built(build: Path, book: landing.Ledger) -> None:
 
 
 async def _unpack_new(
-    archive: Path, root: Path, manifest: FolderManifest, book: landing.Ledger
+    archive: Path,
+    root: Path,
+    manifest: FolderManifest,
+    book: landing.Ledger,
+    before_laying: Callable[[list[str]], None] | None = None,
 ) -> None:
     """Build the tree beside ``root``, then rename it into place (``root`` absent, or empty:
-    then it keeps its mode)."""
+    then it keeps its mode). Everything in it is laid down: ``before_laying`` sees it all
+    before the rename."""
     mode = stat.S_IMODE(os.stat(root).st_mode) if root.is_dir() else None
     missing = _missing(root.parent)
     book.kind, book.inode, book.mode = "new", [], mode
@@ -1520,6 +1576,8 @@ async def _unpack_new(
                 await _git(tree, "remote", "add", name, url, ceiling=build)
         await _in_thread(_extract_files, staging / FILES, tree, laying)
         await _in_thread(_judge, tree, laying.links, manifest.subdir, None)
+        if before_laying is not None:
+            before_laying(await _in_thread(_tree_paths, tree))
         if mode is None:
             umask = os.umask(0)
             os.umask(umask)
@@ -1583,7 +1641,12 @@ async def _lay_git(tree: Path, staging: Path, manifest: FolderManifest, ceiling:
 
 
 async def _unpack_into_repository(
-    archive: Path, root: Path, manifest: FolderManifest, state: FolderState, book: landing.Ledger
+    archive: Path,
+    root: Path,
+    manifest: FolderManifest,
+    state: FolderState,
+    book: landing.Ledger,
+    before_laying: Callable[[list[str]], None] | None = None,
 ) -> None:
     """Bring the same repository (clean, behind) to the archive's state, never over a file it
     does not track (an ignored ``.env``, an untracked note: ``folder_differs``); on failure put
@@ -1625,7 +1688,11 @@ async def _unpack_into_repository(
                     "folder_differs",
                     f"the folder's branch {manifest.branch} is at {_short(old_branch)}, which the session's history does not contain",
                 )
-        created, folders = await _landing_plan(root, state.head, manifest, laying.written, staging)
+        created, folders, changed = await _landing_plan(
+            root, state.head, manifest, laying.written, staging
+        )
+        if before_laying is not None:
+            before_laying(changed)  # the work tree is as it was until now
         book.head, book.branch = state.head, state.branch
         book.moved_branch, book.old_ref = manifest.branch, old_branch
         book.created, book.folders, book.touched = created, folders, True
@@ -1641,26 +1708,30 @@ async def _unpack_into_repository(
 
 async def _landing_plan(
     root: Path, old: str | None, manifest: FolderManifest, untracked: Sequence[str], staging: Path
-) -> tuple[list[str], list[str]]:
+) -> tuple[list[str], list[str], list[str]]:
     """What bringing the repository at ``root`` from ``old`` to the manifest's state creates:
-    the paths that are not there now, and the folders made for them (deepest first).
-    ``folder_differs`` when one of them is there already and the repository does not track it
-    (git would overwrite an ignored file without a word)."""
+    the paths that are not there now, the folders made for them (deepest first), and every
+    path it changes (added, changed, removed, or laid down untracked). ``folder_differs`` when
+    one it creates is there already and the repository does not track it (git would overwrite
+    an ignored file without a word)."""
     ceiling = root.parent
     paths: set[str] = set(untracked)
+    touched: set[str] = set(untracked)
     if manifest.head and old:
         diff = await _git(
             root, "diff", "--name-status", "-z", "--no-renames", old, manifest.head, "--",
             ceiling=ceiling,
         )  # fmt: skip
         fields = diff.out.split(b"\x00")[:-1]  # status, path, status, path … each ended by NUL
-        added = zip(fields[0::2], fields[1::2], strict=True)
-        paths.update(os.fsdecode(path) for kind, path in added if kind == b"A")
+        statuses = list(zip(fields[0::2], fields[1::2], strict=True))
+        paths.update(os.fsdecode(path) for kind, path in statuses if kind == b"A")
+        touched.update(os.fsdecode(path) for _, path in statuses)
     elif manifest.head:
         tree = await _git(
             root, "ls-tree", "-r", "-z", "--name-only", manifest.head, ceiling=ceiling
         )
         paths.update(os.fsdecode(p) for p in tree.out.split(b"\x00") if p)
+        touched.update(paths)
     for name, wanted in ((STAGED, manifest.staged), (UNSTAGED, manifest.unstaged)):
         if wanted:
             numstat = await _git(
@@ -1670,6 +1741,7 @@ async def _landing_plan(
                 parts = record.split(b"\t", 2)
                 if len(parts) == 3 and parts[2]:
                     paths.add(os.fsdecode(parts[2]))
+                    touched.add(os.fsdecode(parts[2]))
     listed = await _git(root, "ls-files", "-z", ceiling=ceiling)
     tracked = {os.fsdecode(p) for p in listed.out.split(b"\x00") if p}
     created, folders, blocked = await _in_thread(_in_the_way, root, sorted(paths), tracked)
@@ -1681,7 +1753,7 @@ async def _landing_plan(
             f"it does not track there (ignored or untracked): {shown}. Move them away, or pick "
             "another folder",
         )
-    return created, folders
+    return created, folders, sorted(touched)
 
 
 def _in_the_way(
@@ -1725,6 +1797,19 @@ def _in_the_way(
     return created, deepest_first, list(dict.fromkeys(blocked))
 
 
+def _tree_paths(tree: Path) -> list[str]:
+    """Every file and symlink of a tree just built (relative; its own ``.git`` left out)."""
+    found: list[str] = []
+    for folder, dirs, names in os.walk(tree):
+        _going_on()
+        base = Path(folder)
+        if base == tree:
+            dirs[:] = [d for d in dirs if not is_dotgit(d)]
+        for name in [*names, *(d for d in dirs if (base / d).is_symlink())]:
+            found.append((base / name).relative_to(tree).as_posix())
+    return sorted(found)
+
+
 def _place(tree: Path, root: Path) -> list[str]:
     """Move every file and symlink of ``tree`` (ours) into ``root``, never over anything and
     never through a symlink. Returns what was placed."""
@@ -1760,6 +1845,7 @@ __all__ = [
     "Located",
     "check_archive",
     "check_member",
+    "claude_files_here",
     "describe",
     "differences",
     "expected_state",

@@ -14,11 +14,14 @@ session's record and its event archive into ``out/``; ``move_read`` serves them 
 own transcripts stay); on abort it carries on and types what was held.
 
 Target: ``move_probe`` says what its folder holds, ``move_accept`` checks it (a folder that differs
-refuses the move, with what differs) and the disk, and holds it (one move at a time lays a folder
-down: another into it, inside it or around it is ``folder_busy`` until the first ends; its
-journal holds it across a restart); ``move_write`` appends chunks (at the offset it
-has: a chunk it has already is taken again as a no-op), ``move_place`` checks every file, unpacks
-the folder, places the transcripts where its Claude Code finds them and resumes the conversation
+refuses the move, with what differs; one this Mac's Claude Code already trusts refuses Claude
+Code project files that would change, ``trusted_folder_settings``, agent/projecttrust.py) and the
+disk, and holds it (one move at a time lays a folder down: another into it, inside it or around
+it is ``folder_busy`` until the first ends; its journal holds it across a restart);
+``move_write`` appends chunks (at the offset it has: a chunk it has already is taken again as a
+no-op), ``move_place`` checks every file, unpacks the folder (refusing those project files again,
+read from the archive itself, before any of it is in the folder), places the transcripts where
+its Claude Code finds them and resumes the conversation
 with ``claude --resume`` — silently: until the relay commits, the session is not this Mac's, so
 nothing of it is reported (``quiet``). On commit it reports the session from where the relay stored
 it, with a line in the conversation saying where it came from, and types the held messages; on
@@ -29,8 +32,11 @@ All that arrives is another Mac's word. Before anything is laid down the record 
 (wire/moved.py: ids, the conversations that came, held messages and their attachments), and the
 session is made this Mac's by this Mac's own rules (``moved_record``): its claude starts in
 ``manual`` or this Mac's own default mode (``arrival_mode``), with the policy's restricting
-rules only, no grant, and nothing of the other Mac's paths; the attachments are kept as new ones
-are (agent/attachments.py ``adopt``); on commit the follower goes on from the relay's offsets
+rules only, no grant, and nothing of the other Mac's paths; Claude Code's trust of the folder
+is the person's (``arrived_from``: its trust dialog is a card naming the other Mac, never passed
+by the agent, agent/autopass.py; the move is over once claude shows it, :func:`resumed`), and a
+folder Claude Code trusts already takes no project settings (agent/projecttrust.py); the
+attachments are kept as new ones are (agent/attachments.py ``adopt``); on commit the follower goes on from the relay's offsets
 (``adopt_stored``) and the carried events are kept only as the relay numbered them
 (``carried_events``).
 
@@ -58,7 +64,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 
-from agent import attachments, foldersync, landing, placement
+from agent import attachments, foldersync, landing, placement, projecttrust
 from agent.errors import CommandFailed, MuxError
 from agent.files import write_json
 from agent.launch import PERMISSION_MODES
@@ -80,6 +86,7 @@ from wire.moved import (
     read_record,
 )
 from wire.protocol import (
+    CONVERSATION_KEY,
     MAX_TRANSCRIPT_OFFSET,
     MOVE_FILE,
     ArgsModel,
@@ -106,6 +113,7 @@ JOURNAL = "journal.json"
 DISK_MARGIN = 64 * 1024 * 1024  # bytes left free beyond what a move needs
 IDLE_POLL = 0.2
 MOVED_TEXT = "🚚 Moved from {source} to {target}"
+MAX_MAC_NAME = 80  # characters of a Mac's name a card shows
 
 # Journal statuses. Source: waiting → packing → ready (or failed). Target: receiving → placing →
 # placed (or failed) → committed.
@@ -154,11 +162,14 @@ def settled(state: str, card_kind: str | None, alive: bool, when: str) -> bool:
     return when == "now" and state == "waiting" and card_kind == "stuck"
 
 
-def resumed(state: str, card_kind: str | None) -> bool:
-    """Whether a claude resumed on the target is up: at its prompt, or showing the interruption
-    notice a turn cut by the move left (``now``: the person says what next, as on the source).
-    Pure."""
-    return state == "idle" or (state == "waiting" and card_kind == "stuck")
+def resumed(state: str, card_kind: str | None, asks_folder_trust: bool) -> bool:
+    """Whether a moved session's claude, resumed on the target, is up for the move to commit:
+    idle, or waiting on what is the person's to answer once the session is theirs — the trust
+    dialog of the folder that arrived (agent/autopass.py), or the interruption notice of the
+    turn the move interrupted (``now``). The move never waits for the person. Pure."""
+    if state == "idle":
+        return True
+    return state == "waiting" and (asks_folder_trust or card_kind == "stuck")
 
 
 def write_plan(have: int, offset: int, length: int, size: int) -> tuple[int, int] | None:
@@ -217,12 +228,23 @@ def own_default_mode(claude_home: Path) -> str | None:
     return mode if isinstance(mode, str) and mode in PERMISSION_MODES else None
 
 
-def moved_record(checked: MovedRecord, cwd: str, mode: str, now: float) -> SessionRecord:
+def mac_name(said: str) -> str:
+    """The name of the Mac a folder came from, as a card says it: one line of printable text,
+    MAX_MAC_NAME characters at most ("another Mac" when it says nothing). Pure."""
+    text = " ".join("".join(c if c.isprintable() else " " for c in said).split())[:MAX_MAC_NAME]
+    return text or "another Mac"
+
+
+def moved_record(
+    checked: MovedRecord, cwd: str, mode: str, now: float, source: str
+) -> SessionRecord:
     """The session's record as this Mac keeps it: only what was checked of what the source sent
     (wire/moved.py), and this Mac's own say on the rest. Its folder is the one here; its claude
     starts in ``mode`` (:func:`arrival_mode`); its policy keeps only the rules that restrict;
     no grants, hook secret, offsets, queued markers or paths of the other Mac (its transcript's,
-    its fork's copy, its worktree)."""
+    its fork's copy, its worktree). The folder arrived from ``source`` (the Mac's name): nobody
+    chose it on this Mac, so Claude Code's trust dialog for it is the person's to answer
+    (``arrived_from``), never passed by the agent, until they trusted it."""
     return SessionRecord(
         id=checked.id,
         cwd=cwd,
@@ -241,11 +263,8 @@ def moved_record(checked: MovedRecord, cwd: str, mode: str, now: float) -> Sessi
         parent_id=checked.parent_id,
         fork_conversation=checked.fork_conversation,
         branch=checked.branch,
+        arrived_from=mac_name(source),
     )
-
-
-# What the relay files stored lines under: a conversation, a subagent's "agent-…", "bridge".
-_STORED_KEY = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,127}$")
 
 
 def adopt_stored(record: SessionRecord, stored: dict[str, int]) -> None:
@@ -256,7 +275,7 @@ def adopt_stored(record: SessionRecord, stored: dict[str, int]) -> None:
     record.acked = {
         key: offset
         for key, offset in stored.items()
-        if _STORED_KEY.match(key) and -1 <= offset < MAX_TRANSCRIPT_OFFSET
+        if CONVERSATION_KEY.match(key) and -1 <= offset < MAX_TRANSCRIPT_OFFSET
     }
     bridge = max(record.acked.get(BRIDGE_CONVERSATION, 0), 0)
     for n, marker in enumerate(record.pending_markers, start=1):
@@ -425,6 +444,32 @@ class Moving:
         if journal is None or journal.session_id != session_id or journal.role != role:
             raise CommandFailed("unknown_move", f"this Mac is not the {role} of move {move_id}")
         return journal
+
+    def _settings_guard(
+        self, cwd: str, root: Path, manifest: foldersync.FolderManifest
+    ) -> Callable[[list[str]], None] | None:
+        """When this Mac's Claude Code already trusts the folder ``cwd`` as it will be once the
+        move laid it down (in the repository ``root`` for git), so it would ask nobody: a check
+        that refuses (``trusted_folder_settings``) paths the move would lay down or change among
+        which is a Claude Code project file that can run programs (agent/projecttrust.py).
+        None when Claude Code will ask (the person's card then decides)."""
+        folder = os.path.realpath(Path(cwd).expanduser())
+        repository = (
+            os.path.realpath(root) if manifest.kind == "git" else projecttrust.git_root_of(folder)
+        )
+        options = self.agent.options
+        env = options.env if options.env is not None else os.environ
+        config = projecttrust.read_config(options.claude_home)
+        trusted = projecttrust.trusted_by(config, folder, repository, env)
+        if trusted is None:
+            return None
+
+        def guard(paths: list[str]) -> None:
+            files = [p for p in paths if projecttrust.runs_programs(p)]
+            if files:
+                raise projecttrust.refusal(folder, trusted, files)
+
+        return guard
 
     def _check_free(self, move_id: str, root: Path) -> None:
         """``folder_busy`` while another move lays a folder down at, in or around ``root``
@@ -631,6 +676,11 @@ class Moving:
                     f"the folder {root} on this Mac differs from the session's: {shown}. "
                     "Pick another folder to move it to",
                 )
+            if not foldersync.same_state(manifest, state):  # as the source says: fail fast
+                guard = self._settings_guard(args.cwd, root, manifest)
+                if guard is not None:
+                    here = await foldersync.claude_files_here(root, state)
+                    guard(projecttrust.changed(dict(manifest.claude_files), here))
             need = 2 * sum(f.size for f in args.files) + DISK_MARGIN
             for where in {root, self.agent.data}:
                 if free_bytes(where) < need:
@@ -693,13 +743,13 @@ class Moving:
             journal.status = "placing"
             self._save(journal)
         if journal.status == "placing":
-            self._run(journal, self._place)
+            self._run(journal, lambda j: self._place(j, args.source_name))
             await self._wait(journal, args.wait)
         return {"status": "ready" if journal.status == "placed" else journal.status, **(
             {"code": journal.code, "error": journal.error} if journal.status == "failed" else {}
         )}  # fmt: skip
 
-    async def _place(self, journal: Journal) -> None:
+    async def _place(self, journal: Journal, source: str) -> None:
         agent = self.agent
         incoming = self._folder(journal.move_id) / "in"
         files = [MoveFile.model_validate(f) for f in journal.files]
@@ -727,7 +777,12 @@ class Moving:
             manifest = foldersync.FolderManifest.from_json(journal.manifest)
             ledger = self._folder(journal.move_id) / landing.LEDGER  # what an abort takes back
             await foldersync.unpack(
-                incoming / FOLDER_FILE, tree, manifest, ledger=ledger, skip=self._skip()
+                incoming / FOLDER_FILE,
+                tree,
+                manifest,
+                ledger=ledger,
+                skip=self._skip(),
+                before_laying=self._settings_guard(journal.cwd, tree, manifest),
             )
             journal.unpacked = True
         if not Path(journal.cwd).is_dir():
@@ -747,7 +802,7 @@ class Moving:
             paths = {name: incoming / TRANSCRIPTS / name for name in names}
             await asyncio.to_thread(placement.place_conversation, home, cwd, conversation_id, paths)
         mode = arrival_mode(checked.permission_mode, own_default_mode(home))
-        record = moved_record(checked, cwd, mode, time.time())
+        record = moved_record(checked, cwd, mode, time.time(), source)
         record.held = held
         agent.registry.add(record)
         rt = agent._runtime(record)
@@ -778,7 +833,8 @@ class Moving:
         ]
 
     async def _resume(self, record: SessionRecord) -> None:
-        """Start the session's claude on this Mac in its conversation; wait until it is up."""
+        """Start the session's claude on this Mac in its conversation; wait until it is up
+        (:func:`resumed`)."""
         agent = self.agent
         # Only a conversation that arrived is resumed (wire/moved.py checked the record names no
         # other); a session never prompted starts afresh under its own id.
@@ -787,7 +843,10 @@ class Moving:
         )
         rt = await agent._launch(record, resume=resume)
         deadline = time.monotonic() + agent.config.float("move_resume_timeout")
-        while not (rt.pane_alive and resumed(rt.state, rt.card.kind if rt.card else None)):
+        while not (
+            rt.pane_alive
+            and resumed(rt.state, rt.card.kind if rt.card else None, rt.asks_folder_trust)
+        ):
             said = rt.screen_key[0].strip() if rt.screen_key else ""
             # A blank screen reads as "exited" too, but a resuming claude draws nothing at first:
             # only a pane that died, or a screen that says claude ended, is a refusal.

@@ -67,6 +67,10 @@ class SessionRecord:
     # A session in a git worktree of its own (agent/worktree.py): its top and its branch.
     worktree: str | None = None
     branch: str | None = None
+    # The Mac (its name) this session's folder arrived from with a move, until the person
+    # trusted the folder here: Claude Code's trust dialog is theirs to answer on the phone,
+    # never passed by the agent (agent/autopass.py), at every start until then.
+    arrived_from: str | None = None
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)

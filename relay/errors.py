@@ -4,7 +4,8 @@ The same code appears in the log, in the API body (``{"error": {"code", "message
 the page, so a person can look it up. Each error says what happened and what to do.
 
     RelayError
-    ├── BadRequest            400  bad_request, bad_json, bad_after, bad_limit, bad_push_endpoint
+    ├── BadRequest            400  bad_request, bad_json, bad_after, bad_limit, bad_push_endpoint,
+    │                              bad_conversation_id (a link's lines batch)
     ├── Unauthorized          401  unauthorized, token_revoked, token_expired, bad_pair_code
     ├── Forbidden             403  bad_origin, wrong_token_kind
     ├── NotFound              404  not_found, unknown_session, unknown_device, unknown_phone,
@@ -33,7 +34,10 @@ Every store a Mac or a phone fills is bounded by a setting, and the error names 
 (``outbox_full``: ``outbox_max_per_session``, ``outbox_max_bytes_per_session``,
 ``outbox_max_per_mac``, ``outbox_max_bytes_per_mac``), a Mac with ``sessions_max_per_mac``
 sessions (``too_many_sessions``, also on the link for a ``lines`` batch or a ``hello`` naming a
-new session). The streams one login holds (``sse_max_streams_per_token``) are no error: the
+new session), a session's conversations (``conversations_max_per_session``: the newest are
+kept, the oldest forgotten, never an event; a conversation id that is not one is
+``bad_conversation_id``), a session's finished moves (``moves_kept_per_session``). A move counts
+against the target's ``sessions_max_per_mac`` as a new session does. The streams one login holds (``sse_max_streams_per_token``) are no error: the
 oldest is closed with the ``closed`` event (``too_many_streams``). On the link a session id that
 is not a UUID is ``bad_session_id``, as on the phone's API.
 """

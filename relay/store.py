@@ -33,6 +33,7 @@ from relay.errors import BadRequest, Conflict, NotFound, RelayError, Unauthorize
 from wire.config import Config
 from wire.markers import BRIDGE_CONVERSATION
 from wire.protocol import (
+    CONVERSATION_KEY,
     MAX_SEQ,
     MAX_TRANSCRIPT_OFFSET,
     DisplayEvent,
@@ -626,8 +627,10 @@ class Store:
         refused, as any other Mac is). Its id, title, group, events and seq stay; its folder is
         the one on the new Mac and its mark goes. ``also`` runs in the same transaction (the
         move's own record): if it raises, nothing changes. Conflict ``not_your_session`` when
-        the session is no longer on ``from_device``."""
+        the session is no longer on ``from_device``, ``too_many_sessions`` when ``to_device``
+        has ``sessions_max_per_mac`` already."""
         lock = self.dialect.for_update
+        room = self._session_room()
 
         def job(conn: Any, _: list[Callable[[], None]]) -> Session:
             row = conn.execute(
@@ -640,6 +643,7 @@ class Store:
                 )
             if row[0] != from_device:
                 raise _not_yours(session_id)
+            room(conn, to_device)  # a Mac gets no more sessions by a move than by its own lines
             conn.execute(
                 "UPDATE sessions SET device_id = ?, cwd = ?, mark = NULL, updated_at = ?"
                 " WHERE id = ?",
@@ -698,7 +702,19 @@ class Store:
         lines: Sequence[LineRecord],
         cwd: str | None = None,
     ) -> IngestResult:
-        """Store a batch of transcript lines as numbered events, once each (idempotent)."""
+        """Store a batch of transcript lines as numbered events, once each (idempotent).
+
+        A session keeps at most ``conversations_max_per_session`` conversations listed (its
+        ``conversation_ids``) and their stored offsets (``conversations``), the newest: a Mac
+        sending lines under ever new conversation ids makes the oldest be forgotten, never a
+        stored event."""
+        if not CONVERSATION_KEY.match(conversation_id):
+            raise BadRequest(
+                f"{conversation_id[:80]!r} is not a conversation id (a Claude Code conversation "
+                "UUID, a subagent's agent-…, or bridge: letters, digits, - and _, 128 at most)",
+                code="bad_conversation_id",
+            )
+        conversations_kept = self.config.int("conversations_max_per_session")
         kept = self.config.int("events_kept")
         max_line = self.config.int("max_line_bytes")
         limits = self._limits
@@ -816,15 +832,19 @@ class Store:
                 _insert_uuids(conn, session_id, new_uuids)
             if through != last_offset:
                 conn.execute(
-                    "INSERT INTO conversations (session_id, conversation_id, last_offset)"
-                    " VALUES (?, ?, ?) ON CONFLICT (session_id, conversation_id)"
-                    " DO UPDATE SET last_offset = excluded.last_offset",
-                    (session_id, conversation_id, through),
+                    "INSERT INTO conversations (session_id, conversation_id, last_offset,"
+                    " stored_at) VALUES (?, ?, ?, ?) ON CONFLICT (session_id, conversation_id)"
+                    " DO UPDATE SET last_offset = excluded.last_offset,"
+                    " stored_at = excluded.stored_at",
+                    (session_id, conversation_id, through, time.time()),
                 )
+                if conv is None:
+                    _forget_oldest_conversations(conn, session_id, conversations_kept)
             conv_ids: list[str] = json.loads(srow[12])
             is_claudes = _is_claude_conversation(conversation_id)
             if is_claudes and conversation_id not in conv_ids:
                 conv_ids.append(conversation_id)
+                conv_ids = newest(conv_ids, conversations_kept)
             # The number moves here, once, in the transaction that stores the events (under
             # the row lock taken above): what was given is what the row now says.
             moved = conn.execute(
@@ -1045,6 +1065,36 @@ def _insert_session(
         ),
     )
     return bool(cursor.rowcount > 0)
+
+
+def newest(items: list[T], kept: int) -> list[T]:
+    """The last ``kept`` of ``items`` (all of them when ``kept`` is 0: no limit). Pure."""
+    return items[-kept:] if kept > 0 else items
+
+
+def _forget_oldest_conversations(conn: Any, session_id: str, kept: int) -> None:
+    """A session's stored offsets beyond the newest ``kept`` conversations (by when a line of
+    each was last stored) are forgotten: a line sent again under one of those is then told a
+    duplicate by its uuid alone. Its events stay."""
+    if kept <= 0:
+        return
+    count = int(
+        conn.execute(
+            "SELECT COUNT(*) FROM conversations WHERE session_id = ?", (session_id,)
+        ).fetchone()[0]
+    )
+    if count <= kept:
+        return
+    rows = conn.execute(
+        "SELECT conversation_id FROM conversations WHERE session_id = ?"
+        " ORDER BY stored_at DESC, conversation_id DESC",
+        (session_id,),
+    ).fetchall()
+    for (old,) in rows[kept:]:
+        conn.execute(
+            "DELETE FROM conversations WHERE session_id = ? AND conversation_id = ?",
+            (session_id, old),
+        )
 
 
 def _is_claude_conversation(conversation_id: str) -> bool:

@@ -74,6 +74,34 @@ def test_folder_trust_passes_only_while_starting() -> None:
         assert later is None
 
 
+@pytest.mark.parametrize("version", ["", "2.1.332/"])
+def test_the_trust_of_a_folder_that_arrived_from_another_mac_is_never_passed(version: str) -> None:
+    """Captured 2.1.328 and 2.1.332 trust dialogs: a folder a move laid down is the person's to
+    trust (a card); their answer reads as yes or no whichever way the card words it."""
+    for twin in ("plain", "ansi"):
+        trust = card_of(screen(f"{version}a_startup_trust/01_trust_dialog_80x24", twin))
+        assert (
+            decide(
+                trust,
+                starting=True,
+                since_model_change=None,
+                model_switch_window=WINDOW,
+                folder_arrived=True,
+            )
+            is None
+        )
+        title, text = autopass.arrived_trust_text("Evil Mac", trust.text)
+        assert "Evil Mac" in title and "Evil Mac" in text and ".claude/settings.json" in text
+        assert text.endswith(trust.text)  # Claude Code's own words stay
+        worded = DetectedCard(**{**trust.__dict__, "title": title, "text": text})
+        assert autopass.is_trust(worded) and worded.fingerprint == trust.fingerprint
+        assert [autopass.trusted(worded, k) for k in ("1", "2", "3", None)] == [
+            False, True, None, None
+        ]  # fmt: skip
+    other = card_of(screen(SWITCH))
+    assert autopass.trusted(other, "1") is None  # not a trust dialog
+
+
 @pytest.mark.parametrize("name", [SWITCH, "l_model/09_switch_confirm_from_picker_80x24"])
 def test_model_switch_passes_within_the_window_after_the_phone_changed_the_model(
     name: str,

@@ -876,3 +876,48 @@ def test_what_a_mac_says_of_itself_is_kept_cut_to_a_bounded_size(
     assert device["name"] == ("Studio " + "M" * 100_000)[:200]
     assert all(len(v) <= 200 for v in device["info"].values() if isinstance(v, str))
     assert device["info"]["claude_version"].startswith("2.1.99")
+
+
+def test_a_sessions_conversations_are_bounded_the_newest_kept_and_no_event_lost(
+    make_relay: Any,
+) -> None:
+    """A Mac sending lines under ever new conversation ids (its own session's) grows neither
+    the session's listed conversations, which every snapshot carries, nor its stored offsets
+    past conversations_max_per_session: the newest are kept, and every event stays. An id that
+    is no conversation's (a path, a long text) is refused, and the link goes on."""
+    server: RelayServer = make_relay(conversations_max_per_session=3)
+    acct = server.account()
+    session_id = str(uuid.uuid4())
+    claudes = [str(uuid.uuid4()) for _ in range(6)]
+    subagents = ["agent-a0f2c7af82d1d7fd7", "agent-a6f78510e898a61f4"]
+
+    async def go() -> None:
+        async with raw_link(server, acct.device_token) as ws:
+            await hello(ws)
+            for batch, conversation in enumerate([*claudes[:3], *subagents, *claudes[3:]], 1):
+                lines = {
+                    "type": "lines",
+                    "batch": batch,
+                    "session_id": session_id,
+                    "conversation_id": conversation,
+                    "cwd": "/w",
+                    "lines": [{"offset": 0, "text": user_text(f"line {batch}")}],
+                }
+                assert (await answer(ws, json.dumps(lines)))["type"] == "ack"
+            for bad in ("../../etc/passwd", "c" * 129, "-rf", ""):
+                wrong = {**lines, "batch": 99, "conversation_id": bad}
+                refused = await answer(ws, json.dumps(wrong))
+                assert refused["type"] == "error", refused
+                assert refused["code"] == "bad_conversation_id" and refused["batch"] == 99
+            assert await still_up(ws)
+
+    asyncio.run(go())
+    with phone_client(server, acct.phone_token) as client:
+        snapshot = client.get(f"/api/sessions/{session_id}").json()
+    assert snapshot["conversation_ids"] == claudes[3:]  # the newest three, in their order
+    assert snapshot["conversation_id"] == claudes[-1]
+    assert len(stored(server, acct, session_id)) == 8  # every line's event stays
+    offsets = server.state.store.db.query(
+        "SELECT conversation_id FROM conversations WHERE session_id = ?", (session_id,)
+    )
+    assert {r[0] for r in offsets} == set(claudes[3:])  # the newest three stored offsets

@@ -15,6 +15,8 @@ time into a folder; an abort takes back only what its own move laid down).
 
 from __future__ import annotations
 
+import contextlib
+import hashlib
 import json
 import os
 import secrets
@@ -46,11 +48,11 @@ from tests.support.hostile import (
     symlink,
     transcript,
 )
-from tests.support.journeys import say_and_wait_answer, wait_card, wait_state
+from tests.support.journeys import say_and_wait_answer, wait_card, wait_event, wait_state
 from tests.support.macs import git, wait_online
 from tests.support.relay import RelayServer
 from tests.support.waits import wait_for
-from wire.protocol import MAX_SEQ
+from wire.protocol import CONVERSATION_KEY, MAX_SEQ
 
 # A Mac gone is waited for a short while only; commands answer within seconds.
 SETTINGS = {"move_reconnect_wait": 2.0, "move_chunk_bytes": 256 * 1024}
@@ -86,8 +88,10 @@ def honest_cargo(session_id: str, cwd: str, conversation: str, **fields: Any) ->
 def moved_in(world: World, session_id: str, cargo: Cargo, name: str = "shop") -> dict[str, Any]:
     """Report the session on the source, move it to a new folder ``name`` on the target with
     ``cargo`` (its record's cwd there), and wait until the move is over."""
-    conversation = cargo.record.get("conversation_id") or str(uuid.uuid4())
-    world.report(session_id, "/Users/eve/shop", str(conversation))
+    said = cargo.record.get("conversation_id")
+    # The source's own lines go under a conversation id the relay takes (a path is refused).
+    ok = isinstance(said, str) and CONVERSATION_KEY.match(said)
+    world.report(session_id, "/Users/eve/shop", said if ok else str(uuid.uuid4()))
     cwd = world.target.folder(name)
     cargo.record["cwd"] = cwd
     world.move(session_id, cwd, cargo)
@@ -565,6 +569,290 @@ def test_an_attachment_that_did_not_travel_whole_refuses_the_move(world: World, 
     assert move["error"]["message"]
     refused_whole(world, sid, move, cargo.record["cwd"])
     assert not (world.target.data / "attachments" / sid).exists()
+
+
+# -- a moved folder's Claude Code trust is the person's (agent/autopass.py) ---------------------
+
+
+def trusts(world: World, cwd: str) -> bool:
+    """The target's Claude Code recorded trust for ``cwd`` (``~/.claude.json``)."""
+    config = json.loads((world.target.home / ".claude.json").read_text())
+    return bool((config.get("projects", {}).get(cwd) or {}).get("hasTrustDialogAccepted"))
+
+
+def moved_untrusted(world: World, sid: str, conversation: str) -> tuple[str, dict[str, Any]]:
+    """Move the session into a folder the target's Claude Code never trusted; once the move is
+    over (it never waits for the person), the trust card its claude then shows."""
+    world.report(sid, "/Users/eve/shop", conversation)
+    cwd = str(world.target.mac.root / "shop")
+    world.move(sid, cwd, honest_cargo(sid, cwd, conversation))
+    move = world.outcome(sid)
+    assert move["phase"] == "done", move
+    card = wait_card(world.phone, sid, "keyed", 30)
+    return cwd, card
+
+
+def answer(world: World, sid: str, card: dict[str, Any], key: str) -> None:
+    response = world.phone.post(f"/api/sessions/{sid}/cards/{card['id']}", json={"key": key})
+    assert response.status_code == 200, response.text
+
+
+def test_a_moved_folder_is_trusted_on_the_target_only_by_the_person(world: World) -> None:
+    """The target never passes Claude Code's trust dialog for a folder that came with a move:
+    the session needs the person (a card saying where the folder came from and what trusting
+    it runs), and goes on as any session once they said yes."""
+    sid, conversation = ids()
+    cwd, card = moved_untrusted(world, sid, conversation)
+    assert world.snapshot(sid)["state"] == "waiting"
+    assert "Evil Mac" in card["title"] and "Evil Mac" in card["text"]
+    assert "project settings" in card["text"] and ".mcp.json" in card["text"]
+    assert [o["label"] for o in card["options"]] == ["No, exit", "Yes, I trust this folder"]
+    assert world.target.registry()[sid]["arrived_from"] == "Evil Mac"
+    assert not trusts(world, cwd)  # nothing pressed by the agent
+    answer(world, sid, card, "2")
+    wait_state(world.phone, sid, "idle", 30)
+    assert trusts(world, cwd)
+    assert world.target.registry()[sid]["arrived_from"] is None  # later starts as any session's
+    say_and_wait_answer(world.phone, sid, "still there?", 60, "the conversation going on")
+
+
+def test_a_moved_folder_not_trusted_ends_the_session_with_the_reason(world: World) -> None:
+    sid, conversation = ids()
+    cwd, card = moved_untrusted(world, sid, conversation)
+    answer(world, sid, card, "1")
+    ended = wait_state(world.phone, sid, "ended", 30)
+    assert "Evil Mac" in ended["error"] and "not trusted" in ended["error"], ended
+    kept = world.target.registry()[sid]
+    assert kept["alive"] is False and kept["arrived_from"] == "Evil Mac"
+    assert not trusts(world, cwd)
+
+
+def test_a_revive_before_the_person_answered_still_asks_them(world: World) -> None:
+    """The Mac restarts (its terminals gone) while the trust card waits: the revived claude's
+    trust dialog is a card again, never passed (sessions.json keeps where the folder came from)."""
+    sid, conversation = ids()
+    cwd, _ = moved_untrusted(world, sid, conversation)
+    world.target.stop()
+    world.target.mac.kill_tmux()
+    world.target.start()
+    wait_event(world.phone, sid, lambda e: e.get("marker") == "revived", "the session revived")
+
+    def answered() -> bool:
+        """The revived claude's card answered (the card shown before the restart is closed)."""
+        card = world.snapshot(sid)["card"]
+        assert not trusts(world, cwd), "the agent passed the trust dialog after the revive"
+        if not card or card["kind"] != "keyed" or "Evil Mac" not in card["title"]:
+            return False
+        sent = world.phone.post(f"/api/sessions/{sid}/cards/{card['id']}", json={"key": "2"})
+        return sent.status_code == 200
+
+    wait_for(answered, 60, "the revived claude's trust card answered")
+    wait_state(world.phone, sid, "idle", 30)
+    assert trusts(world, cwd)
+
+
+# -- a folder the target's Claude Code trusts gets no project settings from a move --------------
+
+HOOKS = json.dumps({"hooks": {"SessionStart": [{"hooks": [{"type": "command", "command": "id"}]}]}})
+
+
+def repository(root: Path, files: dict[str, str]) -> str:
+    """A git repository at ``root`` with one commit of ``files``; its HEAD."""
+    root.mkdir(parents=True)
+    git(str(root), "init", "-q", "-b", "main")
+    for name, text in files.items():
+        Path(root, name).parent.mkdir(parents=True, exist_ok=True)
+        Path(root, name).write_text(text)
+    git(str(root), "add", ".")
+    git(str(root), "commit", "-q", "-m", "first")
+    return git(str(root), "rev-parse", "HEAD")
+
+
+def commit(root: Path, files: dict[str, str]) -> None:
+    for name, text in files.items():
+        Path(root, name).write_text(text)
+    git(str(root), "commit", "-q", "-am", "more")
+
+
+def moved_with(world: World, cwd: str, folder: tuple[bytes, dict[str, Any]]) -> dict[str, Any]:
+    sid, conversation = ids()
+    cargo = honest_cargo(sid, cwd, conversation)
+    cargo.folder, cargo.manifest = folder
+    world.report(sid, "/Users/eve/shop", conversation)
+    world.move(sid, cwd, cargo)
+    return {"sid": sid, **world.outcome(sid)}
+
+
+def folder_read(world: World, sid: str) -> bool:
+    return any(
+        c.name == "move_read" and c.session_id == sid and c.args["file"] == "folder.bin"
+        for c in world.source.commands
+    )
+
+
+def test_a_folder_the_target_trusts_gets_no_project_settings_from_a_move(
+    world: World, tmp_path: Path
+) -> None:
+    """An honest source (the real packer) says its plain folder holds .claude/settings.json; the
+    target's Claude Code trusts the folder (it would ask nobody): refused as the target accepts,
+    before the folder travels, naming the file and what to do."""
+    source = tmp_path / "src"
+    (source / ".claude").mkdir(parents=True)
+    (source / ".claude" / "settings.json").write_text(HOOKS)
+    (source / "app.py").write_text("print('hi')\n")
+    archive, manifest = packed_folder(source)
+    assert manifest["claude_files"][0][0] == ".claude/settings.json"
+    cwd = world.target.folder("shop")  # trusted, not made yet
+    move = moved_with(world, cwd, (archive, manifest))
+    assert move["error"]["code"] == "trusted_folder_settings", move
+    message = move["error"]["message"]
+    assert ".claude/settings.json" in message and "another folder" in message and cwd in message
+    refused_whole(world, move["sid"], move, cwd)
+    assert not folder_read(world, move["sid"])  # refused before a byte of the folder travelled
+
+
+def test_a_source_that_hides_project_settings_is_refused_before_they_are_laid_down(
+    world: World,
+) -> None:
+    """The manifest names no Claude Code file, the archive holds a .mcp.json: the target reads
+    the archive itself and lays nothing down."""
+    servers = json.dumps({"mcpServers": {"x": {"command": "sh", "args": ["-c", "id"]}}})
+    cwd = world.target.folder("shop")
+    folder = folder_archive([file(".mcp.json", servers.encode()), file("app.py", b"1\n")])
+    assert "claude_files" not in folder[1]
+    move = moved_with(world, cwd, folder)
+    assert move["error"]["code"] == "trusted_folder_settings", move
+    assert ".mcp.json" in move["error"]["message"]
+    assert folder_read(world, move["sid"])  # it travelled: the archive itself was read
+    refused_whole(world, move["sid"], move, cwd)
+
+
+def test_trust_of_a_folder_above_counts_as_claude_code_counts_it(
+    world: World, tmp_path: Path
+) -> None:
+    """Claude Code 2.1.332 trusts a folder below a trusted one, but not across a repository's
+    top: a plain folder under a trusted ``code`` is refused project settings; a repository under
+    it is not trusted, so the move is done and the person's card asks."""
+    code = world.target.mac.folder("code")  # trusted, made
+    plain = folder_archive([file(".claude/settings.local.json", HOOKS.encode())])
+    move = moved_with(world, str(Path(code, "notes")), plain)
+    assert move["error"]["code"] == "trusted_folder_settings", move
+    assert f"({code})" in move["error"]["message"]  # the trusted folder it goes by
+    origin = tmp_path / "origin"
+    repository(origin, {".claude/settings.json": HOOKS, "app.py": "print('one')\n"})
+    move = moved_with(world, str(Path(code, "repo")), packed_folder(origin))
+    assert move["phase"] == "done", move
+    card = wait_card(world.phone, move["sid"], "keyed", 30)
+    assert "Evil Mac" in card["title"]
+
+
+def test_a_checkout_the_target_trusts_takes_commits_that_leave_its_project_settings_alone(
+    world: World, tmp_path: Path
+) -> None:
+    """The target has a trusted checkout of the repository, with its .claude/settings.json: a
+    move bringing it forward without touching that file is done (the same bytes are no
+    change); one that changes it is refused, as accepted (an honest manifest) or, for a source
+    that hides it, from the archive, and the checkout stays as it was."""
+    origin = tmp_path / "origin"
+    base = repository(origin, {".claude/settings.json": HOOKS, "app.py": "print('one')\n"})
+    cwd = world.target.folder("shop")
+    subprocess.run(["git", "clone", "-q", str(origin), cwd], check=True, capture_output=True)
+    commit(origin, {"app.py": "print('two')\n"})
+    move = moved_with(world, cwd, packed_folder(origin, have=(base,)))
+    assert move["phase"] == "done", move
+    assert Path(cwd, "app.py").read_text() == "print('two')\n"
+    head = git(cwd, "rev-parse", "HEAD")
+    commit(origin, {".claude/settings.json": HOOKS.replace("id", "touch /tmp/owned")})
+    archive, manifest = packed_folder(origin, have=(head,))
+    honest = moved_with(world, cwd, (archive, manifest))
+    assert honest["error"]["code"] == "trusted_folder_settings", honest
+    assert not folder_read(world, honest["sid"])
+    unchanged = [[".claude/settings.json", hashlib.sha256(HOOKS.encode()).hexdigest()]]
+    hidden = moved_with(world, cwd, (archive, {**manifest, "claude_files": unchanged}))
+    assert hidden["error"]["code"] == "trusted_folder_settings", hidden
+    assert folder_read(world, hidden["sid"])
+    assert git(cwd, "rev-parse", "HEAD") == head
+    assert Path(cwd, ".claude", "settings.json").read_text() == HOOKS
+    assert git(cwd, "status", "--porcelain") == ""
+
+
+# -- a source that stalls: every phase the relay drives is bounded --------------------------------
+
+
+def stalled_world(
+    make_relay: Any, tmp_path: Path, **settings: Any
+) -> contextlib.AbstractContextManager[World]:
+    relay: RelayServer = make_relay(**{**SETTINGS, **settings})
+    return hostile_world(relay, tmp_path)
+
+
+def stays_with_the_source(world: World, sid: str, move: dict[str, Any], code: str) -> None:
+    """The move failed with ``code``; the session is the source's, no longer marked moving (a
+    message reaches it), and nothing of it is on the target."""
+    assert move["phase"] == "failed", move
+    assert move["error"]["code"] == code, move
+    snap = world.snapshot(sid)
+    assert snap["device_id"] == world.account.device_id and snap["mark"] is None, snap
+    sent = world.phone.post(f"/api/sessions/{sid}/messages", json={"text": "still here?"})
+    assert sent.status_code == 200, sent.text
+    assert world.source.finishes(sid) == ["abort"]
+    assert sid not in world.target.registry()
+    assert not any((world.target.data / "moves").glob("*/in"))
+
+
+def test_a_source_that_packs_forever_fails_the_move_and_the_session_stays(
+    make_relay: Any, tmp_path: Path
+) -> None:
+    """The source answers move_export "packing" for ever: move_pack_timeout ends the move."""
+    with stalled_world(make_relay, tmp_path, move_pack_timeout=2.0) as world:
+        sid, conversation = ids()
+        world.source.packing.add(sid)
+        world.report(sid, "/Users/eve/shop", conversation)
+        cwd = world.target.folder("shop")
+        world.move(sid, cwd, honest_cargo(sid, cwd, conversation))
+        move = world.outcome(sid, timeout=30)
+        stays_with_the_source(world, sid, move, "pack_timeout")
+        assert "Evil Mac" in move["error"]["message"]
+        assert "move_pack_timeout" in move["error"]["message"]
+        assert not any(c.name == "move_accept" for c in world.source.commands)
+
+
+def test_a_source_that_never_sends_a_chunk_fails_the_move_and_the_session_stays(
+    make_relay: Any, tmp_path: Path
+) -> None:
+    """The source, linked, never answers a move_read: the move fails device_timeout (not
+    "offline"), and the target takes back what it had accepted."""
+    with stalled_world(make_relay, tmp_path, command_timeout=1.0) as world:
+        sid, conversation = ids()
+        world.source.hold(sid)
+        world.report(sid, "/Users/eve/shop", conversation)
+        cwd = world.target.folder("shop")
+        world.move(sid, cwd, honest_cargo(sid, cwd, conversation))
+        move = world.outcome(sid, timeout=30)
+        world.source.release(sid)
+        stays_with_the_source(world, sid, move, "device_timeout")
+        assert "move_read" in move["error"]["message"]
+        assert not Path(cwd).exists()
+
+
+def test_a_source_that_sends_too_slowly_fails_the_move_and_the_session_stays(
+    make_relay: Any, tmp_path: Path
+) -> None:
+    """Each chunk comes, but slowly (within command_timeout): move_transfer_timeout ends it."""
+    with stalled_world(
+        make_relay, tmp_path, move_chunk_bytes=1024, move_transfer_timeout=1.5
+    ) as world:
+        sid, conversation = ids()
+        world.source.read_delay = 0.3
+        world.report(sid, "/Users/eve/shop", conversation)
+        cwd = world.target.folder("shop")
+        cargo = honest_cargo(sid, cwd, conversation)
+        cargo.folder, cargo.manifest = folder_archive([file("big.bin", os.urandom(40_000))])
+        world.move(sid, cwd, cargo)
+        move = world.outcome(sid, timeout=30)
+        stays_with_the_source(world, sid, move, "transfer_timeout")
+        assert "move_transfer_timeout" in move["error"]["message"]
+        assert not Path(cwd).exists()
 
 
 # -- defect 3: one folder, one move (agent/foldersync.py's hold) --------------------------------

@@ -135,15 +135,16 @@ def test_the_source_packs_only_once_no_turn_runs() -> None:
     assert not settled("waiting", "permission", True, "now")
 
 
-def test_a_resumed_claude_is_up_at_its_prompt_or_at_the_interruption_notice() -> None:
-    # A move "now" cut the turn: the conversation resumed on the target ends with Claude Code's
-    # "Interrupted · What should Claude do instead?", drawn there as on the source.
-    assert resumed("idle", None)
-    assert resumed("waiting", "stuck")
-    assert not resumed("starting", None)
-    assert not resumed("busy", None)
-    assert not resumed("waiting", "permission")  # a dialog is not the resumed conversation
-    assert not resumed("ended", None)
+def test_a_resumed_claude_is_up_once_idle_or_waiting_on_what_is_the_persons() -> None:
+    """The move commits once the target's claude is idle, or shows what the person answers
+    once the session is theirs: the turn the move interrupted, or the trust of the folder that
+    arrived; never on another card, busy or starting."""
+    assert resumed("idle", None, False)
+    assert resumed("waiting", "stuck", False)  # moved "now": the interrupted turn's notice
+    assert resumed("waiting", "keyed", True)  # the trust dialog of the folder that arrived
+    assert not resumed("waiting", "keyed", False)  # another start-up dialog
+    assert not resumed("waiting", "permission", False)
+    assert not resumed("starting", "keyed", False) and not resumed("busy", None, False)
 
 
 def test_transcripts_keep_their_place_under_the_project(tmp_path: Any) -> None:
@@ -178,8 +179,11 @@ def test_the_record_arrives_as_this_macs_and_goes_on_from_the_relays_offsets() -
     )
     files = {"folder.bin": 10, "session.json": 1, f"transcripts/{conversation}.jsonl": 5}
     checked = read_record(json.dumps(record.to_json()).encode(), sid, files)
-    arrived = moved_record(checked, "/home/ada/src", "manual", 50.0)
+    arrived = moved_record(checked, "/home/ada/src", "manual", 50.0, "Studio\x1b[2J\nMac")
     assert (arrived.cwd, arrived.secret, arrived.transcript_path) == ("/home/ada/src", "", None)
+    assert arrived.arrived_from == "Studio [2J Mac"  # the person trusts its folder here, or not
+    assert moved_record(checked, "/w", "manual", 1.0, "\x00\t").arrived_from == "another Mac"
+    assert len(moved_record(checked, "/w", "manual", 1.0, "M" * 500).arrived_from or "") == 80
     assert (arrived.permission_mode, arrived.allow_all, arrived.grants) == ("manual", False, [])
     assert arrived.policy == {"allow_all": False, "categories": {"execute": "deny"}, "tools": {}}
     assert (arrived.fork_copy, arrived.worktree, arrived.acked) == (None, None, {})
@@ -292,6 +296,7 @@ class MovingMac(ScriptedMac):
     refuse: dict[str, tuple[str, str]] = field(default_factory=dict)
     exports: int = 0
     turn_running: bool = False  # export answers "waiting" while it is
+    place_status: str = "ready"  # what move_place answers (a target that never finishes)
 
     async def _on_command(self, command: Command) -> CommandResult:
         if not command.name.startswith("move_"):
@@ -333,7 +338,7 @@ class MovingMac(ScriptedMac):
                 got[plan[1] :] = body[plan[0] :]
             data = {"size": len(got)}
         elif command.name == "move_place":
-            data = {"status": "ready"}
+            data = {"status": self.place_status}
         elif command.name == "move_finish":
             data = {"done": True}
         return CommandResult(command_id=command.command_id, ok=True, data=data)
@@ -556,6 +561,100 @@ def test_a_move_nobody_drives_is_aborted_and_one_committed_is_finished(
             assert source.finishes() == ["abort", "commit"]
             assert target.finishes() == ["abort", "commit"]
             assert moves.tasks == {}
+    finally:
+        source.close()
+        target.close()
+
+
+def test_a_move_never_gives_a_mac_more_sessions_than_sessions_max_per_mac(
+    make_relay: Any, loop: LoopThread
+) -> None:
+    """The one transaction that hands a session over counts the target's sessions as a new
+    session of its own would be: past the limit the move fails there, and the session stays."""
+    relay: RelayServer = make_relay(sessions_max_per_mac=1, **SETTINGS)
+    account, source, target, sid, target_id = two_macs(relay, loop)
+    source.packed = packed(sid, b"x" * 10)
+    target.send_json_lines(new_sid(), [user_line("the laptop's own", str(uuid.uuid4()))])
+    try:
+        with relay_client(relay, account) as c:
+            r = c.post(f"/api/sessions/{sid}/move", json={"device_id": target_id})
+            assert r.status_code == 202, r.text
+            move = wait_for(
+                lambda: (m := move_of(c, sid))["phase"] == "failed" and m, 20, "the move over"
+            )
+            assert move["error"]["code"] == "too_many_sessions", move
+            assert "sessions_max_per_mac" in move["error"]["message"]
+            snap = c.get(f"/api/sessions/{sid}").json()
+            assert snap["device_id"] == account.device_id and snap["mark"] is None
+            assert source.finishes() == ["abort"] and target.finishes() == ["abort"]
+            on_target = [
+                s for s in c.get("/api/sessions").json()["sessions"] if s["device_id"] == target_id
+            ]
+            assert len(on_target) == 1
+    finally:
+        source.close()
+        target.close()
+
+
+def test_finished_moves_are_kept_only_the_newest_and_a_list_shows_each_sessions_latest(
+    make_relay: Any, loop: LoopThread
+) -> None:
+    """A phone starting moves over and over grows the moves table by at most
+    moves_kept_per_session finished moves a session; the list shows a session's latest move,
+    as its snapshot does (not an older failure once it has moved since)."""
+    relay: RelayServer = make_relay(moves_kept_per_session=2, **SETTINGS)
+    account, source, target, sid, target_id = two_macs(
+        relay, loop, refuse={"move_accept": ("folder_differs", "the folder differs")}
+    )
+    source.packed = packed(sid, b"x" * 10)
+
+    def rows() -> list[Any]:
+        return relay.state.store.db.query("SELECT phase FROM moves WHERE session_id = ?", (sid,))
+
+    try:
+        with relay_client(relay, account) as c:
+            for _ in range(5):
+                r = c.post(f"/api/sessions/{sid}/move", json={"device_id": target_id})
+                assert r.status_code == 202, r.text
+                wait_for(lambda: move_of(c, sid)["phase"] == "failed", 20, "the move over")
+            assert [r[0] for r in rows()] == ["failed"] * 3  # two kept, and the latest
+            listed = {s["id"]: s for s in c.get("/api/sessions").json()["sessions"]}
+            assert listed[sid]["move"]["error"]["code"] == "folder_differs"
+            target.refuse.clear()
+            r = c.post(f"/api/sessions/{sid}/move", json={"device_id": target_id})
+            assert r.status_code == 202, r.text
+            wait_for(lambda: move_of(c, sid)["phase"] == "done", 20, "the move over")
+            assert sorted(r[0] for r in rows()) == ["done", "failed", "failed"]
+            listed = {s["id"]: s for s in c.get("/api/sessions").json()["sessions"]}
+            assert listed[sid]["device_id"] == target_id
+            assert listed[sid]["move"] is None  # it moved: no older failure is its news
+            assert c.get(f"/api/sessions/{sid}").json()["move"] is None
+    finally:
+        source.close()
+        target.close()
+
+
+def test_a_target_that_never_finishes_placing_fails_the_move_and_the_session_stays(
+    make_relay: Any, loop: LoopThread
+) -> None:
+    """The target answers move_place "placing" for ever: move_place_timeout ends the move
+    before the commit, and both Macs are told it is aborted."""
+    relay: RelayServer = make_relay(move_place_timeout=1.5, **SETTINGS)
+    account, source, target, sid, target_id = two_macs(relay, loop, place_status="placing")
+    source.packed = packed(sid, b"x" * 10)
+    try:
+        with relay_client(relay, account) as c:
+            r = c.post(f"/api/sessions/{sid}/move", json={"device_id": target_id})
+            assert r.status_code == 202, r.text
+            move = wait_for(
+                lambda: (m := move_of(c, sid))["phase"] == "failed" and m, 20, "the move over"
+            )
+            assert move["error"]["code"] == "place_timeout", move
+            assert "Laptop" in move["error"]["message"]
+            assert "move_place_timeout" in move["error"]["message"]
+            snap = c.get(f"/api/sessions/{sid}").json()
+            assert snap["device_id"] == account.device_id and snap["mark"] is None
+            assert source.finishes() == ["abort"] and target.finishes() == ["abort"]
     finally:
         source.close()
         target.close()

@@ -169,6 +169,14 @@ SETTINGS: tuple[Setting, ...] = (
         "relay",
     ),
     Setting(
+        "conversations_max_per_session",
+        500,
+        "Most conversations (Claude Code's, its subagents') the relay lists and keeps stored "
+        "offsets for in one session, the newest; older ones are forgotten, never their events. "
+        "0 = no limit.",
+        "relay",
+    ),
+    Setting(
         "allow_all_default_minutes",
         60,
         'Minutes "allow all" lasts when it is turned on with no duration ("session": until '
@@ -260,6 +268,34 @@ SETTINGS: tuple[Setting, ...] = (
         "move_idle_wait",
         1800.0,
         "Seconds a move asked for when idle waits for the running turn to end.",
+        "relay",
+    ),
+    Setting(
+        "move_pack_timeout",
+        600.0,
+        "Seconds the Mac a session moves from may take to pack it once its turn is over; past "
+        "it the move fails (pack_timeout) and the session stays there.",
+        "relay",
+    ),
+    Setting(
+        "move_transfer_timeout",
+        3600.0,
+        "Seconds a move's files may take to travel from one Mac to the other; past it the move "
+        "fails (transfer_timeout) and the session stays where it was.",
+        "relay",
+    ),
+    Setting(
+        "move_place_timeout",
+        900.0,
+        "Seconds the Mac a session moves to may take to lay it down (check, unpack, resume); "
+        "past it the move fails (place_timeout) and the session stays where it was.",
+        "relay",
+    ),
+    Setting(
+        "moves_kept_per_session",
+        10,
+        "Finished moves (done or failed) the relay keeps per session, the newest; older ones "
+        "are deleted as a new move starts (at least 1: a session shows its latest).",
         "relay",
     ),
     Setting(

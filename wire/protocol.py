@@ -31,6 +31,9 @@ MAX_OFFSET = MAX_SAFE_INTEGER
 # A line at or past this byte offset cannot be in a real transcript (1 TiB): the relay drops it
 # (reported in the ack as ``out_of_range``) instead of letting it hide every later line.
 MAX_TRANSCRIPT_OFFSET = 2**40
+# What a conversation is filed under (a ``lines`` batch, a stored offset): a Claude Code
+# conversation's UUID, a subagent's ``agent-…``, the bridge's own ``bridge``. Never a path.
+CONVERSATION_KEY = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_-]{0,127}$")
 MAX_HISTORY_LIMIT = 10_000  # events one history request may ask for
 MAX_RECENT_FOLDERS = 30  # working folders a Mac lists in its hello
 MAX_CWD_CHARS = 4096
@@ -741,6 +744,9 @@ class MovePlaceArgs(ArgsModel):
     name: ClassVar[CommandName] = "move_place"
     move_id: MoveId
     wait: float = Field(default=2.0, ge=0, le=20, allow_inf_nan=False)
+    # The Mac the session comes from, as the relay names it: the card that asks the person to
+    # trust the folder there says so.
+    source_name: str = Field(default="", max_length=200)
 
 
 class MoveFinishArgs(ArgsModel):

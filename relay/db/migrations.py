@@ -174,6 +174,13 @@ def _lineage(conn: Any, dialect: Dialect) -> None:
         conn.execute("ALTER TABLE sessions ADD COLUMN branch TEXT")
 
 
+def _conversation_times(conn: Any, dialect: Dialect) -> None:
+    """When a line of each conversation was last stored: a session keeps the newest
+    ``conversations_max_per_session`` (relay/store.py)."""
+    if "stored_at" not in _columns(conn, dialect, "conversations"):
+        conn.execute("ALTER TABLE conversations ADD COLUMN stored_at REAL NOT NULL DEFAULT 0")
+
+
 CLUSTER_TABLES = """
 CREATE TABLE IF NOT EXISTS relay_nodes (
     node_id TEXT PRIMARY KEY,
@@ -238,6 +245,9 @@ CORE: tuple[Step, ...] = (
     ),
     Step(
         5, "a fork's parent and a worktree's branch (sessions.parent_id, sessions.branch)", _lineage
+    ),
+    Step(
+        6, "when each conversation was last stored (conversations.stored_at)", _conversation_times
     ),
 )
 CORE_VERSION = CORE[-1].version

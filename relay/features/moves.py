@@ -27,8 +27,15 @@ The relay drives a move; both Macs only answer its commands (agent/moving.py). I
    and the source is told (it stops its claude and forgets the session). Each is told until it
    answers, also after a restart of either.
 
+Every phase a Mac drives is bounded, so no Mac can keep a session ``moving``: the turn's end
+(``move_idle_wait``: ``turn_not_over``), the packing (``move_pack_timeout``: ``pack_timeout``),
+the files' travel (``move_transfer_timeout``: ``transfer_timeout``), the laying down
+(``move_place_timeout``: ``place_timeout``), and each single command (``command_timeout``, asked
+again for ``move_reconnect_wait``: ``device_timeout`` for a Mac linked and silent,
+``device_offline`` for one gone).
+
 A failure before the commit (a Mac offline too long, the folder differs, too big, the disk full,
-the resume refused) **aborts**: both Macs are told (the target removes what it unpacked, the source
+the resume refused, a phase past its bound) **aborts**: both Macs are told (the target removes what it unpacked, the source
 types its held messages again) and the session stays where it was, running, the reason in its
 ``move`` field. The moves table (this feature's schema) is what a restarted relay recovers from:
 a move some relay node was driving when it died is taken over by another node (or by this one
@@ -58,6 +65,7 @@ from relay.errors import Conflict, NotFound, RelayError
 from relay.feature import Feature
 from relay.state import RelayState, iso
 from relay.store import Session
+from wire.config import Config
 from wire.moved import MAX_RECORD_BYTES, RECORD_FILE, RecordProblem, files_problem, read_record
 from wire.protocol import (
     MAX_CWD_CHARS,
@@ -180,6 +188,22 @@ class Move:
         }
 
 
+@dataclass(frozen=True)
+class Deadline:
+    """When a step a Mac drives must be over by (a setting's seconds from now)."""
+
+    seconds: float
+    at: float
+
+    @classmethod
+    def of(cls, config: Config, setting: str) -> Deadline:
+        seconds = config.float(setting)
+        return cls(seconds, time.monotonic() + seconds)
+
+    def passed(self) -> bool:
+        return time.monotonic() > self.at
+
+
 class MoveFailed(Exception):
     """A step of a move failed: the move is aborted with this code and reason."""
 
@@ -239,6 +263,19 @@ def have_sizes(raw: Any, files: list[MoveFile]) -> dict[str, int]:
             if name in sizes and isinstance(value, int) and not isinstance(value, bool):
                 have[name] = max(0, min(value, sizes[name]))
     return have
+
+
+def _forget_old_moves(conn: Any, session_id: str, kept: int) -> None:
+    """Inside the transaction that starts a move: the session's finished moves beyond the
+    newest ``kept`` are deleted (its snapshot shows only its latest; the rest is history no one
+    reads, and a phone starting moves over and over must not grow the table)."""
+    rows = conn.execute(
+        "SELECT id FROM moves WHERE session_id = ? AND phase IN ('done', 'failed')"
+        " ORDER BY created_at DESC, id DESC",
+        (session_id,),
+    ).fetchall()
+    for (old,) in rows[max(kept, 1) :]:
+        conn.execute("DELETE FROM moves WHERE id = ?", (old,))
 
 
 def shown(move: Move | None) -> dict[str, Any] | None:
@@ -338,6 +375,8 @@ class Moves:
             updated_at=now,
         )
 
+        kept = self.state.config.int("moves_kept_per_session")
+
         def job(conn: Any) -> bool:
             busy = conn.execute(
                 "SELECT 1 FROM moves WHERE session_id = ? AND phase IN (?, ?, ?)",
@@ -354,6 +393,7 @@ class Moves:
                 ),
             )  # fmt: skip
             conn.execute("UPDATE sessions SET mark = 'moving' WHERE id = ?", (session.id,))
+            _forget_old_moves(conn, session.id, kept)
             return True
 
         if not await self.state.store.write(job):
@@ -406,6 +446,7 @@ class Moves:
         have = [c for c in probe.get("have", []) if isinstance(c, str)]
         await self._update(move, step="waiting" if move.how == "idle" else "stopping")
         deadline = time.monotonic() + config.float("move_idle_wait")
+        packing: Deadline | None = None  # from the source's first answer past the turn
         while True:
             export = await self._ask(
                 move,
@@ -428,6 +469,16 @@ class Moves:
                     f"the turn did not end within {config.float('move_idle_wait'):g} s; "
                     'move it with "when": "now" to interrupt it',
                 )
+            if status != "waiting":  # packing (or what a Mac says instead): bounded too
+                packing = packing or Deadline.of(config, "move_pack_timeout")
+                if packing.passed():
+                    name = await self._device_name(move.account_id, move.source_device)
+                    raise MoveFailed(
+                        "pack_timeout",
+                        f"the Mac '{name}' did not finish packing the session within "
+                        f"{packing.seconds:g} s (setting move_pack_timeout); the session stays "
+                        "where it was",
+                    )
             step = "waiting" if status == "waiting" else "packing"
             if step != move.step:
                 await self._update(move, step=step)
@@ -444,15 +495,27 @@ class Moves:
         await self._transfer(move, files, manifest)
         await self._update(move, step="resuming", bytes_done=total)
         await self._publish(move, force=True)
+        placing = Deadline.of(config, "move_place_timeout")
+        source = await self._device_name(move.account_id, move.source_device)
         while True:
             placed = await self._ask(
-                move, "target", MovePlaceArgs(move_id=move.id, wait=EXPORT_WAIT)
+                move,
+                "target",
+                MovePlaceArgs(move_id=move.id, wait=EXPORT_WAIT, source_name=source[:200]),
             )
             status = placed.get("status")
             if status == "ready":
                 break
             if status == "failed":
                 raise MoveFailed(str(placed.get("code")), str(placed.get("error")))
+            if placing.passed():
+                name = await self._device_name(move.account_id, move.target_device)
+                raise MoveFailed(
+                    "place_timeout",
+                    f"the Mac '{name}' did not finish laying the session down within "
+                    f"{placing.seconds:g} s (setting move_place_timeout); the session stays "
+                    "where it was",
+                )
             await asyncio.sleep(POLL_PAUSE)
         await self._commit(move)
 
@@ -461,12 +524,20 @@ class Moves:
         accept = MoveAcceptArgs(
             move_id=move.id, cwd=move.target_cwd, manifest=manifest, files=files
         )
+        travel = Deadline.of(self.state.config, "move_transfer_timeout")
         for _ in range(GAPS_ALLOWED):
             have = have_sizes((await self._ask(move, "target", accept)).get("have"), files)
             done = sum(have.values())
             try:
                 for file in files:
                     for offset, length in chunk_plan(file.size, have.get(file.name, 0), chunk):
+                        if travel.passed():  # a source that sends, but slower than a trickle
+                            raise MoveFailed(
+                                "transfer_timeout",
+                                f"the session's files did not travel within {travel.seconds:g} "
+                                f"s ({done:,} of {sum(f.size for f in files):,} bytes; setting "
+                                "move_transfer_timeout); the session stays where it was",
+                            )
                         read = await self._ask(
                             move,
                             "source",
@@ -537,12 +608,14 @@ class Moves:
         deadline: float | None = None
         while True:
             link = self.state.live.link(device)
+            silent = False  # linked, but it did not answer in time
             if link is not None and not link.closed:
                 try:
                     result = await link.command(move.session_id, args, timeout)
                 except RelayError as exc:
                     if exc.code not in ("device_offline", "device_timeout"):
                         raise MoveFailed(exc.code, exc.message) from None
+                    silent = exc.code == "device_timeout"
                 except (OSError, RuntimeError, WebSocketDisconnect):
                     pass  # the link died as the command went: it is offline
                 else:
@@ -556,6 +629,14 @@ class Moves:
             deadline = deadline if deadline is not None else now + wait
             if now > deadline:
                 name = await self._device_name(move.account_id, device)
+                if silent:
+                    raise MoveFailed(
+                        "device_timeout",
+                        f"the Mac '{name}' ({side}) is linked but did not answer {args.name} "
+                        f"(each ask waits command_timeout, {timeout:g} s, then it is asked "
+                        f"again for move_reconnect_wait, {wait:g} s); the session stays where "
+                        "it was",
+                    )
                 raise MoveFailed(
                     "device_offline",
                     f"the Mac '{name}' ({side}) went offline during the move and did not come "
@@ -759,15 +840,16 @@ class Moves:
         return {"move": shown(self.driven(session.id) or await self.last_of(session.id))}
 
     async def listed(self, account_id: str) -> Callable[[str], Mapping[str, Any]]:
+        # Each session's latest move, as its snapshot shows it (an older failed move of a
+        # session that moved since is not its news).
         rows = await self._rows(
-            "account_id = ? AND phase NOT IN ('committed', 'done') ORDER BY created_at",
+            "account_id = ? AND created_at ="
+            " (SELECT MAX(created_at) FROM moves latest WHERE latest.session_id = moves.session_id)",
             (account_id,),
         )
         found = {m.session_id: m for m in rows}
         found.update({k: v for k, v in self.latest.items() if k in found and v.id in self.tasks})
-        return lambda session_id: {
-            "move": found[session_id].to_json() if session_id in found else None
-        }
+        return lambda session_id: {"move": shown(found.get(session_id))}
 
     async def guard(self, session: Session) -> None:
         """No command reaches a session while it moves (its Macs are busy handing it over)."""

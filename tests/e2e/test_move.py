@@ -21,6 +21,7 @@ from tests.support.journeys import (
     snapshot,
     start_session,
     wait_answered,
+    wait_card,
     wait_state,
 )
 from tests.support.macs import git, git_folder, tmux_has
@@ -171,20 +172,13 @@ def test_moved_now_interrupts_and_refusals_leave_the_session_running_where_it_wa
         # now: the running turn is interrupted, the session moves at once
         phone.post(f"/api/sessions/{session_id}/messages", json={"text": "BRIEF_SLOW please"})
         wait_state(phone, session_id, "busy")
-        target_cwd = str(Path(b.root, "plain-here"))
+        target_cwd = b.folder("plain-here")  # empty, and trusted by the laptop's Claude Code
         move(phone, session_id, device_id=b.account.device_id, cwd=target_cwd, when="now")
         assert (done := moved(phone, session_id))["phase"] == "done", done["error"]
         assert snapshot(phone, session_id)["device_id"] == b.account.device_id
         assert Path(target_cwd, "README.md").read_text() == "a plain folder\n"
-        # The move cut the turn: claude there shows the interruption notice, a "waiting for
-        # instructions" card, as the source did (the target starts in manual mode, which draws
-        # nothing below it).
-        wait_for(
-            lambda: (s := snapshot(phone, session_id))["state"] == "idle"
-            or (s["state"] == "waiting" and (s.get("card") or {}).get("kind") == "stuck"),
-            60,
-            "the session ready on the other Mac",
-        )
+        # the turn the move interrupted: resumed there, its notice waits for the next message
+        wait_card(phone, session_id, "stuck", 60)
         text = f"after the move {uuid.uuid4().hex[:6]}"
         say_and_wait_answer(phone, session_id, text, 60, "an answer on the laptop")
         history = events(phone, session_id)

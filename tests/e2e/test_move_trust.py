@@ -12,22 +12,18 @@ from typing import Any
 import pytest
 
 from tests.support.hostile import Cargo, file, folder_archive, hostile_world, record, transcript
-from tests.support.waits import wait_for
+from tests.support.journeys import say_and_wait_answer, wait_card, wait_state
 
 pytestmark = pytest.mark.e2e
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="issue 20 (found with this harness): the moved folder's Claude Code project settings "
-    "(.claude/settings.json hooks) run on the target, whose agent passes Claude Code's folder "
-    "trust dialog by itself (agent/autopass.py)",
-)
 def test_a_moved_folders_claude_settings_never_run_a_program_on_the_target(
     make_relay: Any, tmp_path: Path, claude_bin: str, mock_api: str
 ) -> None:
     """The folder carries ``.claude/settings.json`` with a SessionStart hook: the target's own
-    claude, resuming the conversation there, must not run it without the person saying so."""
+    claude, resuming the conversation there, must not run it without the person saying so. The
+    move is over once claude shows its trust dialog; the dialog is the person's card; their yes
+    (only then does the hook run) and the session goes on."""
     marker = tmp_path / "hook-ran"
     hook = {"type": "command", "command": f"touch {marker}"}
     settings = {"hooks": {"SessionStart": [{"hooks": [hook]}]}}
@@ -49,12 +45,15 @@ def test_a_moved_folders_claude_settings_never_run_a_program_on_the_target(
         )
         world.move(sid, cwd, cargo)
         move = world.outcome(sid)
-        if move["phase"] == "done":
-            wait_for(
-                lambda: (
-                    world.phone.get(f"/api/sessions/{sid}").json()["state"] in ("idle", "waiting")
-                ),
-                60,
-                "its claude up",
-            )
-    assert not marker.exists(), "a hook from the moved folder ran on the target"
+        assert move["phase"] == "done", move  # the move never waits for the person
+        card = wait_card(world.phone, sid, "keyed", 60)
+        assert "Evil Mac" in card["title"] and "project settings" in card["text"]
+        assert "Yes, I trust this folder" in [o["label"] for o in card["options"]]
+        assert Path(cwd, ".claude", "settings.json").is_file()  # laid down, not run
+        assert not marker.exists(), "a hook from the moved folder ran before the person's yes"
+        yes = next(o["key"] for o in card["options"] if o["label"].startswith("Yes"))
+        answered = world.phone.post(f"/api/sessions/{sid}/cards/{card['id']}", json={"key": yes})
+        assert answered.status_code == 200, answered.text
+        wait_state(world.phone, sid, "idle", 60)
+        assert marker.exists(), "the person trusted the folder: its hook runs from then on"
+        say_and_wait_answer(world.phone, sid, "still there?", 90, "the conversation going on")

@@ -519,12 +519,16 @@ class App:
     # ------------------------------------------------------------ trust
 
     def trusted(self) -> bool:
+        """As 2.1.332 decides it: the folder or one above it recorded as trusted, going up no
+        further than the nearest folder holding a ``.git`` (its repository's top)."""
         data = self._claude_json()
         projects = data.get("projects") or {}
         path = Path(self.cwd)
         for folder in (path, *path.parents):
             if (projects.get(str(folder)) or {}).get("hasTrustDialogAccepted"):
                 return True
+            if os.path.lexists(folder / ".git"):
+                return False
         return False
 
     def _claude_json(self) -> dict[str, Any]:

@@ -35,7 +35,9 @@ What a test crafts, a :class:`Cargo` (each file by its name in the move):
 
 :class:`HostileSource` answers each session's move with that session's cargo, and serves no
 chunk of the folder of a session it was told to ``hold`` until ``release``: a test can keep a
-move in the middle of its transfer (``wait_reading``) and start another meanwhile.
+move in the middle of its transfer (``wait_reading``) and start another meanwhile. It can also
+stall where a Mac may: answer ``move_export`` with ``packing`` forever (``packing``), or take
+``read_delay`` seconds over each chunk.
 
 :func:`hostile_world` gives one relay, the phone, the hostile source and the target
 (:class:`AgentMac`: its agent process, restartable; its registry; the argv its session's claude
@@ -65,7 +67,7 @@ from typing import Any
 
 import httpx
 
-from agent.foldersync import FILES, pack
+from agent.foldersync import ENTRY_BYTES, FILES, pack
 from agent.registry import SessionRecord
 from tests.support.bridge import FAKE, Bridge, seed_home
 from tests.support.macs import agent_process, wait_online
@@ -207,8 +209,9 @@ def folder_archive(
     members: list[tuple[tarfile.TarInfo, bytes]], **manifest: Any
 ) -> tuple[bytes, dict[str, Any]]:
     """A plain folder's archive as agent/foldersync.py lays it out (a tar holding ``files.tgz``,
-    a gzip'd tar of the members, in this order) and its manifest, counted from the members;
-    ``manifest`` changes any of its fields."""
+    a gzip'd tar of the members, in this order) and its manifest, counted from the members as
+    the packer counts them (files, folders, bytes with ENTRY_BYTES each); ``manifest`` changes
+    any of its fields."""
     inner = io.BytesIO()
     with tarfile.open(fileobj=inner, mode="w:gz", format=tarfile.PAX_FORMAT) as tar:
         for info, data in members:
@@ -219,14 +222,26 @@ def folder_archive(
         info.size, info.mode = len(inner.getvalue()), 0o600
         tar.addfile(info, io.BytesIO(inner.getvalue()))
     data = outer.getvalue()
+    folders: set[str] = set()  # named, or made for a member's path (as the packer counts them)
+    for info, _ in members:
+        parts = [p for p in info.name.split("/") if p not in ("", ".")]
+        folders.update("/".join(parts[:i]) for i in range(1, len(parts)))
+        if info.isdir():
+            folders.add("/".join(parts))
+    entries = sum(not info.isdir() for info, _ in members)
+    sizes = sum(
+        info.size if info.isreg() else len(info.linkname.encode()) if info.issym() else 0
+        for info, _ in members
+    )
     said: dict[str, Any] = {
         "kind": "plain",
         "branch": None,
         "head": None,
-        "files": sum(not info.isdir() for info, _ in members),
+        "files": entries,
         "bytes": len(data),
         "sha256": hashlib.sha256(data).hexdigest(),
-        "content_bytes": sum(info.size for info, _ in members if info.isreg()),
+        "content_bytes": sizes + ENTRY_BYTES * (entries + len(folders)),
+        "folders": len(folders),
         "changes": "",
     }
     said.update(manifest)
@@ -257,6 +272,8 @@ class HostileSource:
     cargos: dict[str, Cargo] = field(default_factory=dict)  # by session id
     commands: list[Command] = field(default_factory=list)
     held: set[str] = field(default_factory=set)  # sessions whose chunks are not served yet
+    packing: set[str] = field(default_factory=set)  # sessions whose export says "packing" forever
+    read_delay: float = 0.0  # seconds each chunk takes (a source that sends, but slowly)
     offsets: dict[str, int] = field(default_factory=dict)
     link: MacLink | None = None
 
@@ -328,7 +345,9 @@ class HostileSource:
         self.commands.append(command)
         cargo = self.cargos.get(command.session_id)
         data: dict[str, Any] = {}
-        if command.name == "move_export":
+        if command.name == "move_export" and command.session_id in self.packing:
+            data = {"status": "packing"}
+        elif command.name == "move_export":
             assert cargo is not None, "give the source a cargo before the move"
             files = cargo.files()
             data = {
@@ -342,6 +361,7 @@ class HostileSource:
         elif command.name == "move_read":
             while command.session_id in self.held and command.args["file"] == FOLDER_FILE:
                 await asyncio.sleep(0.05)
+            await asyncio.sleep(self.read_delay)
             assert cargo is not None
             body = cargo.files()[command.args["file"]]
             offset, length = command.args["offset"], command.args["length"]
