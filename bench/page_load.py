@@ -499,11 +499,12 @@ def main(argv: list[str] | None = None) -> int:
         from relay.app import WEB_DIR
         from relay.static import load
 
-        _, files = load(WEB_DIR)
-        raw = sum(len(f.body) for f in files.values())
-        packed = sum(len(f.gzipped or f.body) for f in files.values())
+        served = load(WEB_DIR)
+        names = served.cold_open()
+        raw, packed = served.weight(names)
         print(
-            f"\nthis checkout's page files: {raw / 1024:.1f} KiB raw, {packed / 1024:.1f} KiB gzip"
+            f"\nthis checkout's page as a first open downloads it ({', '.join(names)}): "
+            f"{raw / 1024:.1f} KiB raw, {packed / 1024:.1f} KiB gzip"
         )
     return 0
 
