@@ -38,6 +38,7 @@ from relay.features import (
 )
 from relay.hub import Hub
 from relay.jsontext import JSONText
+from relay.pagedata import account_page_data
 from relay.state import RelayState
 from relay.static import WebApp
 from relay.store import Store
@@ -360,7 +361,7 @@ def create_app(config: Config) -> FastAPI:
             app.include_router(feature.router)
     app.include_router(link.router)
     # The page's folder (relay/webfiles.py); missing files stop the relay here, not 404 later.
-    web = WebApp(web_root(config.str("web_dir")))
+    web = WebApp(web_root(config.str("web_dir")), page_data=account_page_data)
     app.mount("/", web, name="web")
 
     # Added last = outermost: even a 413 from the body limit carries the security headers.

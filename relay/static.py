@@ -16,6 +16,11 @@ imports instead, so a slow network fetches them side by side. The service worker
 files ``index.html`` loads (its shell). Text files go gzip-compressed to a browser that accepts
 it. ``/favicon.ico`` is the app icon in an ICO wrapper. Only the files found at start are
 served: no path from a request reaches the disk.
+
+A logged-in phone's ``index.html`` also carries its account's snapshot (``page_data``, given by
+relay/app.py) in a ``<script type="application/json">`` data block, so the page draws its first
+rows without an API round trip; that answer is made for one login and is never stored
+(``private, no-store``).
 """
 
 from __future__ import annotations
@@ -26,21 +31,25 @@ import hashlib
 import logging
 import re
 import struct
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Final
+from typing import Any, Final
 
 from starlette.datastructures import Headers
 from starlette.exceptions import HTTPException
+from starlette.requests import HTTPConnection
 from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
 from relay.bundle import BundleError, bundle
+from relay.jsontext import dumps
 
 _log = logging.getLogger("relay")
 
 IMMUTABLE: Final = "public, max-age=31536000, immutable"
 REVALIDATE: Final = "no-cache"
+PERSONAL: Final = "private, no-store"  # index.html with one login's data in it
 TYPES: Final = {
     ".html": "text/html; charset=utf-8",
     ".js": "text/javascript; charset=utf-8",
@@ -56,6 +65,8 @@ COMPRESSIBLE: Final = {".html", ".js", ".css", ".webmanifest", ".json", ".svg"}
 UNVERSIONED: Final = {"index.html", "pair.html", "sw.js", "manifest.webmanifest", "favicon.ico"}
 VERSION_MARK: Final = "__CB_VERSION__"  # web/sw.js names its cache and shell after it
 SHELL_MARK: Final = '"__CB_SHELL__"'  # web/sw.js's list of the files index.html loads
+PAGE_DATA_ID: Final = "account-snapshot"  # the data block's id, read by web/app.js
+PERSONAL_GZIP_LEVEL: Final = 6  # per request: fast, and within a few % of level 9 on this size
 
 _HTML_REF = re.compile(r'\b(src|href)="(?![a-z]+:|/|#)([^"?#]+\.(?:js|css|png|svg|webmanifest))"')
 _JS_IMPORT = re.compile(r'(\bfrom\s*|\bimport\s*\(\s*|^import\s+)"(\.{1,2}/[^"?]+\.js)"', re.M)
@@ -68,6 +79,11 @@ _MODULE_SCRIPT = re.compile(
 )
 _STYLESHEET = re.compile(r'<link rel="stylesheet" href="([^"?#]+\.css)(?:\?v=[0-9a-f]+)?">')
 _SERVED_REF = re.compile(r'\b(?:src|href)="([^"?#:]+)\?v=')
+# In a data block only "</script" or "<!--" could end it early; JSON allows \u escapes anywhere.
+_DATA_ESCAPES: Final = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026"}
+
+PageData = Callable[[HTTPConnection], Awaitable[Any]]
+"""What a logged-in phone's index.html carries (JSON-able), or None for the page as it is."""
 
 
 @dataclass(frozen=True)
@@ -266,11 +282,24 @@ def _web_file(name: str, body: bytes) -> WebFile:
     )
 
 
+def with_page_data(html: bytes, data: Any) -> bytes:
+    """``html`` with ``data`` in a JSON data block before ``</body>`` (a data block is never
+    run: the CSP's script-src does not apply to it, and nothing in it can close it)."""
+    text = dumps(data)
+    for char, escape in _DATA_ESCAPES.items():
+        text = text.replace(char, escape)
+    block = f'<script type="application/json" id="{PAGE_DATA_ID}">{text}</script>\n'
+    at = html.rfind(b"</body>")
+    at = len(html) if at < 0 else at
+    return html[:at] + block.encode("utf-8") + html[at:]
+
+
 class WebApp:
     """An ASGI app serving the page's files from memory (mounted at ``/`` by relay/app.py)."""
 
-    def __init__(self, directory: Path) -> None:
+    def __init__(self, directory: Path, page_data: PageData | None = None) -> None:
         self.directory = directory
+        self.page_data = page_data
         self.served = load(directory)
         self.version = self.served.version
         self.files = self.served.files
@@ -283,15 +312,33 @@ class WebApp:
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             return
+        personal = scope["method"] == "GET" and self._name(scope) == "index.html"
+        if personal and self.page_data is not None:
+            data = await self.page_data(HTTPConnection(scope))
+            if data is not None:
+                await self._personal(scope, data)(scope, receive, send)
+                return
         response = self.respond(scope)
         await response(scope, receive, send)
+
+    @staticmethod
+    def _name(scope: Scope) -> str:
+        path = str(scope["path"]).lstrip("/")
+        return path + "index.html" if path == "" or path.endswith("/") else path
+
+    def _personal(self, scope: Scope, data: Any) -> Response:
+        body = with_page_data(self.files["index.html"].body, data)
+        out = {"Cache-Control": PERSONAL, "Vary": "Accept-Encoding, Cookie"}
+        if "gzip" in Headers(scope=scope).get("accept-encoding", ""):
+            body = gzip.compress(body, PERSONAL_GZIP_LEVEL, mtime=0)
+            out["Content-Encoding"] = "gzip"
+        return Response(body, 200, headers=out, media_type=TYPES[".html"])
 
     def respond(self, scope: Scope) -> Response:
         if scope["method"] not in ("GET", "HEAD"):
             # Raised, not answered: the app's handler gives it the relay's JSON error body.
             raise HTTPException(405, headers={"Allow": "GET, HEAD"})
-        path = str(scope["path"]).lstrip("/")
-        name = path + "index.html" if path == "" or path.endswith("/") else path
+        name = self._name(scope)
         file = self.files.get(name)
         if file is None:
             raise HTTPException(404)

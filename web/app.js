@@ -39,6 +39,15 @@ class App {
   }
 
   async boot() {
+    const sent = pageSnapshot();
+    if (sent) {
+      // The relay sent the account with the page: rows at once, then the stream as ever.
+      this.paired = true;
+      this.applySnapshot(sent, false);
+      this.route();
+      this.openAccountStream();
+      return;
+    }
     const saved = await cache.getItem("overview");
     if (saved && this.accountState !== "open") this.applySnapshot(saved, false);
     this.route();
@@ -270,6 +279,14 @@ class App {
     this.live.textContent = live ? t("live") : this.paired === false ? "" : t("connecting");
     this.live.className = "live" + (live ? " on" : "");
   }
+}
+
+/** The account as the relay saw it when it sent this page to a logged-in phone (relay/pagedata.py),
+ * or null: then the page asks for it. */
+function pageSnapshot() {
+  const block = document.getElementById("account-snapshot");
+  if (!block) return null;
+  try { return JSON.parse(block.textContent); } catch (_) { return null; }
 }
 
 if ("serviceWorker" in navigator) {

@@ -34,7 +34,9 @@ self.addEventListener("fetch", (event) => {
   // A versioned file never changes: the cached copy is the file.
   const fromCache = url.searchParams.get("v") === VERSION ? caches.match(request) : Promise.resolve(null);
   event.respondWith(fromCache.then((hit) => hit || fetch(request).then((response) => {
-    if (response.ok && response.type === "basic") {
+    // A page made for one login (index.html with its account's rows) is never kept.
+    const personal = /private|no-store/.test(response.headers.get("Cache-Control") || "");
+    if (response.ok && response.type === "basic" && !personal) {
       const copy = response.clone();
       caches.open(CACHE).then((cache) => cache.put(request, copy));
     }
