@@ -127,7 +127,8 @@ class App {
     this.devices = new Map((data.devices || []).map((d) => [d.id, d]));
     const before = this.sessions;
     this.sessions = new Map((data.sessions || []).map((s) => [s.id, { ...before.get(s.id), ...s }]));
-    if (live) { cache.setItem("overview", data); this.refreshLists(0); }
+    // The snapshot holds the list's fields (summary, stage, pinned): no list to read again.
+    if (live) cache.setItem("overview", data);
     if (this.view && this.sessions.has(this.view.id) && live) this.view.onSession(this.sessions.get(this.view.id));
     this.changed();
   }
