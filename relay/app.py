@@ -38,6 +38,7 @@ from relay.features import (
 )
 from relay.hub import Hub
 from relay.jsontext import JSONText
+from relay.pagedata import account_page_data
 from relay.state import RelayState
 from relay.static import WebApp
 from relay.store import Store
@@ -202,9 +203,17 @@ def server_options(config: Config) -> dict[str, Any]:
 
 
 class SecurityHeaders:
-    def __init__(self, app: ASGIApp) -> None:
+    """SECURITY_HEADERS on every answer; ``inline_styles`` (CSP sources, relay/static.py) are the
+    only inline styles let in: the pages' own stylesheet, by its hash."""
+
+    def __init__(self, app: ASGIApp, inline_styles: tuple[str, ...] = ()) -> None:
         self.app = app
-        self.headers = [(k.encode(), v.encode()) for k, v in SECURITY_HEADERS.items()]
+        headers = dict(SECURITY_HEADERS)
+        if inline_styles:
+            csp = headers["content-security-policy"]
+            styles = "style-src 'self' " + " ".join(inline_styles)
+            headers["content-security-policy"] = csp.replace("style-src 'self'", styles, 1)
+        self.headers = [(k.encode(), v.encode()) for k, v in headers.items()]
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -352,11 +361,12 @@ def create_app(config: Config) -> FastAPI:
             app.include_router(feature.router)
     app.include_router(link.router)
     # The page's folder (relay/webfiles.py); missing files stop the relay here, not 404 later.
-    app.mount("/", WebApp(web_root(config.str("web_dir"))), name="web")
+    web = WebApp(web_root(config.str("web_dir")), page_data=account_page_data)
+    app.mount("/", web, name="web")
 
     # Added last = outermost: even a 413 from the body limit carries the security headers.
     app.add_middleware(BodyLimit, limit=config.int("max_body_bytes"))
-    app.add_middleware(SecurityHeaders)
+    app.add_middleware(SecurityHeaders, inline_styles=web.inline_styles)
     # Outermost: every part below sees the client and scheme only a trusted proxy may change.
     app.add_middleware(ForwardedHeaders, trusted=trusted_networks(config.str("trusted_proxies")))
     return app

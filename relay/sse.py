@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import AsyncIterator
+from typing import Any
 
 from starlette.requests import HTTPConnection
 
@@ -109,25 +110,28 @@ async def session_events(
         state.hub.unsubscribe(sub)
 
 
+async def account_snapshot(state: RelayState, principal: Principal) -> dict[str, Any]:
+    """Every Mac and session of the account: the account stream's first event, and what a
+    logged-in phone's index.html carries (relay/pagedata.py)."""
+    devices = await state.store.list_devices(principal.account_id)
+    sessions = await state.store.list_sessions(principal.account_id)
+    # The same fields as GET /api/sessions (summary, stage, pinned…): a page that reconnects
+    # gets its list back whole, not without what only the list read carried.
+    extras = [await fields(principal.account_id) for fields in state.list_fields]
+    listed = []
+    for session in sessions:
+        entry = state.session_json(session)
+        for extra in extras:
+            entry.update(extra(session.id))
+        listed.append(entry)
+    return {"devices": [state.device_json(d) for d in devices], "sessions": listed}
+
+
 async def account_updates(state: RelayState, principal: Principal) -> AsyncIterator[bytes]:
     sub: Subscriber = state.hub.subscribe_account(principal.account_id, principal.token_hash)
     recheck = state.config.float("auth_recheck_interval")
     try:
-        devices = await state.store.list_devices(principal.account_id)
-        sessions = await state.store.list_sessions(principal.account_id)
-        # The same fields as GET /api/sessions (summary, stage, pinned…): a page that reconnects
-        # gets its list back whole, not without what only the list read carried.
-        extras = [await fields(principal.account_id) for fields in state.list_fields]
-        listed = []
-        for session in sessions:
-            entry = state.session_json(session)
-            for extra in extras:
-                entry.update(extra(session.id))
-            listed.append(entry)
-        yield sse_frame(
-            _json({"devices": [state.device_json(d) for d in devices], "sessions": listed}),
-            event="snapshot",
-        )
+        yield sse_frame(_json(await account_snapshot(state, principal)), event="snapshot")
         while True:
             item = await sub.next(timeout=recheck)
             if item is None:

@@ -39,6 +39,15 @@ class App {
   }
 
   async boot() {
+    const sent = pageSnapshot();
+    if (sent) {
+      // The relay sent the account with the page: rows at once, then the stream as ever.
+      this.paired = true;
+      this.applySnapshot(sent, false);
+      this.route();
+      this.openAccountStream();
+      return;
+    }
     const saved = await cache.getItem("overview");
     if (saved && this.accountState !== "open") this.applySnapshot(saved, false);
     this.route();
@@ -118,7 +127,8 @@ class App {
     this.devices = new Map((data.devices || []).map((d) => [d.id, d]));
     const before = this.sessions;
     this.sessions = new Map((data.sessions || []).map((s) => [s.id, { ...before.get(s.id), ...s }]));
-    if (live) { cache.setItem("overview", data); this.refreshLists(0); }
+    // The snapshot holds the list's fields (summary, stage, pinned): no list to read again.
+    if (live) cache.setItem("overview", data);
     if (this.view && this.sessions.has(this.view.id) && live) this.view.onSession(this.sessions.get(this.view.id));
     this.changed();
   }
@@ -270,6 +280,14 @@ class App {
     this.live.textContent = live ? t("live") : this.paired === false ? "" : t("connecting");
     this.live.className = "live" + (live ? " on" : "");
   }
+}
+
+/** The account as the relay saw it when it sent this page to a logged-in phone (relay/pagedata.py),
+ * or null: then the page asks for it. */
+function pageSnapshot() {
+  const block = document.getElementById("account-snapshot");
+  if (!block) return null;
+  try { return JSON.parse(block.textContent); } catch (_) { return null; }
 }
 
 if ("serviceWorker" in navigator) {

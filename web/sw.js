@@ -5,17 +5,16 @@
 
 const VERSION = "__CB_VERSION__";
 const CACHE = "cb-shell-" + VERSION;
-// Entry points keep their address; everything else is asked for as the pages ask: ?v=VERSION.
-const ENTRY = ["/", "/index.html", "/pair.html", "/manifest.webmanifest"];
-const FILES = [
-  "/style.css", "/app.js", "/pair.js",
-  "/js/api.js", "/js/cache.js", "/js/cards.js", "/js/conversation.js", "/js/dom.js", "/js/forms.js",
-  "/js/i18n.js", "/js/live.js", "/js/md.js", "/js/overview.js", "/js/session.js", "/js/ui.js", "/js/search.js",
-  "/js/extras.js", "/js/subagent.js", "/js/audit.js", "/js/offline.js",
-  "/js/versionband.js", "/js/files.js", "/js/wide.js", "/js/grants.js", "/js/composer.js", "/js/move.js",
-  "/icons/icon-192.png", "/icons/icon-512.png", "/icons/apple-touch-icon.png",
+// Entry points keep their address (asked for without the login: the shell is no one's page);
+// everything else is asked for as the page asks: ?v=VERSION. The relay writes the files
+// index.html loads over the mark below (its script, its icons: relay/static.py); pairing needs
+// the relay, so the pairing page is not kept.
+const ENTRY = ["/", "/manifest.webmanifest"];
+const FILES = ["__CB_SHELL__"];
+const SHELL = [
+  ...ENTRY.map((url) => new Request(url, { credentials: "omit" })),
+  ...FILES.map((f) => f + "?v=" + VERSION),
 ];
-const SHELL = [...ENTRY, ...FILES.map((f) => f + "?v=" + VERSION)];
 
 self.addEventListener("install", (event) => {
   event.waitUntil(caches.open(CACHE).then((cache) => cache.addAll(SHELL)).then(() => self.skipWaiting()));
@@ -35,7 +34,9 @@ self.addEventListener("fetch", (event) => {
   // A versioned file never changes: the cached copy is the file.
   const fromCache = url.searchParams.get("v") === VERSION ? caches.match(request) : Promise.resolve(null);
   event.respondWith(fromCache.then((hit) => hit || fetch(request).then((response) => {
-    if (response.ok && response.type === "basic") {
+    // A page made for one login (index.html with its account's rows) is never kept.
+    const personal = /private|no-store/.test(response.headers.get("Cache-Control") || "");
+    if (response.ok && response.type === "basic" && !personal) {
       const copy = response.clone();
       caches.open(CACHE).then((cache) => cache.put(request, copy));
     }
@@ -43,7 +44,7 @@ self.addEventListener("fetch", (event) => {
   }).catch(async () => {
     const hit = await caches.match(request, { ignoreSearch: true });
     if (hit) return hit;
-    if (request.mode === "navigate") return caches.match("/index.html");
+    if (request.mode === "navigate") return caches.match("/");
     return Response.error();
   })));
 });
