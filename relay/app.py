@@ -254,10 +254,11 @@ async def _join_cluster(state: RelayState) -> None:
 
     db = state.store.db
     assert isinstance(db, PostgresDatabase)
-    state.cluster = Cluster(state, db)
-    state.hub.forward = state.cluster
-    state.store.add_notice(state.cluster.event_notice)
-    await state.cluster.start()
+    cluster = Cluster(state, db)
+    state.cluster = cluster
+    state.hub.forward = cluster
+    state.store.add_notice(cluster.event_notice)
+    await cluster.start()
 
 
 def create_app(config: Config) -> FastAPI:
@@ -280,6 +281,7 @@ def create_app(config: Config) -> FastAPI:
             await close_all(state)
             if state.cluster is not None:
                 await state.cluster.close()
+            await state.tasks.close()
             store.close()
             raise
         for name, part in started.items():
@@ -293,6 +295,7 @@ def create_app(config: Config) -> FastAPI:
                 device_link.fail_pending()
             if state.cluster is not None:
                 await state.cluster.close()
+            await state.tasks.close()  # the core's own: each linked Mac's token watch
             store.close()
 
     app = FastAPI(

@@ -4,7 +4,7 @@ Every node can serve any phone and any Mac. What one node learns, the others hea
 PostgreSQL's LISTEN/NOTIFY:
 
 - **Events** (``cb_events``): the ingest transaction sends a notification (``pg_notify`` in the
-  same transaction, so it is delivered only on commit: relay/store.py ``add_notice``). A node with
+  same transaction, so it is delivered only on commit: relay/store/store.py ``add_notice``). A node with
   viewers of that session publishes the events to its own hub: from the notification when they
   fit in it, else read from the store from the last seq it delivered. The SSE stream fills any gap
   from the store by seq (relay/sse.py), so a lost notification costs time, never an event.
@@ -25,12 +25,17 @@ PostgreSQL's LISTEN/NOTIFY:
 When the listening connection drops (PostgreSQL restarted), the node connects again, re-reads the
 links and live sessions, catches its viewers up from the store and sends its account streams a
 ``resync`` (the page reconnects and gets a fresh snapshot).
+
+Every message is one of relay/nodebus.py's typed messages; one a node cannot read is logged and
+skipped. Every task of the node (the listener, the sender, the handler, the heartbeat, and each
+request it serves) runs on its TaskSet, closed when the relay stops.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import json
 import logging
 import os
@@ -41,6 +46,7 @@ from collections.abc import Coroutine
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+from relay.db import Connection
 from relay.errors import (
     Conflict,
     GatewayTimeout,
@@ -49,6 +55,32 @@ from relay.errors import (
     TooManyRequests,
 )
 from relay.live import DeviceLink
+from relay.nodebus import (
+    AccountUpdate,
+    BusMessage,
+    ErrorBody,
+    LiveSession,
+    MacClose,
+    MacCommand,
+    MacHistory,
+    MacLinked,
+    MacRequest,
+    MacUnlinked,
+    Nudge,
+    RequestAnswer,
+    Resync,
+    Revoke,
+    SessionEvents,
+    address,
+    addressed,
+    bus_text,
+    events_notice,
+    read_answer,
+    read_bus,
+    read_events,
+    read_request,
+)
+from relay.store import sessions
 from wire.protocol import (
     CLOSE_REPLACED,
     Command,
@@ -57,8 +89,11 @@ from wire.protocol import (
     History,
     SessionInfo,
 )
+from wire.tasks import TaskSet
 
 if TYPE_CHECKING:
+    import psycopg
+
     from relay.db.postgres import PostgresDatabase
     from relay.state import RelayState
 
@@ -75,6 +110,7 @@ REQUEST_MARGIN = 2.0  # seconds a caller waits beyond the Mac's own timeout for 
 MESSAGE_KEEP = 120.0  # seconds large bus messages and answered requests are kept
 RECONNECT_PAUSE = 0.5  # seconds between attempts to listen again
 SEND_BATCH = 100  # bus messages sent in one transaction
+CLOSE_WAIT = 5.0  # seconds a node leaving waits for the other nodes' request it is serving
 NOW = "EXTRACT(EPOCH FROM clock_timestamp())"  # the database's clock: one for every node
 
 
@@ -82,26 +118,19 @@ def new_node_id() -> str:
     return f"{socket.gethostname()[:40]}-{os.getpid()}-{secrets.token_hex(3)}"
 
 
-def _error_from(body: dict[str, Any]) -> RelayError:
+def error_from(body: ErrorBody) -> RelayError:
     """A RelayError as another node raised it (same status, code, message and details)."""
-    status = int(body.get("status", 500))
-    details = dict(body.get("details") or {})
     kinds: list[type[RelayError]] = [RelayError, *RelayError.__subclasses__()]
-    kind = next((k for k in kinds if k.status == status), RelayError)
-    error = kind(str(body.get("message", "")), code=body.get("code"), **details)
-    error.status = status
+    kind = next((k for k in kinds if k.status == body.status), RelayError)
+    error = kind(body.message, code=body.code, **body.details)
+    error.status = body.status
     return error
 
 
-def _error_body(exc: RelayError) -> dict[str, Any]:
+def error_body(exc: RelayError) -> ErrorBody:
     error = exc.body()["error"]
     details = {k: v for k, v in error.items() if k not in ("code", "message")}
-    return {
-        "status": exc.status,
-        "code": exc.code,
-        "message": exc.message,
-        "details": details,
-    }
+    return ErrorBody(status=exc.status, code=exc.code, message=exc.message, details=details)
 
 
 @dataclass(eq=False)
@@ -119,20 +148,16 @@ class RemoteLink:
 
     async def command(self, session_id: str, args: CommandArgs, timeout: float) -> CommandResult:
         message = Command.of(secrets.token_hex(8), session_id, args)
-        answer = await self.cluster.request(
-            self, "command", {"message": message.model_dump(mode="json"), "timeout": timeout},
-            timeout,
-        )  # fmt: skip
-        return CommandResult.model_validate(answer)
+        request = MacCommand(message=message.model_dump(mode="json"), timeout=timeout)
+        return CommandResult.model_validate(await self.cluster.request(self, request, timeout))
 
     async def history(self, session_id: str, before: int, limit: int, timeout: float) -> History:
-        body = {"session_id": session_id, "before": before, "limit": limit, "timeout": timeout}
-        answer = await self.cluster.request(self, "history", body, timeout)
-        return History.model_validate(answer)
+        request = MacHistory(session_id=session_id, before=before, limit=limit, timeout=timeout)
+        return History.model_validate(await self.cluster.request(self, request, timeout))
 
     async def close(self, code: int, reason: str) -> None:
         with contextlib.suppress(RelayError):
-            await self.cluster.request(self, "close", {"code": code, "reason": reason}, 5.0)
+            await self.cluster.request(self, MacClose(code=code, reason=reason), CLOSE_WAIT)
 
     def fail_pending(self) -> None:
         """Nothing waits here: the other node fails its own pending requests."""
@@ -148,11 +173,10 @@ class Cluster:
         self.heartbeat = state.config.float("node_heartbeat_interval")
         self.lease = state.config.float("node_lease_seconds")
         self.listening = asyncio.Event()
-        self._tasks: list[asyncio.Task[None]] = []
+        self.tasks = TaskSet("cluster", _log)
         self._outbox: asyncio.Queue[str] = asyncio.Queue()
         self._inbox: asyncio.Queue[tuple[str, str]] = asyncio.Queue()
-        self._answers: dict[str, asyncio.Future[dict[str, Any]]] = {}
-        self._served: set[asyncio.Task[None]] = set()
+        self._answers: dict[str, asyncio.Future[RequestAnswer]] = {}
         self._closing = False
         self._resumed_once = False
 
@@ -160,9 +184,10 @@ class Cluster:
 
     async def start(self) -> None:
         await self.start_row()
-        loop = asyncio.get_running_loop()
-        for coro in (self._listen(), self._send(), self._handle(), self._beat()):
-            self._tasks.append(loop.create_task(coro))
+        self.tasks.start(self._listen(), name="listen")
+        self.tasks.start(self._send(), name="send")
+        self.tasks.start(self._handle(), name="handle")
+        self.tasks.start(self._beat(), name="heartbeat")
         # Serve once listening (what others said before it is read from the tables).
         with contextlib.suppress(TimeoutError):
             await asyncio.wait_for(self.listening.wait(), 10)
@@ -170,11 +195,7 @@ class Cluster:
 
     async def close(self) -> None:
         self._closing = True
-        for task in [*self._tasks, *self._served]:
-            task.cancel()
-        for task in [*self._tasks, *self._served]:
-            with contextlib.suppress(BaseException):
-                await task
+        await self.tasks.close()
         with contextlib.suppress(Exception):
             # Leave at once rather than after the lease: the Macs may link elsewhere now.
             await self._run("DELETE FROM device_links WHERE node_id = ?", (self.node_id,))
@@ -187,30 +208,24 @@ class Cluster:
     # -- what the core tells the cluster ----------------------------------------------------
 
     def event_notice(
-        self, conn: Any, account_id: str, session_id: str, events: list[tuple[int, str]]
+        self, conn: Connection, account_id: str, session_id: str, events: list[tuple[int, str]]
     ) -> None:
         """In the ingest transaction: tell the other nodes (delivered on commit only)."""
-        head = {"n": self.node_id, "s": session_id, "f": events[0][0], "l": events[-1][0]}
-        payload = json.dumps(head, separators=(",", ":"))
-        size = len(payload) + sum(len(data) + 1 for _, data in events) + 8
-        if size <= NOTIFY_LIMIT:
-            inline = ",".join(data for _, data in events)
-            payload = payload[:-1] + f',"e":[{inline}]}}'
-        self.db.notify(conn, EVENTS, payload)
+        self.db.notify(conn, EVENTS, events_notice(self.node_id, session_id, events, NOTIFY_LIMIT))
 
     def forward_account(self, account_id: str, event: str, data: dict[str, Any]) -> None:
         """The hub published this to its account streams: the other nodes' streams too."""
-        self._broadcast({"t": "acct", "a": account_id, "e": event, "b": data})
+        self._broadcast(AccountUpdate(account_id=account_id, event=event, data=data))
 
     def forward_resync(self, session_id: str, reason: str) -> None:
-        self._broadcast({"t": "resync", "s": session_id, "r": reason})
+        self._broadcast(Resync(session_id=session_id, reason=reason))
 
     def forward_revoke(self, token_hashes: list[str]) -> None:
-        self._broadcast({"t": "revoke", "h": token_hashes})
+        self._broadcast(Revoke(token_hashes=token_hashes))
 
     def nudge(self, topic: str, session_id: str) -> None:
         """Tell the other nodes' ``topic`` feature that the session has news for it."""
-        self._broadcast({"t": "nudge", "k": topic, "s": session_id})
+        self._broadcast(Nudge(topic=topic, session_id=session_id))
 
     async def linked(self, link: DeviceLink) -> None:
         """A Mac linked to this node: record it (the lease), and end an older link elsewhere."""
@@ -223,9 +238,13 @@ class Cluster:
         )
         self.state.live.remote.pop(link.device_id, None)
         self._broadcast(
-            {"t": "link", "d": link.device_id, "a": link.account_id, "m": link.name,
-             "n": self.node_id}
-        )  # fmt: skip
+            MacLinked(
+                device_id=link.device_id,
+                account_id=link.account_id,
+                name=link.name,
+                node_id=self.node_id,
+            )
+        )
 
     async def unlinked(self, link: DeviceLink) -> bool:
         """A Mac's link here ended; answers whether this node still held it (False when it
@@ -242,17 +261,16 @@ class Cluster:
                 (link.device_id, self.node_id),
             )
         if held:
-            self._broadcast({"t": "unlink", "d": link.device_id, "n": self.node_id})
+            self._broadcast(MacUnlinked(device_id=link.device_id, node_id=self.node_id))
         return held
 
     def share_live(self, account_id: str, device_id: str, info: SessionInfo, keep: bool) -> None:
         """A session's live side changed on this node (its Mac is linked here). ``keep``: also
         store it, for nodes that start later (not for a preview alone: they change often)."""
-        data = info.model_dump(mode="json")
-        self._broadcast({"t": "live", "a": account_id, "d": device_id, "i": data})
+        self._broadcast(LiveSession(account_id=account_id, device_id=device_id, info=info))
         if keep:
-            text = json.dumps(data, separators=(",", ":"))
-            self._spawn(self._keep_live(info.session_id, account_id, device_id, text))
+            text = info.model_dump_json()
+            self._spawn(self._keep_live(info.session_id, account_id, device_id, text), "keep live")
 
     async def _keep_live(self, session_id: str, account_id: str, device_id: str, text: str) -> None:
         with contextlib.suppress(RelayError):
@@ -268,7 +286,7 @@ class Cluster:
     async def check_rate(self, bucket: str, limit: int, window: float) -> None:
         """A sliding window shared by every node (pairing attempts per client address)."""
 
-        def job(conn: Any) -> int:
+        def job(conn: Connection) -> int:
             conn.execute("SELECT pg_advisory_xact_lock(hashtext(?))", (bucket,))
             now = time.time()
             conn.execute("DELETE FROM rate_hits WHERE at <= ?", (now - window,))
@@ -290,21 +308,36 @@ class Cluster:
 
     # -- requests to a Mac on another node -------------------------------------------------
 
+    async def live_nodes(self) -> set[str]:
+        """The nodes whose lease still runs (a heartbeat within ``node_lease_seconds``)."""
+        rows = await self._run(
+            f"SELECT node_id FROM relay_nodes WHERE heartbeat_at > {NOW} - ?", (self.lease,)
+        )
+        return {self.node_id, *(str(r[0]) for r in rows)}
+
     async def request(
-        self, link: RemoteLink, kind: str, body: dict[str, Any], timeout: float
+        self, link: RemoteLink, request: MacRequest, timeout: float
     ) -> dict[str, Any]:
         request_id = secrets.token_hex(12)
-        future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
+        future: asyncio.Future[RequestAnswer] = asyncio.get_running_loop().create_future()
         self._answers[request_id] = future
-        text = json.dumps(body, separators=(",", ":"))
+        text = request.model_dump_json()
 
-        def job(conn: Any) -> None:
+        def job(conn: Connection) -> None:
             conn.execute(
                 "INSERT INTO node_requests (id, origin, target, device_id, kind, body, created_at)"
                 " VALUES (?, ?, ?, ?, ?, ?, ?)",
-                (request_id, self.node_id, link.node_id, link.device_id, kind, text, time.time()),
+                (
+                    request_id,
+                    self.node_id,
+                    link.node_id,
+                    link.device_id,
+                    request.kind,
+                    text,
+                    time.time(),
+                ),
             )
-            self.db.notify(conn, REQUEST, f"{link.node_id} {request_id}")
+            self.db.notify(conn, REQUEST, address(link.node_id, request_id))
 
         try:
             await self.state.store.write(job)
@@ -316,58 +349,56 @@ class Cluster:
             ) from None
         finally:
             self._answers.pop(request_id, None)
-        if "error" in answer:
-            raise _error_from(answer["error"])
-        result: dict[str, Any] = answer["ok"]
-        return result
+        if answer.error is not None:
+            raise error_from(answer.error)
+        return answer.ok or {}
 
     async def _serve_request(self, request_id: str) -> None:
         rows = await self._run(
-            "SELECT origin, device_id, kind, body FROM node_requests WHERE id = ?", (request_id,)
+            "SELECT origin, device_id, body FROM node_requests WHERE id = ?", (request_id,)
         )
         if not rows:
             return
-        origin, device_id, kind, text = rows[0]
-        body = json.loads(text)
-        answer: dict[str, Any]
+        origin, device_id, text = rows[0]
+        request = read_request(text)
         try:
-            link = self.state.live.local.get(device_id)
-            if link is None or link.closed:
-                raise Conflict(
-                    "the Mac is offline; start its agent or wait for it to reconnect",
-                    code="device_offline",
-                    device_id=device_id,
-                )
-            if kind == "command":
-                message = Command.model_validate(body["message"])
-                result = await link.command(
-                    message.session_id, message.parsed_args(), float(body["timeout"])
-                )
-                answer = {"ok": result.model_dump(mode="json")}
-            elif kind == "history":
-                history = await link.history(
-                    body["session_id"], int(body["before"]), int(body["limit"]),
-                    float(body["timeout"]),
-                )  # fmt: skip
-                answer = {"ok": history.model_dump(mode="json")}
-            elif kind == "close":
-                link.fail_pending()
-                await link.close(int(body["code"]), str(body["reason"]))
-                answer = {"ok": {}}
-            else:
-                raise Conflict(f"unknown request {kind!r}", code="bad_request")
+            if request is None:
+                raise Conflict("a request this node cannot read", code="bad_request")
+            answer = RequestAnswer(ok=await self._on_request(str(device_id), request))
         except RelayError as exc:
-            answer = {"error": _error_body(exc)}
+            answer = RequestAnswer(error=error_body(exc))
         except Exception as exc:  # a bug here must reach the caller as an answer, not a wait
-            _log.exception("request %s from node %s failed", kind, origin)
-            answer = {"error": {"status": 500, "code": "internal", "message": str(exc)[:500]}}
-        text = json.dumps(answer, separators=(",", ":"))
+            _log.exception("a request from node %s failed", origin)
+            answer = RequestAnswer(error=ErrorBody(code="internal", message=str(exc)[:500]))
+        reply = answer.model_dump_json(exclude_none=True)
 
-        def job(conn: Any) -> None:
-            conn.execute("UPDATE node_requests SET answer = ? WHERE id = ?", (text, request_id))
-            self.db.notify(conn, ANSWER, f"{origin} {request_id}")
+        def job(conn: Connection) -> None:
+            conn.execute("UPDATE node_requests SET answer = ? WHERE id = ?", (reply, request_id))
+            self.db.notify(conn, ANSWER, address(str(origin), request_id))
 
         await self.state.store.write(job)
+
+    async def _on_request(self, device_id: str, request: MacRequest) -> dict[str, Any]:
+        """Carry out another node's request over the Mac's link here; answers the Mac's answer."""
+        link = self.state.live.local.get(device_id)
+        if link is None or link.closed:
+            raise Conflict(
+                "the Mac is offline; start its agent or wait for it to reconnect",
+                code="device_offline",
+                device_id=device_id,
+            )
+        if isinstance(request, MacCommand):
+            message = Command.model_validate(request.message)
+            result = await link.command(message.session_id, message.parsed_args(), request.timeout)
+            return result.model_dump(mode="json")
+        if isinstance(request, MacHistory):
+            history = await link.history(
+                request.session_id, request.before, request.limit, request.timeout
+            )
+            return history.model_dump(mode="json")
+        link.fail_pending()
+        await link.close(request.code, request.reason)
+        return {}
 
     async def _take_answer(self, request_id: str) -> None:
         future = self._answers.get(request_id)
@@ -377,7 +408,7 @@ class Cluster:
             "DELETE FROM node_requests WHERE id = ? RETURNING answer", (request_id,)
         )
         if rows and rows[0][0] is not None and not future.done():
-            future.set_result(json.loads(rows[0][0]))
+            future.set_result(read_answer(rows[0][0]))
 
     # -- the listening side ------------------------------------------------------------------
 
@@ -417,112 +448,118 @@ class Cluster:
 
     async def _dispatch(self, channel: str, payload: str) -> None:
         if channel == EVENTS:
-            await self._on_events(json.loads(payload))
+            notice = read_events(payload)
+            if notice is not None:
+                await self._on_events(notice)
         elif channel == BUS:
-            if payload.startswith("@"):
+            if payload.startswith("@"):  # too large for a notification: it waits in a table
+                if not payload[1:].isdigit():
+                    _log.warning("a bus notification was skipped, unreadable: %.120s", payload)
+                    return
                 rows = await self._run(
                     "SELECT body FROM node_messages WHERE id = ?", (int(payload[1:]),)
                 )
                 if not rows:
                     return
                 payload = str(rows[0][0])
-            self._on_bus(json.loads(payload))
+            message = read_bus(payload)
+            if message is not None:
+                self._on_bus(message)
         elif channel in (REQUEST, ANSWER):
-            node, _, request_id = payload.partition(" ")
+            node, request_id = addressed(payload)
             if node != self.node_id:
                 return
             if channel == REQUEST:
-                self._spawn(self._serve_request(request_id))
+                self._spawn(self._serve_request(request_id), f"request {request_id}")
             else:
                 await self._take_answer(request_id)
 
-    async def _on_events(self, note: dict[str, Any]) -> None:
-        if note.get("n") == self.node_id:
+    async def _on_events(self, note: SessionEvents) -> None:
+        if note.sender == self.node_id:
             return  # published here after commit already (relay/app.py)
         hub = self.state.hub
-        session_id = str(note["s"])
-        if not hub.has_viewers(session_id):
+        if not hub.has_viewers(note.session_id):
             return
-        last = int(note["l"])
-        delivered = hub.latest.get(session_id, 0)
-        if last <= delivered:
+        delivered = hub.latest.get(note.session_id, 0)
+        if note.last <= delivered:
             return
-        inline = note.get("e")
-        if inline is not None:
+        if note.events is not None:
             events = [
                 (int(e["seq"]), json.dumps(e, ensure_ascii=False, separators=(",", ":")))
-                for e in inline
+                for e in note.events
             ]
         else:
             # Too large to travel in the notification: from the store, after what was delivered
             # (or just the newest, whose gap each stream fills from the store itself).
-            first = delivered + 1 if delivered else last
+            first = delivered + 1 if delivered else note.last
             events = await self.state.store.read_events(
-                session_id, max(first, int(note["f"])), last
+                note.session_id, max(first, note.first), note.last
             )
         if events:
-            hub.publish_events(session_id, events)
+            hub.publish_events(note.session_id, events)
 
-    def _on_bus(self, message: dict[str, Any]) -> None:
-        kind = message.get("t")
-        if message.get("from") == self.node_id:
+    def _on_bus(self, message: BusMessage) -> None:
+        if message.sender == self.node_id:
             return  # PostgreSQL delivers a node its own notifications too
         state = self.state
-        if kind == "acct":
-            state.hub.publish_account(message["a"], message["e"], message["b"], forward=False)
-        elif kind == "live":
-            info = SessionInfo.model_validate(message["i"])
-            if message["d"] not in state.live.local:
-                state.live.sessions[info.session_id] = info
-        elif kind == "link":
-            device_id = message["d"]
-            local = state.live.local.get(device_id)
+        if isinstance(message, AccountUpdate):
+            state.hub.publish_account(
+                message.account_id, message.event, message.data, forward=False
+            )
+        elif isinstance(message, LiveSession):
+            if message.device_id not in state.live.local:
+                state.live.sessions[message.info.session_id] = message.info
+        elif isinstance(message, MacLinked):
+            local = state.live.local.get(message.device_id)
             if local is not None:
                 # The same Mac linked to another node: that link is the newer one.
                 local.replaced = True
                 local.fail_pending()
                 self._spawn(
-                    local.close(CLOSE_REPLACED, "replaced by a newer link from the same Mac")
+                    local.close(CLOSE_REPLACED, "replaced by a newer link from the same Mac"),
+                    f"close {message.device_id}",
                 )
                 state.live.detach(local)
-            state.live.remote[device_id] = RemoteLink(
-                device_id, message["a"], message.get("m") or device_id, message["n"], self
+            state.live.remote[message.device_id] = RemoteLink(
+                message.device_id,
+                message.account_id,
+                message.name or message.device_id,
+                message.node_id,
+                self,
             )
-        elif kind == "unlink":
-            device_id = message["d"]
-            remote = state.live.remote.get(device_id)
-            if remote is not None and remote.node_id == message["n"]:
-                self._drop_remote(device_id)
-        elif kind == "resync":
-            state.hub.resync_session(message["s"], message["r"], forward=False)
-        elif kind == "revoke":
-            state.hub.revoke(list(message["h"]), forward=False)
-        elif kind == "nudge":
-            handler = state.nudge_handlers.get(str(message.get("k")))
-            if handler is not None:
-                handler(str(message["s"]))
+        elif isinstance(message, MacUnlinked):
+            remote = state.live.remote.get(message.device_id)
+            if remote is not None and remote.node_id == message.node_id:
+                self._drop_remote(message.device_id)
+        elif isinstance(message, Resync):
+            state.hub.resync_session(message.session_id, message.reason, forward=False)
+        elif isinstance(message, Revoke):
+            state.hub.revoke(message.token_hashes, forward=False)
+        else:
+            state.hooks.nudged(message.topic, message.session_id)
 
-    def _spawn(self, coro: Coroutine[Any, Any, None]) -> None:
-        """Run ``coro`` beside the loop that heard it, kept until done (cancelled on close)."""
-        task = asyncio.get_running_loop().create_task(coro)
-        self._served.add(task)
-        task.add_done_callback(self._served.discard)
+    def _spawn(self, coro: Coroutine[Any, Any, None], name: str) -> None:
+        """Run ``coro`` beside the loop that heard it, on the node's TaskSet (cancelled on
+        close); nothing more starts once the node is leaving."""
+        if self.tasks.closed:
+            coro.close()
+            return
+        self.tasks.start(coro, name=name)
 
     def _drop_remote(self, device_id: str) -> None:
         remote = self.state.live.remote.pop(device_id, None)
         if remote is not None:
             remote.closed = True
 
-    def _broadcast(self, message: dict[str, Any]) -> None:
+    def _broadcast(self, message: BusMessage) -> None:
         if not self._closing:
-            message["from"] = self.node_id
-            self._outbox.put_nowait(json.dumps(message, separators=(",", ":"), default=str))
+            self._outbox.put_nowait(bus_text(message, self.node_id))
 
     async def _send(self) -> None:
         """Send bus messages in order, on a connection of their own (the listener only listens)."""
         import psycopg
 
-        conn: Any = None
+        conn: psycopg.AsyncConnection[Any] | None = None
         try:
             while True:
                 payloads = [await self._outbox.get()]
@@ -552,7 +589,7 @@ class Cluster:
                 with contextlib.suppress(Exception):
                     await conn.close()
 
-    async def _notify_bus(self, conn: Any, payload: str) -> None:
+    async def _notify_bus(self, conn: psycopg.AsyncConnection[Any], payload: str) -> None:
         if len(payload.encode()) > NOTIFY_LIMIT:
             # Too large for a notification: the message waits in a table, the notification
             # names it.
@@ -561,6 +598,7 @@ class Cluster:
                 (time.time(), payload),
             )
             row = await cursor.fetchone()
+            assert row is not None  # INSERT … RETURNING answers its row
             payload = f"@{row[0]}"
         await conn.execute("SELECT pg_notify(%s, %s)", (BUS, payload))
 
@@ -570,12 +608,12 @@ class Cluster:
         hub = self.state.hub
         if self._resumed_once:
             for session_id in hub.viewed_sessions():
-                sessions = await self._run(
-                    "SELECT account_id FROM sessions WHERE id = ?", (session_id,)
+                account_id = await self.state.store.reading(
+                    functools.partial(sessions.account_of, session_id=session_id)
                 )
-                if not sessions:
+                if account_id is None:
                     continue
-                session = await self.state.store.get_session(str(sessions[0][0]), session_id)
+                session = await self.state.store.get_session(account_id, session_id)
                 if session.last_seq > hub.latest.get(session_id, 0):
                     newest = await self.state.store.read_events(
                         session_id, session.last_seq, session.last_seq

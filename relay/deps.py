@@ -164,13 +164,12 @@ async def send_command(state: RelayState, session: Session, args: CommandArgs) -
 
     The features' command guards run first (an archived session is read-only: 409) and their
     result readers see the Mac's answer (a policy it reports), as ``RelayState`` holds them."""
-    for guard in state.command_guards:
-        await guard(session)
+    await state.hooks.guard(session)
     devices = {d.id: d.name for d in await state.store.list_devices(session.account_id)}
     link = state.live.require_link(session.device_id, devices.get(session.device_id, ""))
     result = await link.command(session.id, args, state.config.float("command_timeout"))
     check_result(result)
-    await state.read_result(session.id, result.data)
+    await state.hooks.read_result(session.id, result.data)
     if result.data.get("reopened") is True and session.mark is not None:
         # The Mac reopened an ended or resting session to carry this out (a message to it):
         # it runs again, so the mark goes, as after POST …/reopen.

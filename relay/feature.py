@@ -2,10 +2,12 @@
 
 A feature is declared once, as a ``Feature``: its name, its schema (tables the store makes as it
 opens), its router (``/api/…`` routes) and its ``start``, which the app's lifespan awaits with the
-running ``RelayState``. ``start`` creates the tables it makes later, adds its line observers and
-event listeners to the store, its watchers, command guards, result readers and snapshot fields to
-the state, starts its background task, and returns its running part (kept on the state:
-``state.part(Retention)``, and as ``app.state.<name>``), closed when the relay stops.
+running ``RelayState``. ``start`` registers the feature on the extension points it uses (declared
+in relay/hookspecs.py: line observers and event listeners on the store, watchers, command guards,
+result readers, snapshot fields … on ``state.hooks``), starts its background tasks on a TaskSet of
+its own (wire/tasks.py), and returns its running part (kept on the state:
+``state.part(Retention)``, and as ``app.state.<name>``), closed when the relay stops. Whatever the
+feature keeps in memory lives on that part, never on ``RelayState``.
 
 The core (store, link, hub, sse, routes) never imports a feature module; features import the
 core, and the request-scoped helpers from relay/deps.py.
@@ -19,8 +21,8 @@ from typing import Protocol, runtime_checkable
 
 from fastapi import APIRouter
 
+from relay.db import Schema
 from relay.state import RelayState
-from relay.store import Schema
 
 
 @runtime_checkable
@@ -34,9 +36,9 @@ class Part(Protocol):
 class Feature:
     name: str
     # Its tables (and triggers, and what fills them from what is already stored): run by the
-    # store's writer as the store opens, before any line comes in (relay/store.py).
+    # store's writer as the store opens, before any line comes in (relay/store/store.py).
     schema: Schema | None = None
-    # Its line observers, listeners, watchers, background task: see the module's docstring.
+    # Its line observers, listeners, watchers, background tasks: see the module's docstring.
     start: Callable[[RelayState], Awaitable[object]] | None = None
     router: APIRouter | None = None  # its routes, under /api
 

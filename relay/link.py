@@ -181,7 +181,9 @@ async def agent_link(ws: WebSocket) -> None:
                 )
         state.publish_device(account_id, device_id, device)
         _log.info("Mac %s (%s) linked with %d sessions", name, device_id, len(hello.sessions))
-        watchdog = asyncio.create_task(_watch_token(state, link, principal.token_hash))
+        watchdog = state.tasks.start(
+            _watch_token(state, link, principal.token_hash), name=f"token watch {device_id}"
+        )
         await _serve(state, link, ws)
     except (WebSocketDisconnect, OSError):
         pass  # the connection went away
@@ -311,8 +313,9 @@ async def _dispatch(state: RelayState, link: DeviceLink, message: Any) -> None:
         link.resolve(message.request_id, message)
     elif isinstance(message, Decision):  # the Mac answered a permission itself: audit it
         code = "not_recorded"  # a relay without an audit log keeps no decisions
-        if state.record_decision is not None:
-            code = await state.record_decision(link.account_id, link.device_id, message)
+        recorder = state.hooks.decision_recorder
+        if recorder is not None:
+            code = await recorder(link.account_id, link.device_id, message)
         if code:
             await link.send(_error(code, f"no session {message.session_id} runs on this Mac"))
         ack = DecisionAck(id=message.id, stored=not code, code=code or None)

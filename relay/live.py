@@ -12,7 +12,7 @@ import contextlib
 import secrets
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 from relay.errors import Conflict, GatewayTimeout
 from wire.protocol import (
@@ -23,9 +23,6 @@ from wire.protocol import (
     HistoryRequest,
     SessionInfo,
 )
-
-if TYPE_CHECKING:
-    from relay.cluster import RemoteLink
 
 SendText = Callable[[str], Awaitable[None]]
 CloseSocket = Callable[[int, str], Awaitable[None]]
@@ -129,11 +126,17 @@ class Link(Protocol):
     def fail_pending(self) -> None: ...
 
 
+class NodeLink(Link, Protocol):
+    """A Mac linked to another relay node (relay/cluster.py ``RemoteLink``): which node."""
+
+    node_id: str
+
+
 class Live:
     def __init__(self) -> None:
         self.local: dict[str, DeviceLink] = {}  # the Macs linked to this node
         # Macs linked to another relay node of the cluster (relay/cluster.py), by device id.
-        self.remote: dict[str, RemoteLink] = {}
+        self.remote: dict[str, NodeLink] = {}
         self.sessions: dict[str, SessionInfo] = {}
 
     @property

@@ -233,13 +233,8 @@ async def revoke_device(device_id: str, principal: Phone, state: State) -> dict[
 @router.get("/sessions")
 async def sessions(principal: Phone, state: State) -> dict[str, Any]:
     items = await state.store.list_sessions(principal.account_id)
-    extras = [await fields(principal.account_id) for fields in state.list_fields]
-    listed = []
-    for s in items:
-        item = state.session_json(s)
-        for extra in extras:  # summary, stage, pinned (relay/features/)
-            item.update(extra(s.id))
-        listed.append(item)
+    extra = await state.hooks.listed(principal.account_id)  # summary, stage, pinned (features)
+    listed = [{**state.session_json(s), **extra(s.id)} for s in items]
     return {"sessions": listed, "needs_you": sum(1 for s in listed if s["needs_you"])}
 
 
@@ -282,7 +277,7 @@ async def _start(
         # The Mac refused (bad folder, claude missing…): nothing was started, keep no trace.
         await state.store.discard_empty_session(principal.account_id, session_id)
     check_result(result)
-    await state.read_result(session_id, result.data)  # a policy it reports
+    await state.hooks.read_result(session_id, result.data)  # a policy it reports
     placed = {
         key: value
         for key in ("cwd", "branch")
@@ -303,8 +298,7 @@ async def fork_session(
     (``claude --resume <its conversation> --fork-session``); the two continue apart."""
     parent = await session_or_404(state, principal, session_id)
     fork_id = session_uuid(body.session_id) if body.session_id is not None else new_session_id()
-    for guard in state.command_guards:  # an archived session opens read-only: no fork either
-        await guard(parent)
+    await state.hooks.guard(parent)  # an archived session opens read-only: no fork either
     devices = {d.id: d.name for d in await state.store.list_devices(principal.account_id)}
     link = state.live.require_link(parent.device_id, devices.get(parent.device_id, ""))
     await state.store.create_session(
@@ -326,8 +320,7 @@ async def fork_session(
 async def session_snapshot(session_id: str, principal: Phone, state: State) -> dict[str, Any]:
     session = await session_or_404(state, principal, session_id)
     body = state.session_json(session, full=True)
-    for fields in state.snapshot_fields:  # summary, stage, pinned (relay/features/)
-        body.update(await fields(session))
+    body.update(await state.hooks.snapshot(session))  # summary, stage, pinned (relay/features/)
     return body
 
 
@@ -452,7 +445,7 @@ async def send_message(
     live = state.live.sessions.get(session.id)
     card = live.card if live is not None else None
     taken = (
-        [log(request, principal, session, card, body.text) for log in state.message_loggers]
+        [log(request, principal, session, card, body.text) for log in state.hooks.message_loggers]
         if card is not None
         else []
     )
@@ -532,7 +525,8 @@ async def answer_card(
         key=body.key, keys=body.keys, text=body.text, always=body.always, card_id=card_id
     )
     # The card as shown is taken now: the Mac's next dialog may replace it meanwhile.
-    taken = [log(request, principal, session, live.card, body) for log in state.answer_loggers]
+    loggers = state.hooks.answer_loggers
+    taken = [log(request, principal, session, live.card, body) for log in loggers]
     answer = await send_command(state, session, args)
     for done in taken:  # only an answer the Mac took is a decision (the audit log)
         await done()

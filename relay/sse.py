@@ -117,13 +117,8 @@ async def account_snapshot(state: RelayState, principal: Principal) -> dict[str,
     sessions = await state.store.list_sessions(principal.account_id)
     # The same fields as GET /api/sessions (summary, stage, pinned…): a page that reconnects
     # gets its list back whole, not without what only the list read carried.
-    extras = [await fields(principal.account_id) for fields in state.list_fields]
-    listed = []
-    for session in sessions:
-        entry = state.session_json(session)
-        for extra in extras:
-            entry.update(extra(session.id))
-        listed.append(entry)
+    extra = await state.hooks.listed(principal.account_id)
+    listed = [{**state.session_json(session), **extra(session.id)} for session in sessions]
     return {"devices": [state.device_json(d) for d in devices], "sessions": listed}
 
 

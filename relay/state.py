@@ -2,56 +2,26 @@
 
 from __future__ import annotations
 
+import logging
 import math
 import time
-from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any, TypeVar
-
-from starlette.requests import Request
+from typing import Any, TypeVar
 
 from relay.auth import RateLimiter
-from relay.bodies import CardAnswer
 from relay.errors import NotFound
+from relay.hookspecs import Hooks
 from relay.hub import Hub
 from relay.live import DeviceLink, Live
-from relay.store import Device, Principal, Session, Store
-
-if TYPE_CHECKING:
-    from relay.cluster import Cluster
+from relay.peers import Peers
+from relay.store import Device, Session, Store
 from wire.claude_versions import claude_standing
 from wire.config import Config
-from wire.protocol import Card, Decision, SessionInfo
+from wire.protocol import SessionInfo
+from wire.tasks import TaskSet
 
-# Told of every session_update from a Mac: (account id, session, live side before, after).
-SessionWatcher = Callable[[str, Session, SessionInfo | None, SessionInfo], None]
-# Runs before every command to a session's Mac (relay/deps.py send_command); raises to refuse it.
-CommandGuard = Callable[[Session], Awaitable[None]]
-# Sees what a Mac answered to a command for a session: (session id, the answer's data).
-ResultReader = Callable[[str, Mapping[str, Any]], Awaitable[None]]
-# Stores a Mac's own decision on a permission (relay/features/audit.py): (account id, device
-# id, the decision); answers the error code to send back, or "" when stored.
-DecisionRecorder = Callable[[str, str, Decision], Awaitable[str]]
-# A phone's answer to a card, seen before it is sent (the card as shown): answers what to do once
-# the Mac took it, e.g. write it to the audit log (relay/features/audit.py).
-AnswerLogger = Callable[
-    [Request, Principal, Session, Card, CardAnswer], Callable[[], Awaitable[None]]
-]
-# A phone's message sent while a card was shown (relay/routes.py send_message): given the card as
-# shown and the message's text, answers what to do with the Mac's answer (its ``data``); e.g. the
-# audit log keeps a question or plan card the message closed (relay/features/audit.py).
-MessageLogger = Callable[
-    [Request, Principal, Session, Card, str], Callable[[Mapping[str, Any]], Awaitable[None]]
-]
-# More fields of each session in an account's list (GET /api/sessions): given the account id,
-# what to add to each session, by session id (e.g. its summary, its retention stage).
-ListFields = Callable[[str], Awaitable[Callable[[str], Mapping[str, Any]]]]
-# More fields of one session's full snapshot (GET /api/sessions/{id}).
-SnapshotFields = Callable[[Session], Awaitable[Mapping[str, Any]]]
-# More fields of a session's snapshot (``session_json``), e.g. its cost (relay/features/usage.py).
-SessionFields = Callable[[Session], Mapping[str, Any]]
-
+_log = logging.getLogger("relay")
 
 P = TypeVar("P")
 
@@ -80,26 +50,18 @@ def known_of(info: SessionInfo) -> dict[str, Any] | None:
 
 @dataclass
 class RelayState:
+    """The core's running parts: the store, the hub, the live side, the cluster. What the
+    features add to the core is on ``hooks`` (relay/hookspecs.py); a feature's own state is on
+    its running part (``part``), never here."""
+
     config: Config
     store: Store
     hub: Hub
     live: Live = field(default_factory=Live)
     pair_limiter: RateLimiter = field(init=False)
     started_at: float = field(default_factory=time.time)
-    # e.g. Web Push (relay/features/push.py)
-    watchers: list[SessionWatcher] = field(default_factory=list)
-    # Summary snapshots taken since the relay started (relay/features/search.py), by session id:
-    # the ``session`` events carry them, so phones showing lists need not re-read every summary.
-    summaries: dict[str, str] = field(default_factory=dict)
-    # What the features add to the core (relay/feature.py), each registered at start-up.
-    command_guards: list[CommandGuard] = field(default_factory=list)
-    result_readers: list[ResultReader] = field(default_factory=list)
-    session_fields: list[SessionFields] = field(default_factory=list)
-    record_decision: DecisionRecorder | None = None
-    answer_loggers: list[AnswerLogger] = field(default_factory=list)
-    message_loggers: list[MessageLogger] = field(default_factory=list)
-    list_fields: list[ListFields] = field(default_factory=list)
-    snapshot_fields: list[SnapshotFields] = field(default_factory=list)
+    # What the features registered at start-up (relay/feature.py), by extension point.
+    hooks: Hooks = field(default_factory=Hooks)
     # Each feature's running part, by its class: ``state.part(Retention)``.
     parts: dict[type, object] = field(default_factory=dict)
     # What each session's Mac last said (``last_known``), as stored: read at start-up so a
@@ -107,10 +69,9 @@ class RelayState:
     last_known: dict[str, dict[str, Any]] = field(default_factory=dict)
     # This node's part in a cluster of relay nodes on PostgreSQL (relay/cluster.py); None when
     # the relay is one process (SQLite).
-    cluster: Cluster | None = None
-    # What a feature does when another node nudges it about a session (``Cluster.nudge``), by
-    # topic: e.g. the outbox delivers what another node queued for a Mac linked here.
-    nudge_handlers: dict[str, Callable[[str], None]] = field(default_factory=dict)
+    cluster: Peers | None = None
+    # The core's own background tasks (each linked Mac's token watch), closed as the relay stops.
+    tasks: TaskSet = field(default_factory=lambda: TaskSet("relay", _log))
 
     def __post_init__(self) -> None:
         self.pair_limiter = RateLimiter(self.config.int("pair_attempts_per_minute"))
@@ -122,11 +83,6 @@ class RelayState:
         """The running part of class ``kind`` a feature registered, None when there is none."""
         found = self.parts.get(kind)
         return found if isinstance(found, kind) else None
-
-    async def read_result(self, session_id: str, data: Mapping[str, Any]) -> None:
-        """Show a Mac's answer to a command to every feature that reads them."""
-        for reader in self.result_readers:
-            await reader(session_id, data)
 
     # -- snapshots -------------------------------------------------------------
 
@@ -181,7 +137,7 @@ class RelayState:
             # unknown price; None when the relay does not count usage.
             "cost": None,
         }
-        for fields in self.session_fields:
+        for fields in self.hooks.session_fields:
             body.update(fields(session))
         if full:
             body["conversation_ids"] = session.conversation_ids
@@ -208,9 +164,8 @@ class RelayState:
 
     def publish_session(self, session: Session) -> None:
         body = self.session_json(session)
-        summary = self.summaries.get(session.id)
-        if summary is not None:
-            body["summary"] = summary
+        for fields in self.hooks.event_fields:
+            body.update(fields(session))
         self.hub.publish_account(session.account_id, "session", body)
 
     async def check_pair_rate(self, client: str) -> None:
@@ -253,8 +208,7 @@ class RelayState:
         if self.cluster is not None:
             self.cluster.share_live(link.account_id, link.device_id, merged, keep=not preview_only)
         await self.keep_last_known(session.id, merged)
-        for watch in self.watchers:
-            watch(link.account_id, session, before, merged)
+        self.hooks.watch(link.account_id, session, before, merged)
         if preview_only:
             # A preview alone: send just the text, not the whole session.
             self.hub.publish_account(

@@ -26,15 +26,18 @@ import time
 from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from relay.errors import StoreUnavailable
+
+if TYPE_CHECKING:
+    from relay.db.connection import Connection
 
 T = TypeVar("T")
 _log = logging.getLogger("relay.writer")
 
 # A job gets the connection and a list to which it may append callbacks to run after COMMIT.
-Job = Callable[[Any, list[Callable[[], None]]], T]
+Job = Callable[["Connection", list[Callable[[], None]]], T]
 
 BATCH_ATTEMPTS = 3  # a batch aborted by a deadlock between nodes runs again, this many times in all
 RECONNECT_PAUSE = 0.2  # seconds between attempts to open a broken writer connection again
@@ -69,20 +72,20 @@ def translate(exc: BaseException) -> BaseException:
 class WriterBackend:
     """What the writer needs of a database: a connection, and how to read its errors."""
 
-    connect: Callable[[], Any]
+    connect: Callable[[], Connection]
     # The error as the relay's (StoreUnavailable for an unavailable database), or itself.
     translate: Callable[[BaseException], BaseException] = translate
     # A failure after which the whole batch may simply run again (a deadlock, a serialization
     # failure): nothing of it was committed.
     retryable: Callable[[BaseException], bool] = lambda exc: False
     # Whether the connection is unusable after this error (it is opened again).
-    broken: Callable[[Any, BaseException], bool] = lambda conn, exc: False
+    broken: Callable[[Connection, BaseException], bool] = lambda conn, exc: False
     begin: str = "BEGIN IMMEDIATE"
     errors: tuple[type[BaseException], ...] = (sqlite3.Error,)
 
 
 class Writer:
-    def __init__(self, connect: Callable[[], Any] | WriterBackend, batch_max: int) -> None:
+    def __init__(self, connect: Callable[[], Connection] | WriterBackend, batch_max: int) -> None:
         self._backend = connect if isinstance(connect, WriterBackend) else WriterBackend(connect)
         self._connect = self._backend.connect
         self._batch_max = batch_max
@@ -126,6 +129,7 @@ class Writer:
         self._thread.join()
 
     def _run(self) -> None:
+        conn: Connection | None
         try:
             conn = self._connect()
         except BaseException as exc:  # surfaced to the constructor
@@ -171,7 +175,9 @@ class Writer:
                         )
                     )
 
-    def _commit_batch(self, conn: Any, batch: list[tuple[Job[Any], Future[Any]]]) -> Any:
+    def _commit_batch(
+        self, conn: Connection | None, batch: list[tuple[Job[Any], Future[Any]]]
+    ) -> Connection | None:
         """Commit one batch (again after a deadlock); answers the connection for the next one:
         the same, a new one, or None while the database cannot be reached."""
         for attempt in range(BATCH_ATTEMPTS):
@@ -198,7 +204,11 @@ class Writer:
         return conn
 
     def _commit(
-        self, conn: Any, batch: list[tuple[Job[Any], Future[Any]]], *, last_attempt: bool = True
+        self,
+        conn: Connection,
+        batch: list[tuple[Job[Any], Future[Any]]],
+        *,
+        last_attempt: bool = True,
     ) -> BaseException | None:
         """One attempt at a batch; answers the error that failed the whole transaction (the
         jobs' futures are then failed, unless it may be retried and this is not the last

@@ -445,3 +445,198 @@ def test_the_cli_scans_see_commands_libraries_and_hidden_imports(tmp_path: Path)
         "m:2 calls create_task"
     ]
     assert any(i.importer == "cli.up" and i.imported == "wire.tasks" for i in imports)
+
+
+# -- the relay's rooms ---------------------------------------------------------------------------
+# relay/ keeps one public way from each part to another: no cycle of any kind, no private name of
+# another module, no class holding a whole package's life, features that change the core's rows
+# only through the store's functions (relay/store/), and every background task on a TaskSet.
+
+MAX_METHODS = 40  # a class with more holds more than one concept
+
+# The core's tables (relay/db/migrations.py, relay/cluster.py): written by relay/store/ and the
+# cluster only. A feature keeps its own tables and changes these through relay/store/'s functions.
+CORE_TABLES = frozenset(
+    {
+        "accounts",
+        "devices",
+        "phones",
+        "tokens",
+        "pairing_codes",
+        "sessions",
+        "conversations",
+        "line_uuids",
+        "last_known",
+        "events",
+        "schema_migrations",
+        "relay_nodes",
+        "device_links",
+        "live_sessions",
+        "node_messages",
+        "node_requests",
+        "rate_hits",
+    }
+)
+
+
+def _written_tables(sql: str) -> list[str]:
+    """The tables a SQL text writes: after ``UPDATE``, ``DELETE FROM`` and ``INSERT [OR …]
+    INTO`` (``UPDATE OF … ON t`` of a trigger names no table it writes)."""
+    words = sql.replace("(", " ( ").split()
+    found = []
+    for i, word in enumerate(words[:-1]):
+        writes = (
+            word == "UPDATE"
+            or (word == "FROM" and i > 0 and words[i - 1] == "DELETE")
+            or (word == "INTO" and {"INSERT", "REPLACE"} & set(words[max(0, i - 3) : i]))
+        )
+        if writes:
+            found.append(words[i + 1].strip('"'))
+    return found
+
+
+def _relay_modules() -> dict[str, Path]:
+    return package_modules("relay")
+
+
+def _classes_over(name: str, source: str, limit: int) -> list[str]:
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.ClassDef):
+            methods = [
+                n for n in node.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)
+            ]
+            if len(methods) > limit:
+                found.append(f"{name}:{node.lineno} class {node.name} has {len(methods)} methods")
+    return found
+
+
+def _sql_texts(source: str) -> list[tuple[int, str]]:
+    """Every string of ``source`` as SQL would read it: literals (implicitly joined ones are
+    one), and f-strings whole, with each ``{…}`` read as a name."""
+    tree = ast.parse(source)
+    texts = []
+    inside: set[int] = set()  # the literal parts of f-strings, read with their f-string
+    for node in ast.walk(tree):
+        if isinstance(node, ast.JoinedStr):
+            parts = []
+            for value in node.values:
+                if isinstance(value, ast.Constant) and isinstance(value.value, str):
+                    inside.add(id(value))
+                    parts.append(value.value)
+                else:
+                    parts.append("x")
+            texts.append((node.lineno, "".join(parts)))
+    for node in ast.walk(tree):
+        if (
+            isinstance(node, ast.Constant)
+            and isinstance(node.value, str)
+            and id(node) not in inside
+        ):
+            texts.append((node.lineno, node.value))
+    return sorted(texts)
+
+
+def _core_writes(name: str, source: str) -> list[str]:
+    """INSERT / UPDATE / DELETE on a core table in the strings of ``source``."""
+    return [
+        f"{name}:{line} writes {table}: {' '.join(text.split())[:80]}"
+        for line, text in _sql_texts(source)
+        for table in _written_tables(text)
+        if table in CORE_TABLES
+    ]
+
+
+def test_no_import_cycle_of_any_kind_in_the_relay() -> None:
+    # Inside functions and under TYPE_CHECKING too: a Protocol (relay/hookspecs.py,
+    # relay/peers.py) is how two parts meet without needing each other.
+    modules = _relay_modules()
+    known = set(modules)
+    imports = [i for i in all_imports() if i.importer in known]
+    found = _cycle(_every_import_graph(imports, known))
+    assert found is None, "relay/: import cycle (counting every import): " + " → ".join(found or [])
+
+
+def test_no_private_name_is_imported_or_reached_across_relay_modules() -> None:
+    broken = []
+    for name, path in _relay_modules().items():
+        source = path.read_text(encoding="utf-8")
+        broken += _private_imports(name, source) + _private_reaches(name, source)
+    assert not broken, "relay/ uses another module's private names:\n" + "\n".join(broken)
+
+
+def test_no_relay_class_has_more_than_40_methods() -> None:
+    broken = [
+        found
+        for name, path in _relay_modules().items()
+        for found in _classes_over(name, path.read_text(encoding="utf-8"), MAX_METHODS)
+    ]
+    assert not broken, "relay/ classes holding more than one concept:\n" + "\n".join(broken)
+
+
+def test_no_feature_writes_a_core_table() -> None:
+    # A feature changes a session (its title, its mark, its deletion) through
+    # relay/store/sessions.py, never with SQL of its own on the core's tables.
+    broken = [
+        found
+        for name, path in _relay_modules().items()
+        if name.startswith("relay.features.")
+        for found in _core_writes(name, path.read_text(encoding="utf-8"))
+    ]
+    assert not broken, "relay/features/ write the core's tables:\n" + "\n".join(broken)
+
+
+def test_every_background_task_in_the_relay_has_a_task_set() -> None:
+    # Started through wire.tasks.TaskSet: named, its failure logged, closed with its part.
+    broken = [
+        found
+        for name, path in _relay_modules().items()
+        for found in _bare_tasks(name, path.read_text(encoding="utf-8"))
+    ]
+    assert not broken, "relay/ starts tasks without a TaskSet:\n" + "\n".join(broken)
+
+
+def test_the_relay_scans_see_the_relay_and_would_find_what_they_forbid() -> None:
+    # The rules above pass by finding nothing; check they look at the right modules and find
+    # each thing they forbid.
+    modules = _relay_modules()
+    assert {"relay.store.store", "relay.store.sessions", "relay.hookspecs", "relay.cluster"} <= set(
+        modules
+    )
+    imports = [i for i in all_imports() if i.importer in modules]
+    graph = _every_import_graph(imports, set(modules))
+    # Imports for the type checker count: hookspecs names the store's rows only under it.
+    assert "relay.store.sessions" in graph["relay.hookspecs"]
+    assert any(
+        i.importer == "relay.hookspecs" and i.imported == "relay.store.sessions" and i.type_only
+        for i in imports
+    )
+    assert any(i.importer == "relay.cluster" and i.imported == "wire.tasks" for i in imports)
+    # The method count counts, and sees the store's facade.
+    big = "class Big:\n" + "".join(f"    def m{i}(self): ...\n" for i in range(41))
+    assert _classes_over("m", big, MAX_METHODS) == ["m:1 class Big has 41 methods"]
+    assert _classes_over("m", big, 41) == []
+    store = (ROOT / "relay" / "store" / "store.py").read_text(encoding="utf-8")
+    assert _classes_over("relay.store.store", store, 10)  # Store has methods, and they are seen
+    # A core write is found in a literal, across joined literals and in an f-string; a write of a
+    # feature's own table, a read, or a trigger on a core table is not one.
+    source = (
+        "def f(conn, table):\n"
+        '    conn.execute("UPDATE sessions SET title = ? WHERE id = ?")\n'
+        '    conn.execute("INSERT INTO line_uuids (session_id, uuid)"\n'
+        '                 " VALUES (?, ?)")\n'
+        '    conn.execute(f"DELETE FROM events WHERE seq < {table}")\n'
+        '    conn.execute("INSERT OR IGNORE INTO devices (id) VALUES (?)")\n'
+        '    conn.execute("UPDATE session_titles SET gist = ?")\n'
+        '    conn.execute("SELECT title FROM sessions")\n'
+        '    conn.execute("CREATE TRIGGER t AFTER UPDATE OF title ON sessions BEGIN END")\n'
+    )
+    writes = _core_writes("m", source)
+    assert [w.split(" writes ")[1].split(":")[0] for w in writes] == [
+        "sessions",
+        "line_uuids",
+        "events",
+        "devices",
+    ]
+    titles = (ROOT / "relay" / "features" / "titles.py").read_text(encoding="utf-8")
+    assert any("session_titles" in _written_tables(t) for _, t in _sql_texts(titles))

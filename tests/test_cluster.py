@@ -654,3 +654,42 @@ def _port_of_node(nodes: Nodes, node_id: str) -> int:
         if node.process is not None and f"-{node.process.pid}-" in node_id:
             return node.port
     raise AssertionError(f"no node has the id {node_id}")
+
+
+def test_a_message_a_node_cannot_read_is_skipped_and_the_nodes_hear_each_other_on(
+    nodes: Nodes,
+) -> None:
+    """Another version's message, or a damaged one, on any channel of the cluster is logged and
+    skipped by every node: none stops listening, events and account updates still travel."""
+    import psycopg
+
+    unreadable = [
+        ("cb_bus", '{"t": "acct", "a": "acct_x", "e": "session", "b": {}}'),  # an older node's
+        ("cb_bus", '{"kind": "resync", "session_id": 7}'),
+        ("cb_bus", "not json"),
+        ("cb_bus", "@not-a-row"),
+        ("cb_events", '{"n": "relay-x", "s": "s1", "f": 1, "l": 2}'),
+        ("cb_events", "[]"),
+    ]
+    with psycopg.connect(nodes.database_url, autocommit=True) as conn:
+        for channel, payload in unreadable:
+            conn.execute("SELECT pg_notify(%s, %s)", (channel, payload))
+
+    async def go() -> None:
+        async with mac_on(nodes[0].url, nodes.device, name="studio") as mac:
+            await mac.send_lines(S1, "conv", [user_line(0)], cwd="/work")
+            phone = Follower([nodes[1].url], nodes.phone, S1).start()
+            await phone.wait_for(1)
+            await mac.send_lines(S1, "conv", [user_line(1), user_line(2)])
+            await phone.wait_for(3)  # live, through the other node's notification
+            await phone.stop()
+            assert_exactly_once_in_order(phone.seqs, 3, "phone on node 2")
+            async with nodes.client(nodes[2]) as other:
+                devices = (await other.get("/api/devices")).json()["devices"]
+                assert [(d["name"], d["online"]) for d in devices] == [("studio", True)]
+
+    asyncio.run(go())
+    for node in nodes.nodes:
+        assert node.process is not None and node.process.poll() is None, node.tail()
+        skipped = node.log.read_text(errors="replace").count("skipped, unreadable")
+        assert skipped == len(unreadable), node.tail()

@@ -8,10 +8,22 @@ the features write for. Schema migrations are versioned and run as the database 
 
 from __future__ import annotations
 
-from relay.db.base import Database, Dialect, Schema, StepLog
+import sqlite3
+
+from relay.db.base import Connection, Database, Dialect, Schema, StepLog
 from wire.config import Config
 
-__all__ = ["Database", "Dialect", "Schema", "StepLog", "is_postgres_url", "open_database"]
+__all__ = [
+    "Connection",
+    "Database",
+    "Dialect",
+    "Schema",
+    "StepLog",
+    "database_errors",
+    "integrity_errors",
+    "is_postgres_url",
+    "open_database",
+]
 
 
 def is_postgres_url(url: str) -> bool:
@@ -38,3 +50,22 @@ def open_database(
     from relay.db.postgres import PostgresDatabase
 
     return PostgresDatabase(config, url, schemas, log)
+
+
+def database_errors(dialect: Dialect) -> tuple[type[BaseException], ...]:
+    """The errors of the database ``dialect`` speaks (a statement that may fail is caught by
+    these, e.g. inside a savepoint of a job)."""
+    if dialect.postgres:
+        import psycopg
+
+        return (psycopg.Error,)
+    return (sqlite3.Error,)
+
+
+def integrity_errors(dialect: Dialect) -> tuple[type[BaseException], ...]:
+    """A constraint refused the statement (a foreign key, a unique key)."""
+    if dialect.postgres:
+        import psycopg
+
+        return (psycopg.errors.IntegrityError,)
+    return (sqlite3.IntegrityError,)

@@ -20,9 +20,8 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
 
-from relay.db.base import Dialect, Schema, StepLog
+from relay.db.base import Connection, Dialect, Schema, StepLog
 from wire.config import ConfigError
 
 # The advisory lock key of a migration run (any fixed 64-bit number; this one spells "cbmigrat").
@@ -33,11 +32,11 @@ MIGRATION_LOCK = 0x63626D6967726174
 class Step:
     version: int
     what: str  # for the person: "applying 2: …"
-    apply: Callable[[Any, Dialect], None]
+    apply: Callable[[Connection, Dialect], None]
     postgres_only: bool = False  # recorded, silently, on SQLite (nothing to do there)
 
 
-def _run_script(conn: Any, script: str) -> None:
+def _run_script(conn: Connection, script: str) -> None:
     for statement in script.split(";"):
         if statement.strip():
             conn.execute(statement)
@@ -128,11 +127,11 @@ CREATE TABLE IF NOT EXISTS events (
 """
 
 
-def _core_tables(conn: Any, dialect: Dialect) -> None:
+def _core_tables(conn: Connection, dialect: Dialect) -> None:
     _run_script(conn, CORE_TABLES)
 
 
-def _columns(conn: Any, dialect: Dialect, table: str) -> set[str]:
+def _columns(conn: Connection, dialect: Dialect, table: str) -> set[str]:
     if dialect.postgres:
         rows = conn.execute(
             "SELECT column_name FROM information_schema.columns"
@@ -143,7 +142,7 @@ def _columns(conn: Any, dialect: Dialect, table: str) -> set[str]:
     return {str(r[1]) for r in conn.execute(f"PRAGMA table_info({table})")}
 
 
-def add_column(conn: Any, table: str, column: str, declaration: str) -> bool:
+def add_column(conn: Connection, table: str, column: str, declaration: str) -> bool:
     """Add ``column`` to ``table`` when it has none yet (a feature's schema migrating its own
     table, relay/feature.py); True when it was added, so the caller can fill it in."""
     if column in _columns(conn, conn.dialect, table):
@@ -152,12 +151,12 @@ def add_column(conn: Any, table: str, column: str, declaration: str) -> bool:
     return True
 
 
-def _epoch_start(conn: Any, dialect: Dialect) -> None:
+def _epoch_start(conn: Connection, dialect: Dialect) -> None:
     if "epoch_start" not in _columns(conn, dialect, "sessions"):
         conn.execute("ALTER TABLE sessions ADD COLUMN epoch_start INTEGER NOT NULL DEFAULT 1")
 
 
-def _last_known(conn: Any, dialect: Dialect) -> None:
+def _last_known(conn: Connection, dialect: Dialect) -> None:
     conn.execute(
         "CREATE TABLE IF NOT EXISTS last_known ("
         " session_id TEXT PRIMARY KEY REFERENCES sessions(id) ON DELETE CASCADE,"
@@ -165,7 +164,7 @@ def _last_known(conn: Any, dialect: Dialect) -> None:
     )
 
 
-def _lineage(conn: Any, dialect: Dialect) -> None:
+def _lineage(conn: Connection, dialect: Dialect) -> None:
     """A fork's parent (sessions.parent_id) and a worktree session's branch (sessions.branch)."""
     have = _columns(conn, dialect, "sessions")
     if "parent_id" not in have:
@@ -174,9 +173,9 @@ def _lineage(conn: Any, dialect: Dialect) -> None:
         conn.execute("ALTER TABLE sessions ADD COLUMN branch TEXT")
 
 
-def _conversation_times(conn: Any, dialect: Dialect) -> None:
+def _conversation_times(conn: Connection, dialect: Dialect) -> None:
     """When a line of each conversation was last stored: a session keeps the newest
-    ``conversations_max_per_session`` (relay/store.py)."""
+    ``conversations_max_per_session`` (relay/store/conversations.py)."""
     if "stored_at" not in _columns(conn, dialect, "conversations"):
         conn.execute("ALTER TABLE conversations ADD COLUMN stored_at REAL NOT NULL DEFAULT 0")
 
@@ -227,7 +226,7 @@ CREATE INDEX IF NOT EXISTS rate_hits_bucket ON rate_hits(bucket, at)
 """
 
 
-def _cluster_tables(conn: Any, dialect: Dialect) -> None:
+def _cluster_tables(conn: Connection, dialect: Dialect) -> None:
     """Only PostgreSQL serves several relay nodes (relay/cluster.py); SQLite has one process."""
     if dialect.postgres:
         _run_script(conn, CLUSTER_TABLES)
@@ -253,7 +252,7 @@ CORE: tuple[Step, ...] = (
 CORE_VERSION = CORE[-1].version
 
 
-def _versions(conn: Any) -> dict[str, int]:
+def _versions(conn: Connection) -> dict[str, int]:
     conn.execute(
         "CREATE TABLE IF NOT EXISTS schema_migrations ("
         " component TEXT PRIMARY KEY, version INTEGER NOT NULL, applied_at REAL NOT NULL)"
@@ -264,7 +263,7 @@ def _versions(conn: Any) -> dict[str, int]:
     }
 
 
-def _record(conn: Any, component: str, version: int) -> None:
+def _record(conn: Connection, component: str, version: int) -> None:
     conn.execute(
         "INSERT INTO schema_migrations (component, version, applied_at) VALUES (?, ?, ?)"
         " ON CONFLICT (component) DO UPDATE SET version = excluded.version,"
@@ -273,12 +272,12 @@ def _record(conn: Any, component: str, version: int) -> None:
     )
 
 
-def _begin(conn: Any, dialect: Dialect) -> None:
+def _begin(conn: Connection, dialect: Dialect) -> None:
     conn.execute("BEGIN" if dialect.postgres else "BEGIN IMMEDIATE")
 
 
 def migrate(
-    conn: Any,
+    conn: Connection,
     dialect: Dialect,
     schemas: Sequence[Schema],
     log: StepLog,
@@ -333,7 +332,7 @@ def migrate(
             conn.execute("SELECT pg_advisory_unlock(?)", (MIGRATION_LOCK,))
 
 
-def _tables(conn: Any, dialect: Dialect) -> set[str]:
+def _tables(conn: Connection, dialect: Dialect) -> set[str]:
     if dialect.postgres:
         rows = conn.execute(
             "SELECT tablename FROM pg_catalog.pg_tables WHERE schemaname = current_schema()"

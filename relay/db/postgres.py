@@ -16,13 +16,20 @@ from __future__ import annotations
 import asyncio
 import functools
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any, TypeVar
 from urllib.parse import urlsplit, urlunsplit
 
-from relay.db.base import POSTGRES, Database, Dialect, Schema, StepLog, default_step_log
+from relay.db.base import (
+    POSTGRES,
+    Connection,
+    Database,
+    Dialect,
+    Schema,
+    StepLog,
+    default_step_log,
+)
 from relay.db.migrations import migrate
-from relay.errors import StoreUnavailable
 from relay.writer import Writer, WriterBackend, unavailable
 from wire.config import Config, ConfigError
 
@@ -121,10 +128,10 @@ def _params(params: Sequence[Any] | None) -> tuple[Any, ...]:
     return tuple(_param(p) for p in params) if params else ()
 
 
-class _Cursor:
+class PgCursor:
     """psycopg's cursor answering as sqlite3's does for a statement with no rows."""
 
-    def __init__(self, cursor: Any) -> None:
+    def __init__(self, cursor: psycopg.Cursor[Any]) -> None:
         self._cursor = cursor
 
     @property
@@ -137,7 +144,7 @@ class _Cursor:
     def fetchall(self) -> list[Any]:
         return list(self._cursor.fetchall()) if self._cursor.description is not None else []
 
-    def __iter__(self) -> Any:
+    def __iter__(self) -> Iterator[Any]:
         return iter(self.fetchall())
 
     def close(self) -> None:
@@ -150,18 +157,18 @@ class PgConnection:
 
     dialect: Dialect = POSTGRES
 
-    def __init__(self, raw: Any) -> None:
+    def __init__(self, raw: psycopg.Connection[Any]) -> None:
         self.raw = raw
 
-    def execute(self, sql: str, params: Sequence[Any] | None = None) -> _Cursor:
+    def execute(self, sql: str, params: Sequence[Any] | None = None) -> PgCursor:
         cursor = self.raw.cursor()
         cursor.execute(to_postgres(sql), _params(params))
-        return _Cursor(cursor)
+        return PgCursor(cursor)
 
-    def executemany(self, sql: str, rows: Any) -> _Cursor:
+    def executemany(self, sql: str, rows: Iterable[Sequence[Any]]) -> PgCursor:
         cursor = self.raw.cursor()
         cursor.executemany(to_postgres(sql), [_params(r) for r in rows])
-        return _Cursor(cursor)
+        return PgCursor(cursor)
 
     @property
     def in_transaction(self) -> bool:
@@ -191,9 +198,10 @@ def _retryable(exc: BaseException) -> bool:
     return isinstance(exc, psycopg.errors.DeadlockDetected | psycopg.errors.SerializationFailure)
 
 
-def _broken(conn: Any, exc: BaseException) -> bool:
-    raw = getattr(conn, "raw", None)
-    return raw is None or bool(raw.closed or raw.broken)
+def _broken(conn: Connection, exc: BaseException) -> bool:
+    if not isinstance(conn, PgConnection):
+        return True
+    return bool(conn.raw.closed or conn.raw.broken)
 
 
 class PostgresDatabase(Database):
@@ -262,7 +270,7 @@ class PostgresDatabase(Database):
             self._migrated = True
         return conn
 
-    def _read(self, work: Callable[[Any], _T]) -> _T:
+    def _read(self, work: Callable[[psycopg.Connection[Any]], _T]) -> _T:
         """Run ``work`` on a reader connection. Reads change nothing, so one that failed on the
         pool's connection runs once more on a connection of its own: after the server restarted,
         the pool may still be waiting out its reconnect back-off (seconds) while the server
@@ -285,36 +293,21 @@ class PostgresDatabase(Database):
         return result
 
     def query(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
-        def work(raw: Any) -> list[Any]:
+        def work(raw: psycopg.Connection[Any]) -> list[Any]:
             cursor = raw.execute(to_postgres(sql), _params(params))
             return list(cursor.fetchall()) if cursor.description is not None else []
 
         return self._read(work)
 
-    def stream(self, sql: str, params: Sequence[Any], consume: Callable[[Any], bool]) -> None:
-        started = False
-
-        def work(raw: Any) -> None:
-            nonlocal started
-            if started:  # rows were handed on already: run again, they would be seen twice
-                raise StoreUnavailable(
-                    "the relay's database connection was lost mid-read; try again",
-                    code="store_unavailable",
-                )
-            cursor = raw.cursor()
-            cursor.execute(to_postgres(sql), _params(params))
-            while rows := cursor.fetchmany(200):
-                for row in rows:
-                    started = True
-                    if not consume(row):
-                        return
-
-        self._read(work)
+    def read(self, work: Callable[[Connection], _T]) -> _T:
+        # Run again on a fresh connection by _read: ``work`` gathers what it reads itself, so a
+        # second run starts over, never adding to what the first one saw.
+        return self._read(lambda raw: work(PgConnection(raw)))
 
     async def aquery(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
         return await asyncio.to_thread(self.query, sql, params)
 
-    def notify(self, conn: Any, channel: str, payload: str) -> None:
+    def notify(self, conn: Connection, channel: str, payload: str) -> None:
         conn.execute("SELECT pg_notify(?, ?)", (channel, payload))
 
     def close(self) -> None:

@@ -15,7 +15,7 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from relay.datadir import DATABASE, secure_folder
-from relay.db.base import SQLITE, Database, Schema, StepLog, default_step_log
+from relay.db.base import SQLITE, Connection, Database, Schema, StepLog, T, default_step_log
 from relay.db.migrations import migrate
 from relay.writer import Writer, WriterBackend, translate
 from wire.config import Config
@@ -82,8 +82,8 @@ class SqliteDatabase(Database):
             raise
         return conn
 
-    def _reader(self) -> sqlite3.Connection:
-        conn: sqlite3.Connection | None = getattr(self._local, "conn", None)
+    def _reader(self) -> SqliteConnection:
+        conn: SqliteConnection | None = getattr(self._local, "conn", None)
         if conn is None:
             conn = self._connect()
             conn.execute("PRAGMA query_only = ON")
@@ -94,14 +94,8 @@ class SqliteDatabase(Database):
         rows: list[Any] = self._reader().execute(sql, params).fetchall()
         return rows
 
-    def stream(self, sql: str, params: Sequence[Any], consume: Callable[[Any], bool]) -> None:
-        cursor = self._reader().execute(sql, params)
-        try:
-            for row in cursor:
-                if not consume(row):
-                    break
-        finally:
-            cursor.close()
+    def read(self, work: Callable[[Connection], T]) -> T:
+        return work(self._reader())
 
     async def aquery(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
         try:

@@ -37,8 +37,8 @@ Accounts never see each other's rows: every read is by the caller's account.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
+import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
@@ -46,6 +46,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Query, Request
 
+from relay.db import Connection
 from relay.db.migrations import add_column
 from relay.deps import CardAnswer, Phone, State, refuse_read_only
 from relay.errors import BadRequest
@@ -54,7 +55,10 @@ from relay.features.search import parse_time
 from relay.state import RelayState, iso
 from relay.store import Principal, Session
 from wire.protocol import Card, Decision, input_digest
+from wire.tasks import TaskSet
 from wire.tools import summarize_tool_input
+
+_log = logging.getLogger("relay.features.audit")
 
 router = APIRouter(prefix="/api", dependencies=[Depends(refuse_read_only)])
 
@@ -317,7 +321,7 @@ def of_message(
 # -- the store -----------------------------------------------------------------------------
 
 
-def setup(conn: Any) -> None:
+def setup(conn: Connection) -> None:
     """The table and its append-only triggers (safe to run again); a table from before a Mac's
     own time was kept apart gets its column (``mac_at``: adding it changes no row)."""
     for sql in TABLES:
@@ -330,7 +334,7 @@ def setup(conn: Any) -> None:
 setup.schema_version = 2  # type: ignore[attr-defined]  # 2: audit.mac_at
 
 
-def insert(conn: Any, entry: Entry) -> bool:
+def insert(conn: Connection, entry: Entry) -> bool:
     """Store one entry; False when the Mac's decision id was stored before."""
     name = None
     if entry.phone_id is not None:
@@ -367,7 +371,7 @@ def insert(conn: Any, entry: Entry) -> bool:
     return bool(cursor.rowcount > 0)
 
 
-def expire(conn: Any, before: float) -> dict[str, int]:
+def expire(conn: Connection, before: float) -> dict[str, int]:
     """Delete the rows older than ``before`` (retention's run, in its transaction) and say how
     many per account: the horizon moves forward first, so the append-only trigger lets exactly
     these rows go."""
@@ -467,7 +471,7 @@ async def page(
     }
 
 
-def insert_hook(conn: Any, account_id: str, session_id: str, event: Any) -> bool:
+def insert_hook(conn: Connection, account_id: str, session_id: str, event: Any) -> bool:
     """Log a hook marker event as a ``hook`` decision, unless the Mac told its own decision about
     the same tool use (its hook leaves the same marker). The tool and its summary come from the
     tool use event; no digest, since stored inputs may be cut short."""
@@ -521,7 +525,7 @@ class HookWatch:
     def __init__(self, state: RelayState, loop: asyncio.AbstractEventLoop) -> None:
         self.state = state
         self.loop = loop
-        self._tasks: set[asyncio.Task[None]] = set()
+        self.tasks = TaskSet("audit", _log)
 
     def on_events(self, account_id: str, session_id: str, events: list[tuple[int, str]]) -> None:
         found = [data for _, data in events if any(m in data for m in _HOOK_MARKS)]
@@ -529,25 +533,21 @@ class HookWatch:
             self.loop.call_soon_threadsafe(self._start, account_id, session_id, found)
 
     def _start(self, account_id: str, session_id: str, found: list[str]) -> None:
-        task = self.loop.create_task(self._record(account_id, session_id, found))
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+        if not self.tasks.closed:
+            self.tasks.start(self._record(account_id, session_id, found), name="hook markers")
 
     async def _record(self, account_id: str, session_id: str, found: list[str]) -> None:
         await asyncio.sleep(HOOK_GRACE)
         events = [json.loads(data) for data in found]
 
-        def job(conn: Any) -> None:
+        def job(conn: Connection) -> None:
             for event in events:
                 insert_hook(conn, account_id, session_id, event)
 
         await self.state.store.write(job)
 
     async def close(self) -> None:
-        for task in list(self._tasks):
-            task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await task
+        await self.tasks.close()
 
 
 async def start(state: RelayState) -> HookWatch:
@@ -583,9 +583,9 @@ async def start(state: RelayState) -> HookWatch:
 
         return done
 
-    state.record_decision = record_mac_decision
-    state.answer_loggers.append(log_answer)
-    state.message_loggers.append(log_message)
+    state.hooks.decision_recorder = record_mac_decision
+    state.hooks.answer_loggers.append(log_answer)
+    state.hooks.message_loggers.append(log_message)
     state.store.add_listener(watch.on_events)
     return watch
 

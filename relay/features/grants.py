@@ -45,7 +45,7 @@ async def start(state: RelayState) -> None:
     async def fields(session: Session) -> Mapping[str, Any]:
         return {"grants": running_grants(state, session)}
 
-    state.snapshot_fields.append(fields)
+    state.hooks.snapshot_fields.append(fields)
 
 
 @router.get("/sessions/{session_id}/grants")

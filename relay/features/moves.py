@@ -52,7 +52,7 @@ import hashlib
 import logging
 import secrets
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Coroutine, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -60,11 +60,12 @@ from fastapi import APIRouter, WebSocketDisconnect
 from pydantic import Field, ValidationError
 
 from relay.bodies import Body
+from relay.db import Connection
 from relay.deps import Phone, State, session_or_404
 from relay.errors import Conflict, NotFound, RelayError
 from relay.feature import Feature
 from relay.state import RelayState, iso
-from relay.store import Session
+from relay.store import Session, sessions
 from wire.config import Config
 from wire.moved import MAX_RECORD_BYTES, RECORD_FILE, RecordProblem, files_problem, read_record
 from wire.protocol import (
@@ -80,6 +81,7 @@ from wire.protocol import (
     MoveReadArgs,
     MoveWriteArgs,
 )
+from wire.tasks import TaskSet
 
 _log = logging.getLogger("relay.features.moves")
 
@@ -125,7 +127,7 @@ _COLUMNS = (
 )
 
 
-def setup(conn: Any) -> None:
+def setup(conn: Connection) -> None:
     conn.execute(TABLE)
     conn.execute(INDEX)
 
@@ -265,7 +267,7 @@ def have_sizes(raw: Any, files: list[MoveFile]) -> dict[str, int]:
     return have
 
 
-def _forget_old_moves(conn: Any, session_id: str, kept: int) -> None:
+def _forget_old_moves(conn: Connection, session_id: str, kept: int) -> None:
     """Inside the transaction that starts a move: the session's finished moves beyond the
     newest ``kept`` are deleted (its snapshot shows only its latest; the rest is history no one
     reads, and a phone starting moves over and over must not grow the table)."""
@@ -297,9 +299,10 @@ class Moves:
         self.state = state
         cluster = state.cluster
         self.driver = cluster.node_id if cluster is not None else "relay-" + secrets.token_hex(6)
-        self.tasks: dict[str, asyncio.Task[None]] = {}
+        # Every task of the part (the sweep, each move driven), stopped with the relay.
+        self.work = TaskSet("moves", _log)
+        self.tasks: dict[str, asyncio.Task[None]] = {}  # the moves driven here, by move id
         self.latest: dict[str, Move] = {}  # by session id: what its ``move`` field shows
-        self.sweeper: asyncio.Task[None] | None = None
         self._published: dict[str, float] = {}
 
     # -- the table ---------------------------------------------------------------------------
@@ -329,7 +332,7 @@ class Moves:
         sets = ", ".join(f"{k} = ?" for k in fields)
         values = tuple(int(v) if isinstance(v, bool) else v for v in fields.values())
 
-        def job(conn: Any) -> int:
+        def job(conn: Connection) -> int:
             # Only from the phase this copy knows: a copy read before the move went on (a
             # sweep's) never undoes what its driver did meanwhile.
             cur = conn.execute(
@@ -377,7 +380,7 @@ class Moves:
 
         kept = self.state.config.int("moves_kept_per_session")
 
-        def job(conn: Any) -> bool:
+        def job(conn: Connection) -> bool:
             busy = conn.execute(
                 "SELECT 1 FROM moves WHERE session_id = ? AND phase IN (?, ?, ?)",
                 (session.id, *OPEN_PHASES),
@@ -392,7 +395,7 @@ class Moves:
                     move.step, move.driver, move.prior_mark, 0, 0, 0, 0, None, None, now, now,
                 ),
             )  # fmt: skip
-            conn.execute("UPDATE sessions SET mark = 'moving' WHERE id = ?", (session.id,))
+            sessions.mark(conn, session.id, "moving")
             _forget_old_moves(conn, session.id, kept)
             return True
 
@@ -406,8 +409,8 @@ class Moves:
         await self._publish(move, force=True)
         return move
 
-    def _spawn(self, move: Move, coro: Any) -> None:
-        task = asyncio.get_running_loop().create_task(coro)
+    def _spawn(self, move: Move, coro: Coroutine[Any, Any, None]) -> None:
+        task = self.work.start(coro, name=f"move {move.id}")
         self.tasks[move.id] = task
         task.add_done_callback(lambda _: self.tasks.pop(move.id, None))
 
@@ -653,7 +656,7 @@ class Moves:
         now = time.time()
         driver = self.driver
 
-        def also(conn: Any) -> None:
+        def also(conn: Connection) -> None:
             cur = conn.execute(
                 "UPDATE moves SET phase = 'committed', step = 'finishing', updated_at = ?"
                 " WHERE id = ? AND phase = 'running' AND driver = ?",
@@ -688,11 +691,8 @@ class Moves:
     async def _restore_mark(self, move: Move) -> None:
         prior = move.prior_mark
 
-        def job(conn: Any) -> None:
-            conn.execute(
-                "UPDATE sessions SET mark = ? WHERE id = ? AND mark = 'moving'",
-                (prior, move.session_id),
-            )
+        def job(conn: Connection) -> None:
+            sessions.mark(conn, move.session_id, prior, only_if="moving")
 
         await self.state.store.write(job)
         await self._publish(move, force=True)
@@ -755,7 +755,7 @@ class Moves:
                     )
                     continue
                 if side == "target" and commit:  # the policy it holds now, for the phone
-                    await self.state.read_result(move.session_id, result.data)
+                    await self.state.hooks.read_result(move.session_id, result.data)
                 await self._update(move, **{f"{side}_done": True})
             step = next_step(move.phase, move.source_done, move.target_done)
         if step == "close":
@@ -794,19 +794,13 @@ class Moves:
         """The drivers still alive: this node, and on PostgreSQL every node with a lease."""
         alive = {self.driver}
         if self.state.cluster is not None:
-            lease = self.state.config.float("node_lease_seconds")
-            rows = await self.state.store.read(
-                "SELECT node_id FROM relay_nodes"
-                " WHERE heartbeat_at > EXTRACT(EPOCH FROM clock_timestamp()) - ?",
-                (lease,),
-            )
-            alive |= {str(r[0]) for r in rows}
+            alive |= await self.state.cluster.live_nodes()
         return alive
 
     async def _take_over(self, move: Move) -> bool:
         old, new = move.driver, self.driver
 
-        def job(conn: Any) -> int:
+        def job(conn: Connection) -> int:
             cur = conn.execute(
                 "UPDATE moves SET driver = ?, updated_at = ? WHERE id = ? AND driver = ?",
                 (new, time.time(), move.id, old),
@@ -860,21 +854,16 @@ class Moves:
             )
 
     async def close(self) -> None:
-        tasks = [*self.tasks.values(), *([self.sweeper] if self.sweeper else [])]
-        for task in tasks:
-            task.cancel()
-        for task in tasks:
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
+        await self.work.close()
 
 
 async def start(state: RelayState) -> Moves:
     moves = Moves(state)
-    state.command_guards.append(moves.guard)
-    state.session_fields.append(moves.fields)
-    state.snapshot_fields.append(moves.snapshot)
-    state.list_fields.append(moves.listed)
-    moves.sweeper = asyncio.get_running_loop().create_task(moves.sweep())
+    state.hooks.command_guards.append(moves.guard)
+    state.hooks.session_fields.append(moves.fields)
+    state.hooks.snapshot_fields.append(moves.snapshot)
+    state.hooks.list_fields.append(moves.listed)
+    moves.work.start(moves.sweep(), name="sweep")
     return moves
 
 
@@ -902,8 +891,7 @@ async def move_session(
     """Move the session to another Mac of the account. Answers at once (202) with the move;
     its progress and outcome are the session's ``move`` field (and ``GET …/move``)."""
     session = await session_or_404(state, principal, session_id)
-    for guard in state.command_guards:  # archived, moving already
-        await guard(session)
+    await state.hooks.guard(session)  # archived, moving already
     if session.locked:
         raise Conflict("this session is locked; unlock it first", code="session_locked")
     devices = {d.id: d for d in await state.store.list_devices(principal.account_id)}

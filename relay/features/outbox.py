@@ -29,11 +29,10 @@ so two relay nodes queueing at once cannot pass it together.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
 import secrets
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Coroutine, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -41,14 +40,16 @@ from fastapi import APIRouter
 from pydantic import Field
 
 from relay.bodies import Body
+from relay.db import Connection
 from relay.db.migrations import add_column
 from relay.deps import Phone, State, check_message_length, send_command, session_or_404
 from relay.errors import Conflict, NotFound, RelayError
 from relay.feature import Feature
 from relay.state import RelayState, iso
-from relay.store import Session
+from relay.store import Session, devices
 from wire.config import Config
 from wire.protocol import SENDER_MESSAGE_ID, SendArgs, SessionInfo
+from wire.tasks import TaskSet
 
 _log = logging.getLogger("relay.features.outbox")
 
@@ -72,7 +73,7 @@ PREVIEW_CHARS = 200  # of each queued message, in listings and snapshots
 TRY_AGAIN = frozenset({"device_offline", "device_timeout", "held_full"})
 
 
-def setup(conn: Any) -> None:
+def setup(conn: Connection) -> None:
     conn.execute(TABLE)
     # The text's UTF-8 size, counted against the byte limits (a table from before it had none).
     if add_column(conn, "outbox", "size", "INTEGER NOT NULL DEFAULT 0"):
@@ -150,8 +151,7 @@ class Outbox:
         self.state = state
         self.waiting: dict[str, list[dict[str, Any]]] = {}
         self.locks: dict[str, asyncio.Lock] = {}
-        self.tasks: set[asyncio.Task[None]] = set()
-        self.sweeper: asyncio.Task[None] | None = None
+        self.tasks = TaskSet("outbox", _log)
 
     async def load(self) -> None:
         rows = await self.state.store.read(
@@ -213,16 +213,14 @@ class Outbox:
         now = time.time()
         size = _size(text)
         limits = Limits.of(self.state.config)
-        lock = self.state.store.dialect.for_update
 
-        def job(conn: Any) -> bool:
+        def job(conn: Connection) -> bool:
             if conn.execute(
                 "SELECT 1 FROM outbox WHERE session_id = ? AND message_id = ?",
                 (session.id, message_id),
             ).fetchone():
                 return False  # sent again with its id: already waiting
-            # Nodes queueing for one Mac take turns here (SQLite's one writer needs no lock).
-            conn.execute("SELECT id FROM devices WHERE id = ?" + lock, (session.device_id,))
+            devices.take_turn(conn, session.device_id)  # nodes queueing for one Mac take turns
             why = over_limit(limits, _waiting(conn, session), size)
             if why is not None:
                 raise Conflict(why, code="outbox_full")
@@ -261,7 +259,7 @@ class Outbox:
         return {**shown(message), "text": message["text"]}
 
     async def drop(self, session: Session, message_id: str) -> bool:
-        def job(conn: Any) -> bool:
+        def job(conn: Connection) -> bool:
             cur = conn.execute(
                 "DELETE FROM outbox WHERE session_id = ? AND message_id = ?",
                 (session.id, message_id),
@@ -297,9 +295,7 @@ class Outbox:
     def nudged(self, session_id: str) -> None:
         """What waits for the session may have changed in the table (another node queued it, or
         its Mac reported): read it again and deliver it if the Mac is linked here."""
-        task = asyncio.get_running_loop().create_task(self._reload_and_kick(session_id))
-        self.tasks.add(task)
-        task.add_done_callback(self.tasks.discard)
+        self._start(self._reload_and_kick(session_id), f"reload {session_id}")
 
     async def _reload_and_kick(self, session_id: str) -> None:
         if self._lock(session_id).locked():
@@ -310,9 +306,13 @@ class Outbox:
     def kick(self, session_id: str) -> None:
         if session_id not in self.waiting or self._lock(session_id).locked():
             return
-        task = asyncio.get_running_loop().create_task(self.flush(session_id))
-        self.tasks.add(task)
-        task.add_done_callback(self.tasks.discard)
+        self._start(self.flush(session_id), f"deliver to {session_id}")
+
+    def _start(self, coro: Coroutine[Any, Any, None], name: str) -> None:
+        if self.tasks.closed:
+            coro.close()  # the relay is stopping: what waits is delivered after its restart
+            return
+        self.tasks.start(coro, name=name)
 
     async def flush(self, session_id: str) -> None:
         async with self._lock(session_id):
@@ -385,11 +385,7 @@ class Outbox:
                 self.kick(session_id)
 
     async def close(self) -> None:
-        for task in [*self.tasks, *([self.sweeper] if self.sweeper else [])]:
-            task.cancel()
-        for task in [*self.tasks, *([self.sweeper] if self.sweeper else [])]:
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
+        await self.tasks.close()
 
 
 def _message(message_id: str, text: str, created_at: float, error: str | None) -> dict[str, Any]:
@@ -413,7 +409,7 @@ def _size(text: str) -> int:
     return len(text.encode("utf-8", "surrogatepass"))
 
 
-def _waiting(conn: Any, session: Session) -> Waiting:
+def _waiting(conn: Connection, session: Session) -> Waiting:
     """What waits for the session and for its Mac, as the table holds it now."""
     mine = conn.execute(
         "SELECT COUNT(*), COALESCE(SUM(size), 0) FROM outbox WHERE session_id = ?",
@@ -436,13 +432,13 @@ def _not_queued() -> NotFound:
 async def start(state: RelayState) -> Outbox:
     outbox = Outbox(state)
     await outbox.load()
-    state.watchers.append(outbox.watch)
-    state.session_fields.append(outbox.fields)
+    state.hooks.watchers.append(outbox.watch)
+    state.hooks.session_fields.append(outbox.fields)
     if outbox.shared:  # queued through any node: the listing and the snapshot read the table
-        state.nudge_handlers["outbox"] = outbox.nudged
-        state.list_fields.append(outbox.listed)
-        state.snapshot_fields.append(outbox.snapshot)
-    outbox.sweeper = asyncio.get_running_loop().create_task(outbox.sweep())
+        state.hooks.nudge_handlers["outbox"] = outbox.nudged
+        state.hooks.list_fields.append(outbox.listed)
+        state.hooks.snapshot_fields.append(outbox.snapshot)
+    outbox.tasks.start(outbox.sweep(), name="sweep")
     return outbox
 
 
@@ -462,8 +458,7 @@ async def queue_message(
     """Queue a message for the session's Mac, delivered once and in order when it is back."""
     check_message_length(state, body.text)
     session = await session_or_404(state, principal, session_id)
-    for guard in state.command_guards:  # an archived session takes no message, queued or not
-        await guard(session)
+    await state.hooks.guard(session)  # an archived session takes no message, queued or not
     return await _outbox(state).queue(session, body.text, body.id)
 
 

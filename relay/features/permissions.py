@@ -32,6 +32,7 @@ from typing import Any
 from fastapi import APIRouter, Depends
 from pydantic import BaseModel, ConfigDict, Field
 
+from relay.db import Connection
 from relay.deps import (
     AllowAllFor,
     Phone,
@@ -61,7 +62,7 @@ CREATE TABLE IF NOT EXISTS session_policies (
 """
 
 
-def setup(conn: Any) -> None:
+def setup(conn: Connection) -> None:
     """The relay's copy table (the feature's schema, made as the store opens)."""
     conn.execute(TABLE)
 
@@ -72,7 +73,7 @@ async def start(state: RelayState) -> None:
     async def read(session_id: str, data: Mapping[str, Any]) -> None:
         await remember_from_result(state, session_id, data)
 
-    state.result_readers.append(read)
+    state.hooks.result_readers.append(read)
 
 
 async def remember(state: RelayState, session_id: str, data: Any) -> None:
@@ -84,7 +85,7 @@ async def remember(state: RelayState, session_id: str, data: Any) -> None:
     text = json.dumps(policy.to_json(), separators=(",", ":"))
     now = time.time()
 
-    def job(conn: Any) -> None:
+    def job(conn: Connection) -> None:
         if conn.execute("SELECT 1 FROM sessions WHERE id = ?", (session_id,)).fetchone():
             conn.execute(
                 "INSERT INTO session_policies (session_id, policy, updated_at) VALUES (?, ?, ?)"

@@ -42,11 +42,11 @@ import socket
 import struct
 import threading
 import time
-from collections.abc import Awaitable, Iterable
+from collections.abc import Coroutine, Iterable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Annotated, Any, Literal
-from urllib.parse import urlsplit
+from urllib.parse import urlsplit, urlunsplit
 
 import httpx
 from cryptography.hazmat.primitives import hashes, serialization
@@ -56,6 +56,7 @@ from cryptography.hazmat.primitives.ciphers.aead import AESGCM
 from fastapi import APIRouter, Depends, Request
 from pydantic import Field
 
+from relay.db import Connection
 from relay.deps import Body, Phone, relay_state
 from relay.errors import BadRequest, Conflict
 from relay.feature import Feature
@@ -64,6 +65,7 @@ from relay.state import RelayState
 from relay.store import Session, Store
 from wire.config import Config
 from wire.protocol import SessionInfo
+from wire.tasks import TaskSet
 
 _log = logging.getLogger("relay.features.push")
 
@@ -184,7 +186,7 @@ class Vapid:
             mine = cls(ec.generate_private_key(ec.SECP256R1()))
         pem = mine.pem().decode()
 
-        def job(conn: Any) -> str:
+        def job(conn: Connection) -> str:
             # Another node may be doing the same now: the first insert wins, both read it back.
             conn.execute(
                 "INSERT INTO push_keys (name, pem, created_at) VALUES (?, ?, ?)"
@@ -332,7 +334,7 @@ class SharedSubscriptionBook:
             return 0
         subs = SubscriptionBook(path).all()
 
-        def job(conn: Any) -> int:
+        def job(conn: Connection) -> int:
             added = 0
             for sub in subs:
                 added += conn.execute(
@@ -348,7 +350,7 @@ class SharedSubscriptionBook:
         return added
 
     async def save(self, sub: Subscription) -> None:
-        def job(conn: Any) -> None:
+        def job(conn: Connection) -> None:
             # The account's row, locked: two nodes adding at once count one after the other.
             conn.execute(
                 f"SELECT id FROM accounts WHERE id = ?{conn.dialect.for_update}",
@@ -379,7 +381,7 @@ class SharedSubscriptionBook:
         if account_id is not None:
             sql, params = sql + " AND account_id = ?", (endpoint, account_id)
 
-        def job(conn: Any) -> bool:
+        def job(conn: Connection) -> bool:
             return bool(conn.execute(sql, params).rowcount > 0)
 
         dropped: bool = await self.store.write(job)
@@ -571,7 +573,8 @@ class Target:
         """The endpoint with its host replaced by the checked address (no second lookup)."""
         parts = urlsplit(self.endpoint)
         literal = f"[{self.address}]" if self.address.version == 6 else str(self.address)
-        return parts._replace(netloc=f"{literal}:{self.port}").geturl()
+        netloc = f"{literal}:{self.port}"
+        return urlunsplit((parts.scheme, netloc, parts.path, parts.query, parts.fragment))
 
 
 def _refused(endpoint: str, why: str) -> BadRequest:
@@ -633,7 +636,7 @@ class PushSender:
         self.timeout = timeout
         self.allowed = allowed
         self._client: httpx.AsyncClient | None = None
-        self._tasks: set[asyncio.Task[None]] = set()
+        self.tasks = TaskSet("push", _log)
 
     async def post(self, target: Target, headers: dict[str, str], body: bytes) -> int:
         """POST to ``target.address``; Host and the TLS name (SNI, certificate) stay the host's."""
@@ -697,14 +700,14 @@ class PushSender:
             _log.warning("push service %s answered %d", urlsplit(sub.endpoint).netloc, status)
         return status
 
-    def spawn(self, coro: Awaitable[None]) -> None:
-        task = asyncio.ensure_future(coro)
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+    def spawn(self, coro: Coroutine[Any, Any, None], name: str = "notification") -> None:
+        if self.tasks.closed:
+            coro.close()  # the relay is stopping: nothing more is sent
+            return
+        self.tasks.start(coro, name=name)
 
     async def close(self) -> None:
-        for task in list(self._tasks):
-            task.cancel()
+        await self.tasks.close()
         if self._client is not None:
             await self._client.aclose()
 
@@ -736,7 +739,7 @@ class Push:
     def watch(
         self, account_id: str, session: Session, before: SessionInfo | None, after: SessionInfo
     ) -> None:
-        """Called by the relay for every session_update from a Mac (see RelayState.watchers)."""
+        """Called by the relay for every session_update from a Mac (a SessionWatcher)."""
         notice = notice_for(session, before, after)
         if notice is None:
             return
@@ -779,7 +782,7 @@ class Push:
         await self.sender.close()
 
 
-def setup(conn: Any) -> None:
+def setup(conn: Connection) -> None:
     """PostgreSQL: the tables of the key and the subscriptions all nodes share (SQLite keeps
     both in the data folder)."""
     if not conn.dialect.postgres:
@@ -814,7 +817,7 @@ async def start(state: RelayState) -> Push:
         book = SharedSubscriptionBook(state.store)
         await book.import_file(state.config.data_path / SUBSCRIPTIONS_FILE)
     push = Push(state, await load_vapid(state), book)
-    state.watchers.append(push.watch)
+    state.hooks.watchers.append(push.watch)
     return push
 
 

@@ -50,21 +50,24 @@ import json
 import logging
 import sqlite3
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 from fastapi import APIRouter, Depends, Request
 
+from relay.db import Connection, database_errors
 from relay.deps import Phone, State, refuse_read_only, relay_state, session_or_404
 from relay.errors import Conflict, RelayError
 from relay.feature import Feature
 from relay.features import audit
 from relay.live import Link
 from relay.state import RelayState, iso
-from relay.store import Principal, Session
+from relay.store import Principal, Session, sessions
+from relay.store import accounts as store_accounts
 from wire.config import Config
 from wire.protocol import DeleteHistoryArgs, SessionInfo
+from wire.tasks import TaskSet
 
 _log = logging.getLogger("relay.features.retention")
 # A read-only view (X-CB-Read-Only) may read but not change: same guard as relay/routes.py
@@ -107,7 +110,7 @@ RUN_LOCK = 0x6362726574656E74
 BUSY = "retention is running on another relay node now; try again in a moment"
 
 
-def setup(conn: Any) -> None:
+def setup(conn: Connection) -> None:
     """The feature's tables (its schema, made as the store opens; safe to run again)."""
     for sql in TABLES:
         conn.execute(sql)
@@ -221,7 +224,7 @@ class _Applied:
     audit_expired: dict[str, int]  # account → audit rows past their age, deleted
 
 
-def _tables_with_session_id(conn: Any) -> list[str]:
+def _tables_with_session_id(conn: Connection) -> list[str]:
     """Tables holding rows of a session by its id: real tables and virtual ones (FTS), never a
     virtual table's own shadow tables (written only through the virtual table)."""
     if conn.dialect.postgres:
@@ -241,7 +244,7 @@ def _tables_with_session_id(conn: Any) -> list[str]:
         if name in KEEP_TABLES or any(name.startswith(v + "_") for v in virtual):
             continue
         try:
-            columns = {r[1] for r in conn.execute(f"PRAGMA table_info({_quote(name)})")}
+            columns = {r[1] for r in conn.execute(f"PRAGMA table_info({quoted(name)})")}
         except sqlite3.Error:
             continue  # a virtual table whose module is not loaded here
         if "session_id" in columns:
@@ -249,51 +252,13 @@ def _tables_with_session_id(conn: Any) -> list[str]:
     return found
 
 
-def _errors(conn: Any) -> tuple[type[BaseException], ...]:
-    """The database's own errors (a job's statement that may fail is caught by these)."""
-    if conn.dialect.postgres:
-        import psycopg
-
-        return (psycopg.Error,)
-    return (sqlite3.Error,)
-
-
-def _integrity_errors(conn: Any) -> tuple[type[BaseException], ...]:
-    if conn.dialect.postgres:
-        import psycopg
-
-        return (psycopg.errors.IntegrityError,)
-    return (sqlite3.IntegrityError,)
-
-
-def _quote(name: str) -> str:
+def quoted(name: str) -> str:
+    """A table's name as SQL reads it whatever it holds."""
     return '"' + name.replace('"', '""') + '"'
 
 
-def _forget(conn: Any, session_id: str, tables: Sequence[str]) -> None:
-    """Delete the session's row first, so its ON DELETE CASCADEs and triggers (the search
-    index's) do their work; then whatever is left under its id in tables that keep no
-    foreign key. A table whose foreign key would refuse the delete is emptied first."""
-    conn.execute("SAVEPOINT session_row")
-    try:
-        conn.execute("DELETE FROM sessions WHERE id = ?", (session_id,))
-    except _integrity_errors(conn):
-        conn.execute("ROLLBACK TO session_row")
-        conn.execute("RELEASE session_row")
-        _sweep(conn, session_id, tables)
-        conn.execute("DELETE FROM sessions WHERE id = ?", (session_id,))
-        return
-    conn.execute("RELEASE session_row")
-    _sweep(conn, session_id, tables)
-
-
-def _sweep(conn: Any, session_id: str, tables: Sequence[str]) -> None:
-    for table in tables:
-        conn.execute(f"DELETE FROM {_quote(table)} WHERE session_id = ?", (session_id,))
-
-
 def _apply(
-    conn: Any,
+    conn: Connection,
     now: float,
     ages: Ages,
     working: tuple[set[str], set[str]],
@@ -329,7 +294,7 @@ def _apply(
     for sid in todo.delete:
         conn.execute("SAVEPOINT forget")
         try:
-            _forget(conn, sid, tables)
+            sessions.delete(conn, sid, tables)
             conn.execute(
                 "INSERT INTO retention_deleted"
                 " (session_id, account_id, device_id, deleted_at) VALUES (?, ?, ?, ?)"
@@ -337,7 +302,7 @@ def _apply(
                 " device_id = excluded.device_id, deleted_at = excluded.deleted_at",
                 (sid, found[sid].account_id, found[sid].device_id, now),
             )
-        except _errors(conn) as exc:
+        except database_errors(conn.dialect) as exc:
             conn.execute("ROLLBACK TO forget")
             failed.append((sid, str(exc)))
         else:
@@ -345,10 +310,7 @@ def _apply(
         conn.execute("RELEASE forget")
     # Audit rows go by their own age, for every account (the age is the relay's setting).
     expired = audit.expire(conn, now - ages.audit_keep) if ages.audit_keep > 0 else {}
-    if account_id is None:
-        accounts = [str(r[0]) for r in conn.execute("SELECT id FROM accounts")]
-    else:
-        accounts = [account_id]
+    accounts = store_accounts.account_ids(conn) if account_id is None else [account_id]
     counts = {a: {"active": 0, "archived": 0, "pinned": 0} for a in accounts}
     for r in conn.execute(
         "SELECT s.account_id, COALESCE(r.stage, 'active'), COALESCE(r.pinned, 0), COUNT(*)"
@@ -405,7 +367,7 @@ class Retention:
     def __init__(self, state: RelayState, clock: Callable[[], float] = time.time) -> None:
         self.state = state
         self.clock = clock
-        self._task: asyncio.Task[None] | None = None
+        self.tasks = TaskSet("retention", _log)
         self._kick = asyncio.Event()
         self._deliver_lock = asyncio.Lock()
         self._run_lock = asyncio.Lock()
@@ -423,7 +385,7 @@ class Retention:
         return Ages.from_config(self.state.config)
 
     async def setup(self) -> None:
-        def job(conn: Any) -> list[str]:
+        def job(conn: Connection) -> list[str]:
             # Made as the store opens already; again for a store opened without the schema. Not
             # on PostgreSQL when there: CREATE INDEX IF NOT EXISTS would lock the table.
             if (
@@ -436,19 +398,15 @@ class Retention:
             return [str(r[0]) for r in conn.execute("SELECT device_id FROM retention_deleted")]
 
         self._pending_devices = set(await self.state.store.write(job))
-        self.state.watchers.append(self._watch)
+        self.state.hooks.watchers.append(self._watch)
 
     def start(self) -> None:
-        self._task = asyncio.create_task(self._loop(), name="retention")
+        self.tasks.start(self._loop(), name="schedule")
 
     async def close(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-            self._task = None
+        await self.tasks.close()
         with contextlib.suppress(ValueError):
-            self.state.watchers.remove(self._watch)
+            self.state.hooks.watchers.remove(self._watch)
 
     async def _loop(self) -> None:
         interval = max(1.0, self.state.config.float("retention_interval"))
@@ -505,7 +463,9 @@ class Retention:
         async with self._run_lock:
             if not self._shared:
                 return await self._run(account_id, trigger)
-            taking = asyncio.ensure_future(asyncio.to_thread(self._take_run_lock))
+            # A thread's future, not a task: cancelling the run leaves it to finish, and the
+            # lock it takes is let go then.
+            taking = asyncio.get_running_loop().run_in_executor(None, self._take_run_lock)
             try:
                 conn = await asyncio.shield(taking)
             except asyncio.CancelledError:  # the relay stopping: the lock is let go when taken
@@ -518,9 +478,13 @@ class Retention:
             finally:
                 await asyncio.to_thread(self._release_run_lock, conn)
 
-    def _take_run_lock(self) -> Any:
+    def _take_run_lock(self) -> Connection | None:
         """A connection of its own holding the run lock, or None when another node holds it."""
-        conn = self.state.store.db.connect()  # type: ignore[attr-defined]  # PostgreSQL's
+        from relay.db.postgres import PostgresDatabase  # only on PostgreSQL (psycopg)
+
+        db = self.state.store.db
+        assert isinstance(db, PostgresDatabase)
+        conn = db.connect()
         try:
             row = conn.execute("SELECT pg_try_advisory_lock(?)", (RUN_LOCK,)).fetchone()
         except BaseException:
@@ -531,12 +495,15 @@ class Retention:
             return None
         return conn
 
-    def _release_when_taken(self, taking: asyncio.Future[Any]) -> None:
-        if not taking.cancelled() and taking.exception() is None and taking.result() is not None:
-            self._release_run_lock(taking.result())
+    def _release_when_taken(self, taking: asyncio.Future[Connection | None]) -> None:
+        if taking.cancelled() or taking.exception() is not None:
+            return
+        conn = taking.result()
+        if conn is not None:
+            self._release_run_lock(conn)
 
     @staticmethod
-    def _release_run_lock(conn: Any) -> None:
+    def _release_run_lock(conn: Connection) -> None:
         try:
             conn.execute("SELECT pg_advisory_unlock(?)", (RUN_LOCK,))
         except Exception as exc:  # the session's end releases it anyway
@@ -576,7 +543,7 @@ class Retention:
         }
         texts = {a: json.dumps(r, separators=(",", ":")) for a, r in reports.items()}
 
-        def store_reports(conn: Any) -> None:
+        def store_reports(conn: Connection) -> None:
             conn.executemany(
                 "INSERT INTO retention_reports (account_id, report) VALUES (?, ?)"
                 " ON CONFLICT (account_id) DO UPDATE SET report = excluded.report",
@@ -723,17 +690,15 @@ class Retention:
     async def _settle(self, session_id: str, *, remove_row: bool) -> None:
         """The Mac confirmed: drop the ledger entry, and the empty row its hello re-created."""
 
-        def job(conn: Any) -> str | None:
+        def job(conn: Connection) -> str | None:
             conn.execute("DELETE FROM retention_deleted WHERE session_id = ?", (session_id,))
             if not remove_row:
                 return None
-            row = conn.execute(
-                "SELECT account_id FROM sessions WHERE id = ?", (session_id,)
-            ).fetchone()
-            if row is None:
+            account_id = sessions.account_of(conn, session_id)
+            if account_id is None:
                 return None
-            _forget(conn, session_id, _tables_with_session_id(conn))
-            return str(row[0])
+            sessions.delete(conn, session_id, _tables_with_session_id(conn))
+            return account_id
 
         account = await self.state.store.write(job)
         if account is not None:
@@ -748,7 +713,8 @@ class Retention:
         Its Mac is told first when it is linked: ``delete_history`` stops its claude and drops
         the Mac's archive and copies, so no line of it comes back after the relay forgot it.
         A Mac that is offline (or does not answer) is told through the ledger, as for expiry,
-        when it links again. Then the relay forgets it in one transaction (``_forget``)."""
+        when it links again. Then the relay forgets it in one transaction
+        (relay/store/sessions.py ``delete``)."""
         link = self.state.live.link(session.device_id)
         told = False
         if link is not None and not link.closed:
@@ -769,8 +735,8 @@ class Retention:
                 told = True
         now = self.clock()
 
-        def job(conn: Any) -> None:
-            _forget(conn, session.id, _tables_with_session_id(conn))
+        def job(conn: Connection) -> None:
+            sessions.delete(conn, session.id, _tables_with_session_id(conn))
             if not told:
                 conn.execute(
                     "INSERT INTO retention_deleted"
@@ -818,7 +784,7 @@ class Retention:
                 " THEN excluded.since ELSE session_retention.since END"
             )
 
-        def job(conn: Any) -> None:
+        def job(conn: Connection) -> None:
             conn.execute(sql, (session_id, now))
 
         await self.state.store.write(job)
@@ -908,9 +874,9 @@ async def start(state: RelayState) -> Retention:
         stage, pinned, _ = await stage_of(state, session.id)
         return {"stage": stage, "pinned": pinned}
 
-    state.command_guards.append(guard)
-    state.list_fields.append(listed)
-    state.snapshot_fields.append(shown)
+    state.hooks.command_guards.append(guard)
+    state.hooks.list_fields.append(listed)
+    state.hooks.snapshot_fields.append(shown)
     retention.start()
     return retention
 

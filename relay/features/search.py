@@ -53,7 +53,7 @@ There is no model to call: the summary is derived from the conversation only, at
 :data:`SUMMARY_MAX_CHARS` characters. Subagents' lines add their files and tools but not their
 prompts (their task is the parent's).
 
-The observer runs inside the ingest transaction (relay/store.py ``LineObserver``) in its own
+The observer runs inside the ingest transaction (relay/hookspecs.py ``LineObserver``) in its own
 savepoint: a failure is logged and undone and never refuses the Mac's lines. Sessions stored
 before the index existed get their row at start-up (title, Mac, folder, date); their summary,
 files and tools come with their next lines.
@@ -70,7 +70,6 @@ automatic one comes back). Errors: 400 ``query_too_long``, ``bad_state``, ``bad_
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
 import copy
 import json
@@ -78,7 +77,7 @@ import logging
 import re
 import time
 import unicodedata
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Annotated, Any, Final
@@ -86,14 +85,17 @@ from typing import Annotated, Any, Final
 from fastapi import APIRouter, Depends, Query
 
 from relay.convert import Conversion
+from relay.db import Connection
 from relay.db.migrations import MIGRATION_LOCK
 from relay.deps import Phone, State, refuse_read_only
 from relay.errors import BadRequest, NotFound
 from relay.feature import Feature
 from relay.features import titles
+from relay.hookspecs import NewLines
 from relay.state import RelayState, iso
-from relay.store import NewLines, Session, Store
+from relay.store import Session, Store
 from wire.protocol import EventKind, LineRecord, SessionInfo
+from wire.tasks import TaskSet
 
 __all__ = [
     "MAX_QUERY_CHARS",
@@ -428,7 +430,7 @@ PG_BACKFILL: Final = (
 )
 
 
-def _schema(conn: Any) -> tuple[str, ...]:
+def _schema(conn: Connection) -> tuple[str, ...]:
     """The statements that make the index on ``conn``'s database (safe to run again)."""
     if conn.dialect.postgres:
         # Relay nodes starting together take turns (CREATE OR REPLACE is not safe side by side).
@@ -647,7 +649,7 @@ _DIGEST_COLUMNS: Final = (
 )
 
 
-def load_digest(conn: Any, session_id: str) -> Digest | None:
+def load_digest(conn: Connection, session_id: str) -> Digest | None:
     row = conn.execute(
         f"SELECT {_DIGEST_COLUMNS} FROM session_digest d JOIN sessions s ON s.id = d.session_id"
         " WHERE d.session_id = ?",
@@ -673,7 +675,7 @@ def load_digest(conn: Any, session_id: str) -> Digest | None:
     )
 
 
-def save_digest(conn: Any, before: Digest, after: Digest) -> None:
+def save_digest(conn: Connection, before: Digest, after: Digest) -> None:
     """Store ``after`` and refresh the index columns that changed."""
     if after == before:
         return
@@ -714,11 +716,12 @@ def save_digest(conn: Any, before: Digest, after: Digest) -> None:
 
 
 class SearchIndex:
-    """The search index and summary snapshots: a store ``LineObserver`` and a session watcher.
+    """The search index and summary snapshots: a store ``LineObserver`` and a session watcher
+    (the search feature's running part: ``state.part(SearchIndex)``).
 
-    A snapshot taken is also kept in ``summaries`` (session id → summary; the relay's
-    ``RelayState.summaries``), so the account stream's ``session`` events carry it and a phone
-    showing a list need not fetch the whole list again for one changed summary.
+    A snapshot taken is also kept in ``summaries`` (session id → summary), so the account
+    stream's ``session`` events carry it (an ``EventFields`` hook) and a phone showing a list
+    need not fetch the whole list again for one changed summary.
     """
 
     def __init__(
@@ -730,13 +733,13 @@ class SearchIndex:
         self.store = store
         self.summaries: dict[str, str] = {} if summaries is None else summaries
         self._publish = publish
-        self._tasks: set[asyncio.Task[None]] = set()
+        self.tasks = TaskSet("search", _log)
 
-    def setup(self, conn: Any) -> None:
+    def setup(self, conn: Connection) -> None:
         for statement in _schema(conn):
             conn.execute(statement)
 
-    def on_lines(self, conn: Any, new: NewLines) -> None:
+    def on_lines(self, conn: Connection, new: NewLines) -> None:
         session_id, conversation_id, lines = new.session_id, new.conversation_id, new.lines
         conn.execute("SAVEPOINT search")
         try:
@@ -761,12 +764,16 @@ class SearchIndex:
         """A session the Mac reports ended gets its summary snapshot if a turn was left open."""
         if after.state != "ended" or (before is not None and before.state == "ended"):
             return
-        task = asyncio.get_running_loop().create_task(self.session_ended(session))
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+        if not self.tasks.closed:
+            self.tasks.start(self.session_ended(session), name=f"summary of {session.id}")
+
+    def event_fields(self, session: Session) -> Mapping[str, Any]:
+        """The summary taken since the relay started, for the session's ``session`` event."""
+        summary = self.summaries.get(session.id)
+        return {} if summary is None else {"summary": summary}
 
     async def session_ended(self, session: Session) -> None:
-        def job(conn: Any) -> str | None:
+        def job(conn: Connection) -> str | None:
             digest = load_digest(conn, session.id)
             if digest is not None and digest.pending:
                 ended = copy.copy(digest)
@@ -787,10 +794,13 @@ class SearchIndex:
                 with contextlib.suppress(NotFound):  # deleted meanwhile: nothing to show
                     self._publish(await self.store.get_session(session.account_id, session.id))
 
+    async def close(self) -> None:
+        await self.tasks.close()
+
 
 async def start(state: RelayState) -> SearchIndex:
     """Summaries and the search index for a running relay (titles: relay/features/titles.py)."""
-    index = SearchIndex(state.store, state.summaries, state.publish_session)
+    index = SearchIndex(state.store, publish=state.publish_session)
 
     async def listed(account_id: str) -> Callable[[str], dict[str, Any]]:
         found = await summaries(state.store, account_id)
@@ -799,10 +809,11 @@ async def start(state: RelayState) -> SearchIndex:
     async def shown(session: Session) -> dict[str, Any]:
         return {"summary": await summary_of(state.store, session.id)}
 
-    state.list_fields.append(listed)
-    state.snapshot_fields.append(shown)
+    state.hooks.list_fields.append(listed)
+    state.hooks.snapshot_fields.append(shown)
+    state.hooks.event_fields.append(index.event_fields)
     state.store.add_observer(index)
-    state.watchers.append(index.watch)
+    state.hooks.watchers.append(index.watch)
     return index
 
 
@@ -899,11 +910,10 @@ class Filters:
 
 # -- queries (SQL) ----------------------------------------------------------------------------
 
-_SESSION_SELECT: Final = ", ".join(f"s.{c.strip()}" for c in Store._SESSION_COLUMNS.split(","))
-_N_SESSION: Final = len(Store._SESSION_COLUMNS.split(","))
 _BM25: Final = "bm25(session_fts, " + ", ".join(f"{w:g}" for w in WEIGHTS.values()) + ", 0)"
+# What search shows of a session beside the session itself: its digest, its Mac's name.
 _EXTRA_SELECT: Final = (
-    "d.summary, d.summary_kind, d.summary_at, d.files, d.tools,"
+    "s.id, d.summary, d.summary_kind, d.summary_at, d.files, d.tools,"
     " COALESCE((SELECT name FROM devices WHERE id = s.device_id), '')"
 )
 
@@ -989,19 +999,35 @@ def _here(f: Filters) -> tuple[str, list[Any]] | None:
     return "(" + " AND ".join(clauses) + ")", params
 
 
-def _item(state: RelayState, row: Sequence[Any], rank: int) -> dict[str, Any]:
-    session = Store._session(row[:_N_SESSION])
-    summary, kind, summary_at, files, tools, mac, stage = row[_N_SESSION : _N_SESSION + 7]
+@dataclass(frozen=True)
+class _Extra:
+    """A row of ``SELECT {_EXTRA_SELECT}, <stage>``: what a result shows beside its session."""
+
+    summary: str | None
+    summary_kind: str | None
+    summary_at: float | None
+    files: str | None
+    tools: str | None
+    mac: str
+    stage: str | None
+
+    @classmethod
+    def of(cls, row: Sequence[Any]) -> tuple[str, _Extra]:
+        session_id, summary, kind, summary_at, files, tools, mac, stage = row
+        return str(session_id), cls(summary, kind, summary_at, files, tools, mac, stage)
+
+
+def _item(state: RelayState, session: Session, extra: _Extra, rank: int) -> dict[str, Any]:
     body = state.session_json(session)
-    if stage is not None:
-        body.setdefault("stage", stage)
+    if extra.stage is not None:
+        body.setdefault("stage", extra.stage)
     body.update(
-        summary=summary or "",
-        summary_kind=kind or None,
-        summary_at=iso(summary_at),
-        files=json.loads(files or "[]")[:10],
-        tools=json.loads(tools or "[]"),
-        mac=mac,
+        summary=extra.summary or "",
+        summary_kind=extra.summary_kind or None,
+        summary_at=iso(extra.summary_at),
+        files=json.loads(extra.files or "[]")[:10],
+        tools=json.loads(extra.tools or "[]"),
+        mac=extra.mac,
         rank=rank,
     )
     return body
@@ -1144,18 +1170,22 @@ async def search(
         has_more[name] = len(rows) > filters.limit
         chosen[name] = [str(r[0]) for r in rows[: filters.limit]]
     wanted = chosen["here"] + chosen["elsewhere"]
-    found: dict[str, Sequence[Any]] = {}
+    found: dict[str, Session] = {}
+    extras: dict[str, _Extra] = {}
     if wanted:
+        found = await state.store.sessions_by_id(account_id, wanted)
         rows = await state.store.read(
-            f"SELECT {_SESSION_SELECT}, {_EXTRA_SELECT}, {stage_sql or 'NULL'}"
+            f"SELECT {_EXTRA_SELECT}, {stage_sql or 'NULL'}"
             " FROM sessions s LEFT JOIN session_digest d ON d.session_id = s.id"
             f" WHERE s.id IN ({state.store.dialect.json_values})",
             (json.dumps(wanted),),
         )
-        found = {str(row[0]): row for row in rows}
+        extras = dict(_Extra.of(row) for row in rows)
     for name, session_ids in chosen.items():
-        rows_in_order = [found[sid] for sid in session_ids if sid in found]
-        body[name] = [_item(state, row, i + 1) for i, row in enumerate(rows_in_order)]
+        shown = [sid for sid in session_ids if sid in found and sid in extras]
+        body[name] = [
+            _item(state, found[sid], extras[sid], rank) for rank, sid in enumerate(shown, 1)
+        ]
     body["has_more"] = has_more
     return body
 

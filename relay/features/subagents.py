@@ -35,6 +35,7 @@ from fastapi import APIRouter, Path
 from fastapi.responses import Response
 
 from relay import seq as seqrules
+from relay.db import Connection
 from relay.deps import Page, Phone, State, session_or_404
 from relay.errors import BadRequest, NotFound
 from relay.feature import Feature
@@ -183,7 +184,7 @@ def _for_backfill(statement: str) -> str:
     return statement.format(sid="?1", seq="?2", data="?3")
 
 
-def setup(conn: Any) -> None:
+def setup(conn: Connection) -> None:
     """Create the tables and the trigger, and index the events stored before they existed, in one
     transaction (so an interrupted first start indexes them on the next)."""
     postgres = conn.dialect.postgres

@@ -29,7 +29,7 @@ The id of a session never changes; its title is only what a person reads. The ru
 
 The pure part (:func:`prompt_gist`, :func:`derive_title`, :func:`claude_title`) takes and returns
 plain values; :class:`TitleObserver` keeps the pieces in the ``session_titles`` table and applies
-the title inside the ingest transaction (a ``LineObserver`` of relay/store.py).
+the title inside the ingest transaction (a ``LineObserver``, relay/hookspecs.py).
 """
 
 from __future__ import annotations
@@ -38,21 +38,20 @@ import json
 import logging
 import os
 import re
-import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
-from typing import TYPE_CHECKING, Any, Final
+from typing import Final
 
 from relay.convert import Conversion
+from relay.db import Connection
 from relay.db.migrations import MIGRATION_LOCK
-from relay.errors import BadRequest, NotFound
+from relay.errors import BadRequest
 from relay.feature import Feature
+from relay.hookspecs import NewLines
 from relay.state import RelayState
+from relay.store import Session, Store, sessions
 from wire.markers import BRIDGE_CONVERSATION
 from wire.protocol import EventKind, LineRecord
-
-if TYPE_CHECKING:
-    from relay.store import NewLines, Session, Store
 
 __all__ = [
     "CLAUDE_TITLE_RANK",
@@ -319,7 +318,7 @@ PG_SCHEMA: Final = (
 )
 
 
-def load_pieces(conn: Any, session_id: str) -> TitlePieces:
+def load_pieces(conn: Connection, session_id: str) -> TitlePieces:
     row = conn.execute(
         "SELECT claude_title, claude_rank, gist, files FROM session_titles WHERE session_id = ?",
         (session_id,),
@@ -329,7 +328,7 @@ def load_pieces(conn: Any, session_id: str) -> TitlePieces:
     return TitlePieces(row[0], row[1], row[2], tuple(json.loads(row[3])))
 
 
-def _save_pieces(conn: Any, session_id: str, p: TitlePieces) -> None:
+def _save_pieces(conn: Connection, session_id: str, p: TitlePieces) -> None:
     conn.execute(
         "INSERT INTO session_titles (session_id, claude_title, claude_rank, gist, files)"
         " VALUES (?, ?, ?, ?, ?) ON CONFLICT (session_id) DO UPDATE SET"
@@ -342,14 +341,14 @@ def _save_pieces(conn: Any, session_id: str, p: TitlePieces) -> None:
 class TitleObserver:
     """Keeps each session's title pieces and applies the automatic title while no person set one.
 
-    Runs inside the ingest transaction (relay/store.py ``LineObserver``), in its own savepoint: a
+    Runs inside the ingest transaction (relay/hookspecs.py ``LineObserver``), in its own savepoint: a
     failure here is logged and undone, and never refuses the Mac's lines."""
 
-    def setup(self, conn: Any) -> None:
+    def setup(self, conn: Connection) -> None:
         for statement in PG_SCHEMA if conn.dialect.postgres else SCHEMA:
             conn.execute(statement)
 
-    def on_lines(self, conn: Any, new: NewLines) -> None:
+    def on_lines(self, conn: Connection, new: NewLines) -> None:
         session_id, conversation_id, lines = new.session_id, new.conversation_id, new.lines
         if not any(_may_matter(c) for _, c in lines):
             return
@@ -359,11 +358,7 @@ class TitleObserver:
             after = update_pieces(before, conversation_id, lines)
             if after != before:
                 _save_pieces(conn, session_id, after)
-                conn.execute(
-                    "UPDATE sessions SET title = ? WHERE id = ? AND title_set_by_person = 0"
-                    " AND title != ?",
-                    (auto_title(after), session_id, auto_title(after)),
-                )
+                sessions.set_derived_title(conn, session_id, auto_title(after))
         except Exception:
             conn.execute("ROLLBACK TO titles")
             _log.exception("titles of session %s not updated", session_id)
@@ -399,18 +394,9 @@ async def rename(store: Store, account_id: str, session_id: str, title: str | No
     if text:
         return await store.update_session(account_id, session_id, title=text)
 
-    def job(conn: Any) -> None:
-        found = conn.execute(
-            "SELECT 1 FROM sessions WHERE id = ? AND account_id = ?", (session_id, account_id)
-        ).fetchone()
-        if found is None:
-            raise NotFound(
-                f"no session {session_id}", code="unknown_session", session_id=session_id
-            )
-        conn.execute(
-            "UPDATE sessions SET title = ?, title_set_by_person = 0, updated_at = ? WHERE id = ?",
-            (auto_title(load_pieces(conn, session_id)), time.time(), session_id),
-        )
+    def job(conn: Connection) -> None:
+        derived = auto_title(load_pieces(conn, session_id))
+        sessions.give_back_title(conn, account_id, session_id, derived)
 
     await store.write(job)
     return await store.get_session(account_id, session_id)

@@ -1,6 +1,6 @@
 """Usage and cost on the relay: kept per session as lines arrive, listed in one query.
 
-``UsageTracker`` is a line observer (relay/store.py): inside the ingest transaction, for the lines
+``UsageTracker`` is a line observer (relay/hookspecs.py): inside the ingest transaction, for the lines
 stored for the first time, it updates the session's ledger (features/cost.py) — the message ids it
 counted and their usage (``usage_messages``, so a response repeated across lines, batches or
 conversation files counts once) and one ``session_costs`` row holding the ledger and the
@@ -34,11 +34,14 @@ from typing import Annotated, Any, Final
 from fastapi import APIRouter, Query, Request
 from fastapi.responses import Response
 
+from relay.db import Connection
 from relay.deps import Phone
 from relay.feature import Feature
 from relay.features.cost import EMPTY_REPORT, CostCounter, Ledger, Prices, Usage, load_prices
+from relay.hookspecs import NewLines
 from relay.state import RelayState
-from relay.store import NewLines, Session, Store
+from relay.store import Session, Store
+from wire.tasks import TaskSet
 
 _log = logging.getLogger("relay.features.usage")
 
@@ -66,13 +69,13 @@ EMPTY_JSON: Final = json.dumps(EMPTY_REPORT.to_json())
 EMPTY_SUMMARY: Final = EMPTY_REPORT.summary()
 
 
-def setup(conn: Any) -> None:
+def setup(conn: Connection) -> None:
     """The feature's tables (its schema, made as the store opens; safe to run again)."""
     for statement in SCHEMA:  # one by one: executescript would COMMIT the writer's transaction
         conn.execute(statement)
 
 
-def _exists(conn: Any, table: str) -> bool:
+def _exists(conn: Connection, table: str) -> bool:
     row = conn.execute("SELECT to_regclass(?) IS NOT NULL", (table,)).fetchone()
     return bool(row[0])
 
@@ -92,17 +95,17 @@ class UsageTracker:
         self._dirty: set[str] = set()  # sessions changed since the last refresh (writer only)
         self._refresh_queued = False  # writer only
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._tasks: set[asyncio.Future[None]] = set()
+        self.tasks = TaskSet("usage", _log)
 
     # -- LineObserver --------------------------------------------------------------
 
-    def setup(self, conn: Any) -> None:
+    def setup(self, conn: Connection) -> None:
         # Made as the store opens already; again for a store opened without the schema. Not on
         # PostgreSQL when there: CREATE INDEX IF NOT EXISTS would lock the table for writes.
         if not conn.dialect.postgres or not _exists(conn, "session_costs"):
             setup(conn)
 
-    def on_lines(self, conn: Any, new: NewLines) -> None:
+    def on_lines(self, conn: Connection, new: NewLines) -> None:
         session_id, conversation_id, lines = new.session_id, new.conversation_id, new.lines
         account_id = new.account_id
         facts = [
@@ -178,12 +181,16 @@ class UsageTracker:
         return dict(self._cache.get(session_id, EMPTY_SUMMARY))
 
     def _start_refresh(self) -> None:
-        task = asyncio.ensure_future(self._refresh())
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
+        if self.tasks.closed:
+            self._refresh_queued = False
+            return
+        self.tasks.start(self._refresh(), name="cost cache refresh")
+
+    async def close(self) -> None:
+        await self.tasks.close()
 
     async def _refresh(self) -> None:
-        def job(conn: Any) -> list[Any]:
+        def job(conn: Connection) -> list[Any]:
             # A later transaction than the lines': reads only what was committed with them.
             try:
                 ids = sorted(self._dirty)
@@ -222,12 +229,12 @@ async def start(state: RelayState) -> UsageTracker:
     tracker = UsageTracker(state.store, load_prices(state.config.str("model_prices")))
     state.store.add_observer(tracker)
     await tracker.start()
-    state.session_fields.append(lambda session: {"cost": tracker.summary(session.id)})
+    state.hooks.session_fields.append(lambda session: {"cost": tracker.summary(session.id)})
     if state.store.dialect.postgres:
         # The cache holds what this node counted; lines may come in through any node, so the
         # listing and the snapshot read the stored figures (one indexed query each).
-        state.list_fields.append(functools.partial(_listed_costs, state.store))
-        state.snapshot_fields.append(functools.partial(_session_cost, state.store))
+        state.hooks.list_fields.append(functools.partial(_listed_costs, state.store))
+        state.hooks.snapshot_fields.append(functools.partial(_session_cost, state.store))
     return tracker
 
 
