@@ -168,13 +168,13 @@ class Paused:
         async def skip(*args: Any, **kwargs: Any) -> None:
             self.calls += 1
 
-        self.agent._read_session = skip  # type: ignore[method-assign]
+        self.agent.read_session = skip  # type: ignore[method-assign]
         # a read already under way ends before the next one is skipped
         wait_for(lambda: self.calls >= 2, 10, "the screen reader to pause")
         return self
 
     def __exit__(self, *exc: object) -> None:
-        del self.agent._read_session  # the class's own again
+        del self.agent.read_session  # the class's own again
 
     def runtime(self, session_id: str) -> Any:
         return self.agent.runtimes[session_id]
