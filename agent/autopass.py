@@ -77,6 +77,15 @@ def is_trust(card: CardLike) -> bool:
     return card.kind == "keyed" and "trust" in (card.title + " " + card.text).lower()
 
 
+def persons_startup_dialog(card: CardLike, *, arrived: bool, trust_passed: bool) -> bool:
+    """A start-up dialog the agent does not pass by itself, so the person is asked: one of
+    another kind once trust is passed (an API key, a login…), and the trust dialog of a folder
+    that ``arrived`` from another Mac."""
+    if is_trust(card):
+        return arrived
+    return trust_passed
+
+
 def _option(card: CardLike, starts: str) -> OptionLike | None:
     wanted = starts.lower()
     return next((o for o in card.options if o.label.strip().lower().startswith(wanted)), None)

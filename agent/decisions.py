@@ -27,6 +27,7 @@ from agent.seams import AgentLink
 from agent.state import RunningTool
 from wire.policy import Verdict
 from wire.protocol import Decision, DecisionAck, input_digest
+from wire.tasks import TaskSet
 from wire.tools import summarize_tool_input
 
 _log = logging.getLogger("agent.decisions")
@@ -110,7 +111,8 @@ class DecisionLog:
         self.pending: dict[str, Decision] = {}
         self._sent_at: dict[str, float] = {}
         self._wake = asyncio.Event()
-        self._task: asyncio.Task[None] | None = None
+        self._tasks = TaskSet("decisions", _log)  # the sender
+        self._sender: asyncio.Task[None] | None = None
         link.on_decision_ack = self._acknowledged
         self._load()
 
@@ -140,10 +142,11 @@ class DecisionLog:
         self.start()
 
     def start(self) -> None:
-        """Send what is waiting (decisions kept from before a restart, too)."""
+        """Send what is waiting (decisions kept from before a restart, too); once the log is
+        closed, what is noted waits on disk for the next start."""
         self._wake.set()
-        if self._task is None or self._task.done():
-            self._task = asyncio.create_task(self._run(), name="decisions")
+        if (self._sender is None or self._sender.done()) and not self._tasks.closed:
+            self._sender = self._tasks.start(self._run(), name="sender")
 
     def _acknowledged(self, ack: DecisionAck) -> None:
         if ack.id not in self.pending:
@@ -191,10 +194,7 @@ class DecisionLog:
             write_json(self.path, [d.model_dump(mode="json") for d in self.pending.values()])
 
     async def close(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-            self._task = None
+        await self._tasks.close()
+        self._sender = None
         if self.pending:
             _log.info("%d decisions wait for the relay's audit log (kept)", len(self.pending))

@@ -5,9 +5,10 @@ points, and what the relay is told of it.
 A ``SessionDriver`` is the session's ``Runtime`` (what the agent knows of it while it runs) with
 the work done on it. What it reaches outside itself is given to it: the multiplexer
 (agent/seams.py), the configuration, and a ``SessionHost`` (the relay's update, the registry's
-save, the session's markers), so it runs on the in-memory fakes as on tmux. The agent
-(agent/daemon.py) keeps the sessions' life: launching, reviving, the hooks' dispatch, the link
-and the commands, which hand each session's part to its driver.
+save, the session's markers, the agent's background tasks), so it runs on the in-memory fakes as
+on tmux. The sessions' life — launching, reopening, reviving, ending — is agent/sessions.py's;
+the hooks (agent/hookevents.py) and the commands (agent/commands.py) hand each session's part to
+its driver.
 """
 
 from __future__ import annotations
@@ -188,7 +189,7 @@ class Runtime:
     next_screen: float = 0.0
     burst_until: float = 0.0  # read the screen often until then (a hook said something changed)
     trust_passed: bool = False  # start-up dialogs other than those passed by rule go to the phone
-    passing: asyncio.Task[None] | None = None  # a dialog being passed by rule (agent/autopass.py)
+    passing: bool = False  # a dialog is being passed by rule (agent/autopass.py)
     pass_failed: set[str] = field(default_factory=set)  # dialogs that would not pass: cards
     model_changed_at: float | None = None  # the phone changed the model (its confirmation passes)
     held_not_before: float = 0.0  # after a revive, held messages wait a little
@@ -220,6 +221,28 @@ class Runtime:
     @property
     def state(self) -> str:
         return self.computed.state if self.computed else "starting"
+
+    def relaunched(self) -> None:
+        """Its claude was started again: nothing read of the last process holds."""
+        self.hooks = HookFacts()
+        self.screen = None
+        self.screen_at = None
+        self.screen_mode, self.screen_mode_at = None, None
+        self.first_frame_at = None
+        self.trust_passed = False
+        self.model_changed_at = None
+        self.pass_failed.clear()
+        self.pane_alive = True
+        self.computed = None
+        self.sent.clear()
+        self.next_screen = 0
+
+    def reattached(self, now: float) -> None:
+        """Its terminal outlived the previous agent: it is up, past its first frame and its
+        start-up dialogs."""
+        self.pane_alive = True
+        self.first_frame_at = now - FIRST_FRAME_QUIET
+        self.trust_passed = True
 
 
 @dataclass(frozen=True)
@@ -424,7 +447,9 @@ class SessionDriver(Runtime):
         if computed.close_turn:
             self.hooks = close_open_turn(self.hooks)
         startup_card = self.screen.card if self.screen and computed.state == "starting" else None
-        if startup_card is not None and self._persons_startup_dialog(startup_card):
+        if startup_card is not None and autopass.persons_startup_dialog(
+            startup_card, arrived=record.arrived_from is not None, trust_passed=self.trust_passed
+        ):
             computed = dataclasses.replace(
                 computed, state="waiting", reasons=(*computed.reasons, "startup-dialog")
             )
@@ -446,14 +471,6 @@ class SessionDriver(Runtime):
             await self.deliver_held(reason="idle")
         elif self.card is not None and self.card.kind == "stuck" and previous == "busy":
             await self.deliver_held(reason="interrupted")  # the turn ended by Esc
-
-    def _persons_startup_dialog(self, card: DetectedCard) -> bool:
-        """A start-up dialog the agent does not pass by itself, so the person is asked: one of
-        another kind once trust is passed (an API key, a login…), and the trust dialog of a
-        folder that arrived from another Mac (agent/autopass.py)."""
-        if autopass.is_trust(card):
-            return self.record.arrived_from is not None
-        return self.trust_passed
 
     @property
     def asks_folder_trust(self) -> bool:
@@ -529,7 +546,7 @@ class SessionDriver(Runtime):
         card = self.screen.card if self.screen is not None else None
         if card is None:
             return False
-        if self.passing is not None and not self.passing.done():
+        if self.passing:
             return True
         if card.fingerprint in self.pass_failed:
             return False
@@ -550,7 +567,8 @@ class SessionDriver(Runtime):
             return False
         if self.first_frame_at is None or now - self.first_frame_at < FIRST_FRAME_QUIET:
             return True  # keys now would be dropped: pass it on a later read
-        self.passing = asyncio.create_task(self._pass_dialog(card, decision))
+        self.passing = True  # until the pass below ends
+        self.host.spawn(self._pass_dialog(card, decision))
         return True
 
     async def _pass_dialog(self, card: DetectedCard, decision: autopass.AutoPass) -> None:
@@ -562,6 +580,8 @@ class SessionDriver(Runtime):
                 closed = await self._confirm_closed(card, groups)
         except (PaneGone, MuxError):
             return
+        finally:
+            self.passing = False
         if not closed:
             _log.warning(
                 "session %s: the %s dialog did not take %s; it is shown as a card instead",
@@ -910,14 +930,6 @@ class SessionDriver(Runtime):
         )
         return answer
 
-    def allow_once_for(self, payload: dict[str, Any], now: float) -> bool:
-        """Is this PreToolUse the retry the phone allowed once? (The allowance is spent.)"""
-        if not denialrules.allowed_once(self.allow_once, payload, now):
-            return False
-        _log.info("session %s: allowed once: %s", self.record.id, payload.get("tool_name"))
-        self.allow_once = None
-        return True
-
     async def _answer_denial(self, args: AnswerCardArgs) -> dict[str, Any]:
         denial, answer = self.denial, self.denial_answer
         if denial is None or answer is None or answer.done():
@@ -949,23 +961,6 @@ class SessionDriver(Runtime):
             _log.info("session %s: granted %s", record.id, grant.describe())
         return grant
 
-    async def revoke_grant(self, grant_id: str) -> dict[str, Any]:
-        """End one grant; ``unknown_grant`` when this claude process holds none of that id."""
-        record = self.record
-        grants, gone = grantrules.revoke(grantrules.of_record(record), grant_id)
-        if gone is None or not self.pane_alive:
-            raise CommandFailed(
-                "unknown_grant",
-                f"the session's running claude holds no grant {grant_id} (revoked already, or "
-                "ended with its process)",
-            )
-        grantrules.keep(record, grants)
-        self.host.add_marker(record, MarkerKind.GRANT, grantrules.revoked_line(gone))
-        self.host.save()
-        _log.info("session %s: grant %s revoked", record.id, gone.describe())
-        await self.send_update()
-        return {"revoked": gone.to_json(), "grants": [g.to_json() for g in grants]}
-
     async def interrupt(self) -> None:
         if not self.pane_alive:
             raise CommandFailed("session_ended", "the session is not running")
@@ -974,23 +969,6 @@ class SessionDriver(Runtime):
         self.wake_screen.set()
 
     # -- mode and model, changed from the phone ---------------------------------------------
-
-    def _check_idle(self, what: str) -> None:
-        """Mode and model change only on an idle prompt: keys for them would go into a dialog
-        or Claude Code would take ``/model`` as a message queued behind the turn."""
-        if not self.pane_alive:
-            raise CommandFailed("session_ended", "the session is not running; reopen it first")
-        if self.state == "busy":
-            raise CommandFailed(
-                "session_busy", f"a turn is running; the {what} changes once it is idle"
-            )
-        if self.state in ("waiting", "starting"):
-            card = f"a {self.card.kind} card" if self.card else "a dialog"
-            raise CommandFailed(
-                "session_not_idle",
-                f"the session is {self.state} ({card if self.state == 'waiting' else 'starting'}); "
-                f"answer it first, then change the {what}",
-            )
 
     def _for_next_start(self, **values: str) -> dict[str, Any]:
         """A stopped session starts with these (``--permission-mode``, ``--model``) when it is
@@ -1006,7 +984,9 @@ class SessionDriver(Runtime):
         wanted = launch_mode(target) or target
         if not self.pane_alive:
             return self._for_next_start(permission_mode=wanted)
-        self._check_idle("mode")
+        moderules.check_idle(
+            self.pane_alive, self.state, self.card.kind if self.card else None, "mode"
+        )
         async with self.keys:
             await self._quiet_after_first_frame()
             facts = await self._screen_now()
@@ -1056,7 +1036,9 @@ class SessionDriver(Runtime):
         (kept for reopen and revive) or why not."""
         if not self.pane_alive:
             return self._for_next_start(model=model)
-        self._check_idle("model")
+        moderules.check_idle(
+            self.pane_alive, self.state, self.card.kind if self.card else None, "model"
+        )
         command = f"/model {model}"
         settings = self.claude_home / "settings.json"
         default_before = _settings_model(settings)

@@ -81,3 +81,12 @@ class NotLinked(AgentError, ConnectionError):
 class BatchRefused(AgentError):
     """The relay answered one batch with an error: the link is fine, those lines stay in the
     transcript and are sent again later, without holding up other sessions."""
+
+
+ERROR_CHARS = 500  # a reason shown on the phone is cut to this
+
+
+def reason(exc: BaseException) -> str:
+    """What went wrong, for a person: a command's own message, else the error as raised."""
+    text = exc.message if isinstance(exc, CommandFailed) else str(exc) or type(exc).__name__
+    return text[:ERROR_CHARS]

@@ -85,7 +85,7 @@ import tempfile
 import threading
 import zlib
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextvars import ContextVar
+from contextvars import ContextVar, copy_context
 from dataclasses import dataclass, field, replace
 from pathlib import Path, PurePosixPath
 from typing import IO, Any, Literal, TypeVar
@@ -679,16 +679,17 @@ async def _in_thread(work: Callable[..., _T], *args: Any) -> _T:
         _STOP.set(stop)
         return work(*args)
 
-    task = asyncio.ensure_future(asyncio.to_thread(call))
+    # The thread's own future (no task): shielded, so a cancel reaches the thread as ``stop``.
+    running = asyncio.get_running_loop().run_in_executor(None, copy_context().run, call)
     try:
-        return await asyncio.shield(task)
+        return await asyncio.shield(running)
     except asyncio.CancelledError:
         stop.set()
-        while not task.done():
+        while not running.done():
             with contextlib.suppress(asyncio.CancelledError):
-                await asyncio.wait([task])
-        if not task.cancelled():
-            task.exception()  # it stopped (FolderSyncError "stopped"): seen, and dropped
+                await asyncio.wait([running])
+        if not running.cancelled():
+            running.exception()  # it stopped (FolderSyncError "stopped"): seen, and dropped
         raise
 
 

@@ -43,6 +43,7 @@ from types import TracebackType
 from typing import Any, Literal
 
 from agent.errors import HttpError
+from wire.tasks import TaskSet, TaskSetClosed
 
 log = logging.getLogger(__name__)
 
@@ -150,7 +151,8 @@ class HookServer:
         self.read_timeout = read_timeout
         self._server: asyncio.Server | None = None
         self._port = 0
-        self._connections: set[asyncio.Task[Any]] = set()
+        self._connections = TaskSet("hook connections", log)  # one per request
+        self._workers = TaskSet("hook reports", log)  # one per session with reports queued
         self._sessions: dict[str, _SessionQueue] = {}
 
     # -- life cycle ---------------------------------------------------------------------------
@@ -169,6 +171,8 @@ class HookServer:
     async def start(self) -> None:
         if self._server is not None:
             raise RuntimeError("the hook server is already started")
+        self._connections = TaskSet("hook connections", log)
+        self._workers = TaskSet("hook reports", log)
         self._server = await asyncio.start_server(
             self._handle, self._host, self._wanted_port, limit=MAX_HEAD
         )
@@ -181,17 +185,10 @@ class HookServer:
         if server is None:
             return
         server.close()
-        for task in list(self._connections):
-            task.cancel()
-        if self._connections:
-            await asyncio.gather(*self._connections, return_exceptions=True)
+        await self._connections.close()
         await server.wait_closed()
-        workers = [q.worker for q in self._sessions.values() if q.worker is not None]
-        if workers:
-            _, pending = await asyncio.wait(workers, timeout=SHUTDOWN_GRACE_S)
-            for task in pending:
-                task.cancel()
-            await asyncio.gather(*pending, return_exceptions=True)
+        await self._workers.wait(SHUTDOWN_GRACE_S)
+        await self._workers.close()
         self._sessions.clear()
 
     async def __aenter__(self) -> HookServer:
@@ -209,17 +206,21 @@ class HookServer:
     # -- one connection = one request -----------------------------------------------------------
 
     async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        task = asyncio.current_task()
-        if task is not None:
-            self._connections.add(task)
+        # The request is served by a task of the server's own set, so closing drops it.
+        try:
+            served = self._connections.start(self._request(reader, writer), name="request")
+        except TaskSetClosed:
+            writer.close()
+            return
+        await asyncio.wait({served})  # its end, cancelled by close() or not, ends this one
+
+    async def _request(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
             status, body = await self._serve(reader, writer)
             await _respond(writer, status, body)
         except (ConnectionError, asyncio.IncompleteReadError):
             pass
         finally:
-            if task is not None:
-                self._connections.discard(task)
             writer.close()
             with contextlib.suppress(Exception):
                 await writer.wait_closed()
@@ -315,9 +316,12 @@ class HookServer:
             queue = self._sessions[session_id] = _SessionQueue()
         queue.reports.append(report)
         if queue.worker is None:
-            queue.worker = asyncio.create_task(
-                self._drain(session_id, queue), name=f"hook-reports-{session_id}"
-            )
+            try:
+                queue.worker = self._workers.start(self._drain(session_id, queue), name=session_id)
+            except TaskSetClosed:  # closing: nobody reads it; its hook gets no answer
+                queue.reports.pop()
+                if report.answer is not None and not report.answer.done():
+                    report.answer.set_result(None)
 
     async def _drain(self, session_id: str, queue: _SessionQueue) -> None:
         try:

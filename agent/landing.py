@@ -86,12 +86,14 @@ class Ledger:
             ledger = cls(**{k: v for k, v in data.items() if k in known})
         except TypeError:
             return None
-        if not ledger._well_formed():
+        if not ledger.well_formed():
             return None
         ledger.path = str(path)
         return ledger
 
-    def _well_formed(self) -> bool:
+    def well_formed(self) -> bool:
+        """Every field holds what a ledger this agent wrote would (a ledger is read back from
+        disk, where anything may have changed it)."""
         texts = (self.parents, self.builds, self.created, self.folders)
         optional = (self.head, self.branch, self.moved_branch, self.old_ref)
         return (

@@ -1,18 +1,30 @@
-"""How ``claude`` is started: its command line, its environment and the version check."""
+"""How ``claude`` is started: its command line, its environment and the version check.
+
+Which conversation a session's claude opens is one pure plan (:func:`plan_launch`): from the
+session's record, why it starts (:class:`Start`) and what is on this Mac's disk (:class:`OnDisk`)
+it says whether claude starts a conversation afresh under a known id (``--session-id``), resumes
+one (``--resume``), forks its parent's (``--resume … --fork-session --session-id``), or is left
+to name its own. agent/sessions.py looks at the disk, asks the plan and starts the terminal.
+"""
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import os
 import re
 import shutil
-from collections.abc import Mapping
-from typing import get_args
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from enum import Enum
+from typing import Literal, Protocol, get_args
 
 from agent.errors import BadClaudeArgs as BadClaudeArgs
 from agent.errors import ClaudeMissing as ClaudeMissing
 from wire.claude_versions import version_warning as version_warning
 from wire.protocol import MODEL_NAME, PermissionMode
+
+_log = logging.getLogger("agent")
 
 PERMISSION_MODES = frozenset(get_args(PermissionMode))
 _VERSION = re.compile(r"(\d+\.\d+\.\d+)")
@@ -89,6 +101,47 @@ async def claude_version(claude: str) -> str:
     return match.group(1)
 
 
+class ClaudeBinary:
+    """The ``claude`` the agent starts and its version. Claude Code may be updated while the
+    agent runs (npm, Homebrew): before each launch the binary is looked at (a stat, no process),
+    and only a changed one is asked its version again; a new version is told
+    (``on_new_version``: the relay, so the phone's band follows it)."""
+
+    def __init__(self, path: str, on_new_version: Callable[[str], Awaitable[None]]) -> None:
+        self.path = path
+        self.version = ""
+        self._on_new_version = on_new_version
+        self._stamp: tuple[int, ...] | None = None  # the binary whose version that is
+
+    async def start(self) -> None:
+        """Read the version once, at agent start (ClaudeMissing when it cannot be read)."""
+        self._stamp = binary_stamp(self.path)
+        self.version = await claude_version(self.path)
+        warning = version_warning(self.version)
+        if warning:
+            _log.warning(warning)
+
+    async def check(self) -> None:
+        """Before a launch: the version again, if the binary changed."""
+        stamp = binary_stamp(self.path)
+        if stamp == self._stamp:
+            return
+        self._stamp = stamp
+        try:
+            version = await claude_version(self.path)
+        except ClaudeMissing as exc:  # mid-update, say: the launch itself will tell
+            _log.warning("%s", exc)
+            return
+        if version == self.version:
+            return
+        _log.info("Claude Code is now %s (was %s)", version, self.version or "unknown")
+        self.version = version
+        warning = version_warning(version)
+        if warning:
+            _log.warning(warning)
+        await self._on_new_version(version)
+
+
 def claude_argv(
     claude: str,
     settings: str,
@@ -132,3 +185,92 @@ def session_env(base: Mapping[str, str], hook_env: Mapping[str, str]) -> dict[st
     env.setdefault("TERM", "xterm-256color")
     env.update(hook_env)
     return env
+
+
+# -- which conversation a launch opens -------------------------------------------------------
+
+
+class Start(Enum):
+    """Why a session's claude is started."""
+
+    NEW = "new"  # the session was opened now: its first conversation
+    REOPEN = "reopen"  # a message or the phone's reopen: its conversation, when it has one
+    REVIVE = "revive"  # the agent came back after the Mac restarted: its conversation
+    ARRIVE = "arrive"  # it moved here: its conversation, when its transcript arrived
+
+
+@dataclass(frozen=True)
+class OnDisk:
+    """What the plan needs to know of this Mac's disk (agent/sessions.py looks)."""
+
+    conversation: bool  # the record's conversation has its transcript here
+    own_transcript: bool  # a transcript named by the session's own id (a fork prompted once)
+
+
+class LaunchRecord(Protocol):
+    """What a plan reads of a session's record (agent/registry.py's ``SessionRecord``)."""
+
+    @property
+    def id(self) -> str: ...
+    @property
+    def conversation_id(self) -> str | None: ...
+    @property
+    def fork_conversation(self) -> str | None: ...
+
+
+LaunchHow = Literal["fresh", "resume", "fork", "unnamed"]
+
+
+@dataclass(frozen=True)
+class LaunchPlan:
+    """Which conversation claude opens, as its command line says it.
+
+    ``fresh``: a new conversation named ``session_id`` (``--session-id``); ``resume``: the
+    conversation ``resume`` (``--resume``); ``fork``: ``resume`` copied into a new conversation
+    named ``session_id`` (``--fork-session``); ``unnamed``: neither flag, claude names it and
+    its SessionStart hook tells. ``first_conversation``: the conversation this launch makes the
+    record's first one (a session that has none yet), else None."""
+
+    how: LaunchHow
+    session_id: str | None = None
+    resume: str | None = None
+    first_conversation: str | None = None
+
+    @property
+    def fork(self) -> bool:
+        return self.how == "fork"
+
+
+def resumes(record: LaunchRecord, start: Start, disk: OnDisk) -> bool:
+    """Whether claude is asked to resume the record's conversation rather than start one."""
+    if start is Start.NEW:
+        return False
+    if start is Start.REVIVE:
+        return True
+    has = record.conversation_id is not None
+    return has and (disk.conversation if start is Start.ARRIVE else True)
+
+
+def fork_source(record: LaunchRecord, disk: OnDisk) -> str | None:
+    """The conversation a fork resumes as its own (``--fork-session``) until it has a
+    transcript: 2.1.332 writes one only at the first prompt, so a fork ended before that is
+    forked again when it reopens, under the same id."""
+    if not record.fork_conversation or record.conversation_id not in (None, record.id):
+        return None
+    return None if disk.own_transcript else record.fork_conversation
+
+
+def plan_launch(record: LaunchRecord, start: Start, disk: OnDisk) -> LaunchPlan:
+    """How the session's claude opens its conversation this time. Pure."""
+    resume = resumes(record, start, disk)
+    # --session-id names the first conversation of a session that has none yet.
+    first = record.id if not resume and record.conversation_id is None else None
+    forked = fork_source(record, disk)
+    if forked is not None:
+        return LaunchPlan("fork", session_id=record.id, resume=forked, first_conversation=first)
+    if resume and record.conversation_id is not None:
+        return LaunchPlan("resume", resume=record.conversation_id)
+    if resume:
+        return LaunchPlan("unnamed")
+    conversation = record.conversation_id or record.id
+    return LaunchPlan("fresh", session_id=conversation, first_conversation=first)

@@ -23,6 +23,7 @@ from agent.errors import NotLinked as NotLinked
 from wire.client import Archive, CommandHandler, DecisionAckHandler, MacLink
 from wire.errors import LinkRefused
 from wire.protocol import Ack, DeviceInfo, LineRecord, Ping, SessionInfo, Welcome
+from wire.tasks import TaskSet
 
 _log = logging.getLogger("agent.link")
 
@@ -53,7 +54,7 @@ class RelayLink:
         self.on_linked = on_linked
         self.on_unlinked = on_unlinked
         self._link: MacLink | None = None
-        self._task: asyncio.Task[None] | None = None
+        self._tasks = TaskSet("relay link", _log)
         self._stopping = False
         self.linked = asyncio.Event()
         self.last_error: str | None = None
@@ -61,14 +62,14 @@ class RelayLink:
         self.on_decision_ack: DecisionAckHandler | None = None  # set by agent/decisions.py
 
     def start(self) -> None:
-        self._task = asyncio.create_task(self._run(), name="relay-link")
+        if self._tasks.closed:  # started again after a stop
+            self._tasks = TaskSet("relay link", _log)
+        self._stopping = False
+        self._tasks.start(self._run(), name="connect")
 
     async def stop(self) -> None:
         self._stopping = True
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
+        await self._tasks.close()
         if self._link is not None:
             await self._link.close()
 

@@ -28,6 +28,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal
 
+from agent.errors import CommandFailed
 from agent.state import launch_mode
 
 CYCLE_KEY = "BTab"  # Shift+Tab, as tmux names it
@@ -191,3 +192,22 @@ def settings_restored(current: object, before: object) -> dict[str, object] | No
     if before is not MISSING:
         restored["model"] = before
     return restored
+
+
+def check_idle(pane_alive: bool, state: str, card_kind: str | None, what: str) -> None:
+    """Mode and model change only on an idle prompt: keys for them would go into a dialog or
+    Claude Code would take ``/model`` as a message queued behind the turn. CommandFailed says
+    why not (``what``: "mode" or "model"). Pure."""
+    if not pane_alive:
+        raise CommandFailed("session_ended", "the session is not running; reopen it first")
+    if state == "busy":
+        raise CommandFailed(
+            "session_busy", f"a turn is running; the {what} changes once it is idle"
+        )
+    if state in ("waiting", "starting"):
+        card = f"a {card_kind} card" if card_kind else "a dialog"
+        raise CommandFailed(
+            "session_not_idle",
+            f"the session is {state} ({card if state == 'waiting' else 'starting'}); "
+            f"answer it first, then change the {what}",
+        )

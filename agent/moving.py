@@ -57,20 +57,22 @@ import os
 import re
 import shutil
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from pydantic import ValidationError
 
 from agent import attachments, foldersync, landing, placement, projecttrust
+from agent.commands import Handler
+from agent.driver import SessionDriver
 from agent.errors import CommandFailed, MuxError
 from agent.files import write_json
-from agent.launch import PERMISSION_MODES
-from agent.mux import session_name
+from agent.launch import PERMISSION_MODES, Start
 from agent.registry import SessionRecord, is_session_id
-from agent.transcript import TranscriptFollower, project_slug, transcript_path
+from agent.transcript import TranscriptFollower, project_slug
+from wire.config import Config
 from wire.markers import BRIDGE_CONVERSATION
 from wire.moved import (
     EVENTS_FILE,
@@ -89,7 +91,6 @@ from wire.protocol import (
     CONVERSATION_KEY,
     MAX_TRANSCRIPT_OFFSET,
     MOVE_FILE,
-    ArgsModel,
     HeldMessage,
     MarkerKind,
     MoveAcceptArgs,
@@ -102,9 +103,7 @@ from wire.protocol import (
     MoveWriteArgs,
     NumberedEvent,
 )
-
-if TYPE_CHECKING:
-    from agent.daemon import Agent
+from wire.tasks import TaskSet, TaskSetClosed
 
 _log = logging.getLogger("agent.moving")
 
@@ -368,15 +367,58 @@ def free_bytes(path: Path) -> int:
 # -- the agent's side ----------------------------------------------------------------------------
 
 
-Handler = tuple[type[ArgsModel], Callable[[str, Any], Awaitable[dict[str, Any]]]]
+class MovingHost(Protocol):
+    """What a move needs of the sessions (agent/sessions.py's ``Sessions``)."""
+
+    @property
+    def config(self) -> Config: ...
+    def get(self, session_id: str) -> SessionRecord | None: ...
+    def record(self, session_id: str) -> SessionRecord: ...
+    def records(self) -> list[SessionRecord]: ...
+    def add(self, record: SessionRecord, *, reported: bool = True) -> None: ...
+    def driver(self, record: SessionRecord) -> SessionDriver: ...
+    def transcript_file(self, record: SessionRecord) -> Path: ...
+    def add_marker(self, record: SessionRecord, marker: MarkerKind, text: str) -> None: ...
+    def save(self) -> None: ...
+    def offer_folders(self) -> None: ...
+    async def launch(self, record: SessionRecord, start: Start) -> SessionDriver: ...
+    async def reopen(self, record: SessionRecord) -> None: ...
+    async def forget(self, session_id: str) -> SessionRecord | None: ...
+
+
+class MoveArchive(Protocol):
+    """The session's event archive, as a move carries it (agent/archive.py's ``DiskArchive``)."""
+
+    def path(self, session_id: str) -> Path: ...
+    def track(self, session_id: str) -> None: ...
+    def add(self, session_id: str, epoch: str, events: list[NumberedEvent]) -> None: ...
 
 
 class Moving:
-    def __init__(self, agent: Agent) -> None:
-        self.agent = agent
-        self.root = agent.data / MOVES_DIR
+    """The move commands (``handlers``), each move's journal, and the steps that run beside
+    them (``tasks``: stopped with the agent; a journal tells the next agent where it was)."""
+
+    def __init__(
+        self,
+        sessions: MovingHost,
+        archive: MoveArchive,
+        data: Path,
+        claude_home: Path,
+        env: Mapping[str, str] | None = None,
+    ) -> None:
+        self.sessions = sessions
+        self.archive = archive
+        self.data = data
+        self.claude_home = claude_home
+        self.env = env  # the sessions' environment (None: the agent's)
+        self.root = data / MOVES_DIR
         self.journals: dict[str, Journal] = {}
-        self.tasks: dict[str, asyncio.Task[None]] = {}
+        self.steps: dict[str, asyncio.Task[None]] = {}  # a move's step running now
+        self.tasks = TaskSet("moves", _log)
+
+    async def close(self, grace: float) -> list[str]:
+        """Stop every step under way (its journal says where it was) and what a move started."""
+        return await self.tasks.close(grace)
 
     def handlers(self) -> list[Handler]:
         return [
@@ -413,9 +455,9 @@ class Moving:
                 _log.warning("move %s: its journal cannot be read (%s); left", folder.name, exc)
                 continue
             self.journals[journal.move_id] = journal
-            record = self.agent.registry.get(journal.session_id)
+            record = self.sessions.get(journal.session_id)
             if record is not None:
-                self.agent._runtime(record).moving = True
+                self.sessions.driver(record).moving = True
             _log.info(
                 "session %s was in move %s (%s, %s): waiting for the relay to settle it",
                 journal.session_id,
@@ -427,7 +469,7 @@ class Moving:
     # -- the journal -----------------------------------------------------------------------
 
     def _skip(self) -> tuple[str, ...]:
-        return foldersync.skip_folders(self.agent.config.str("move_skip_folders"))
+        return foldersync.skip_folders(self.sessions.config.str("move_skip_folders"))
 
     def _folder(self, move_id: str) -> Path:
         return self.root / move_id
@@ -457,9 +499,8 @@ class Moving:
         repository = (
             os.path.realpath(root) if manifest.kind == "git" else projecttrust.git_root_of(folder)
         )
-        options = self.agent.options
-        env = options.env if options.env is not None else os.environ
-        config = projecttrust.read_config(options.claude_home)
+        env = self.env if self.env is not None else os.environ
+        config = projecttrust.read_config(self.claude_home)
         trusted = projecttrust.trusted_by(config, folder, repository, env)
         if trusted is None:
             return None
@@ -485,7 +526,7 @@ class Moving:
 
     def _drop(self, journal: Journal) -> None:
         self.journals.pop(journal.move_id, None)
-        task = self.tasks.pop(journal.move_id, None)
+        task = self.steps.pop(journal.move_id, None)
         if task is not None:
             task.cancel()
         shutil.rmtree(self._folder(journal.move_id), ignore_errors=True)
@@ -493,7 +534,7 @@ class Moving:
     def _run(self, journal: Journal, work: Callable[[Journal], Awaitable[None]]) -> None:
         """Run a step in the background (it takes longer than one command): its outcome goes in
         the journal, which the relay's next ask reads."""
-        if journal.move_id in self.tasks:
+        if journal.move_id in self.steps:
             return
 
         async def step() -> None:
@@ -512,14 +553,15 @@ class Moving:
                 _log.exception("move %s: %s failed", journal.move_id, journal.role)
                 journal.status, journal.code, journal.error = "failed", "mac_error", str(exc)[:500]
             finally:
-                self.tasks.pop(journal.move_id, None)
+                self.steps.pop(journal.move_id, None)
             if journal.move_id in self.journals:
                 self._save(journal)
 
-        self.tasks[journal.move_id] = asyncio.get_running_loop().create_task(step())
+        name = f"move {journal.move_id} ({journal.role})"
+        self.steps[journal.move_id] = self.tasks.start(step(), name=name)
 
     async def _wait(self, journal: Journal, seconds: float) -> None:
-        task = self.tasks.get(journal.move_id)
+        task = self.steps.get(journal.move_id)
         if task is not None:
             with contextlib.suppress(TimeoutError, asyncio.CancelledError):
                 await asyncio.wait_for(asyncio.shield(task), seconds)
@@ -537,10 +579,10 @@ class Moving:
     async def export(self, session_id: str, args: MoveExportArgs) -> dict[str, Any]:
         journal = self.journals.get(args.move_id)
         if journal is None:
-            record = self.agent._record(session_id)
+            record = self.sessions.record(session_id)
             journal = Journal(args.move_id, record.id, SOURCE, "waiting", record.cwd, args.when)
             self._save(journal)
-            self.agent._runtime(record).moving = True  # held messages stay held: they travel
+            self.sessions.driver(record).moving = True  # held messages stay held: they travel
         journal = self._journal(args.move_id, session_id, SOURCE)
         if journal.status in BUSY:
             self._run(journal, lambda j: self._export(j, list(args.have)))
@@ -548,9 +590,8 @@ class Moving:
         return self._answer(journal)
 
     async def _export(self, journal: Journal, have: list[str]) -> None:
-        agent = self.agent
-        record = agent._record(journal.session_id)
-        rt = agent._runtime(record)
+        record = self.sessions.record(journal.session_id)
+        rt = self.sessions.driver(record)
         if journal.when == "now" and rt.pane_alive and rt.state in ("busy", "waiting"):
             with contextlib.suppress(CommandFailed, MuxError):
                 await rt.interrupt()
@@ -561,12 +602,12 @@ class Moving:
         out = self._folder(journal.move_id) / "out"
         shutil.rmtree(out, ignore_errors=True)
         out.mkdir(mode=0o700, parents=True)
-        limit = agent.config.int("move_max_bytes")
+        limit = self.sessions.config.int("move_max_bytes")
         cwd = Path(record.cwd)
         manifest = await foldersync.pack(
             cwd, out / FOLDER_FILE, limit=limit, have=tuple(have), skip=self._skip()
         )
-        home = agent.options.claude_home
+        home = self.claude_home
         project = home / "projects" / project_slug(record.cwd)
         # A fork not yet prompted forks its conversation again where it goes: that travels too.
         said = [*record.conversation_ids, record.conversation_id, record.fork_conversation]
@@ -576,7 +617,7 @@ class Moving:
                 target.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
                 await asyncio.to_thread(shutil.copyfile, path, target)
         await asyncio.to_thread(self._pack_attachments, record, out)
-        events = agent.archive.path(record.id)
+        events = self.archive.path(record.id)
         if events.is_file():
             await asyncio.to_thread(shutil.copyfile, events, out / EVENTS_FILE)
         write_json(out / RECORD_FILE, record.to_json())
@@ -604,7 +645,7 @@ class Moving:
             if message.state not in STILL_TO_TYPE:
                 continue
             for info in message.attachments:
-                path = attachments.path_of(self.agent.data, record.id, info)
+                path = attachments.path_of(self.data, record.id, info)
                 if not path.is_file():
                     raise CommandFailed(
                         "attachment_missing",
@@ -640,7 +681,7 @@ class Moving:
     async def probe(self, session_id: str, args: MoveProbeArgs) -> dict[str, Any]:
         if not is_session_id(session_id):
             raise CommandFailed("bad_session_id", f"{session_id[:80]!r} is not a session id")
-        known = self.agent.registry.get(session_id)
+        known = self.sessions.get(session_id)
         if known is not None and not self.holds(session_id):
             raise CommandFailed("session_exists", f"session {session_id} is on this Mac already")
         root = Path(args.cwd).expanduser()
@@ -653,7 +694,7 @@ class Moving:
         if journal is None:
             if not is_session_id(session_id):
                 raise CommandFailed("bad_session_id", f"{session_id[:80]!r} is not a session id")
-            if self.agent.registry.get(session_id) is not None:
+            if self.sessions.get(session_id) is not None:
                 raise CommandFailed(
                     "session_exists", f"session {session_id} is on this Mac already"
                 )
@@ -682,7 +723,7 @@ class Moving:
                     here = await foldersync.claude_files_here(root, state)
                     guard(projecttrust.changed(dict(manifest.claude_files), here))
             need = 2 * sum(f.size for f in args.files) + DISK_MARGIN
-            for where in {root, self.agent.data}:
+            for where in {root, self.data}:
                 if free_bytes(where) < need:
                     raise CommandFailed(
                         "disk_full",
@@ -750,7 +791,6 @@ class Moving:
         )}  # fmt: skip
 
     async def _place(self, journal: Journal, source: str) -> None:
-        agent = self.agent
         incoming = self._folder(journal.move_id) / "in"
         files = [MoveFile.model_validate(f) for f in journal.files]
         for file in files:
@@ -768,9 +808,9 @@ class Moving:
             )
         except RecordProblem as exc:
             raise CommandFailed(exc.code, str(exc)) from None
-        known = agent.registry.sessions.pop(journal.session_id, None)
-        if known is not None:  # placed before this Mac restarted: start over from the files
-            await self._stop_here(journal.session_id)
+        if self.sessions.get(journal.session_id) is not None:
+            # placed before this Mac restarted: start over from the files
+            await self.sessions.forget(journal.session_id)
         held = await asyncio.to_thread(self._adopt_attachments, checked, incoming)
         tree = Path(journal.tree or journal.cwd)
         if not journal.unpacked:
@@ -790,7 +830,7 @@ class Moving:
         cwd = os.path.realpath(journal.cwd)
         journal.cwd = cwd
         self._save(journal)
-        home = agent.options.claude_home
+        home = self.claude_home
         project = home / "projects" / project_slug(cwd)
         groups = conversation_groups([f.name for f in files])
         for conversation_id, names in groups.items():
@@ -804,8 +844,8 @@ class Moving:
         mode = arrival_mode(checked.permission_mode, own_default_mode(home))
         record = moved_record(checked, cwd, mode, time.time(), source)
         record.held = held
-        agent.registry.add(record)
-        rt = agent._runtime(record)
+        self.sessions.add(record, reported=False)  # not this Mac's until the move is committed
+        rt = self.sessions.driver(record)
         rt.moving = True
         if record.alive:
             await self._resume(record)
@@ -814,10 +854,10 @@ class Moving:
     def _adopt_attachments(self, checked: MovedRecord, incoming: Path) -> list[HeldMessage]:
         """The held messages' attachments kept where this Mac keeps a session's (checked as a
         new one is: agent/attachments.py), and the messages naming them as kept."""
-        limit = self.agent.config.int("attachment_max_bytes")
+        limit = self.sessions.config.int("attachment_max_bytes")
         kept = {
             name: attachments.adopt(
-                self.agent.data, checked.id, info, inside(incoming, name).read_bytes(), limit
+                self.data, checked.id, info, inside(incoming, name).read_bytes(), limit
             )
             for name, info in checked.attachment_files().items()
         }
@@ -835,14 +875,11 @@ class Moving:
     async def _resume(self, record: SessionRecord) -> None:
         """Start the session's claude on this Mac in its conversation; wait until it is up
         (:func:`resumed`)."""
-        agent = self.agent
         # Only a conversation that arrived is resumed (wire/moved.py checked the record names no
         # other); a session never prompted starts afresh under its own id.
-        resume = record.conversation_id is not None and (
-            transcript_path(agent.options.claude_home, record.cwd, record.conversation_id).is_file()
-        )
-        rt = await agent._launch(record, resume=resume)
-        deadline = time.monotonic() + agent.config.float("move_resume_timeout")
+        rt = await self.sessions.launch(record, Start.ARRIVE)
+        timeout = self.sessions.config.float("move_resume_timeout")
+        deadline = time.monotonic() + timeout
         while not (
             rt.pane_alive
             and resumed(rt.state, rt.card.kind if rt.card else None, rt.asks_folder_trust)
@@ -854,7 +891,7 @@ class Moving:
                 not rt.pane_alive or (rt.screen is not None and rt.screen.exited and said)
             ):
                 with contextlib.suppress(MuxError):
-                    said = (await agent.mux.capture(rt.name)).text.strip() or said
+                    said = (await rt.mux.capture(rt.name)).text.strip() or said
                 raise CommandFailed(
                     "resume_refused",
                     "Claude Code on this Mac would not resume the conversation"
@@ -864,7 +901,7 @@ class Moving:
                 raise CommandFailed(
                     "resume_refused",
                     f"Claude Code on this Mac was not ready within "
-                    f"{agent.config.float('move_resume_timeout'):g} s (state {rt.state})",
+                    f"{timeout:g} s (state {rt.state})",
                 )
             await asyncio.sleep(IDLE_POLL)
 
@@ -874,7 +911,7 @@ class Moving:
         journal = self.journals.get(args.move_id)
         if journal is None or journal.session_id != session_id:
             return {"done": True, "known": False}  # told again: settled already
-        task = self.tasks.pop(journal.move_id, None)
+        task = self.steps.pop(journal.move_id, None)
         if task is not None:
             task.cancel()
             with contextlib.suppress(asyncio.CancelledError, Exception):
@@ -889,59 +926,45 @@ class Moving:
             await self._undo(journal)
         self._drop(journal)
         answer: dict[str, Any] = {"done": True, "known": True}
-        record = self.agent.registry.get(session_id)
+        record = self.sessions.get(session_id)
         if journal.role == TARGET and args.outcome == "commit" and record is not None:
             answer["policy"] = record.policy  # what this Mac holds, for the relay's copy
         return answer
 
-    async def _stop_here(self, session_id: str) -> None:
-        """The session's claude stopped and forgotten on this Mac (its registry entry, its
-        runtime, its terminal, its event archive, its attachments)."""
-        agent = self.agent
-        agent.registry.sessions.pop(session_id, None)
-        rt = agent.runtimes.pop(session_id, None)
-        if rt is not None:
-            rt.pane_alive = False
-        with contextlib.suppress(MuxError):
-            await agent.mux.kill(session_name(session_id))
-        agent.archive.delete(session_id)
-        attachments.delete_for(agent.data, session_id)
-        agent._save()
-
     async def _release(self, journal: Journal) -> None:
-        """Source, committed: the session is the other Mac's now; stop its claude here."""
-        await self._stop_here(journal.session_id)
+        """Source, committed: the session is the other Mac's now; stop its claude here and
+        forget it (its folder and Claude Code's own transcripts stay)."""
+        await self.sessions.forget(journal.session_id)
         _log.info("session %s moved away (move %s)", journal.session_id, journal.move_id)
 
     async def _resume_here(self, journal: Journal) -> None:
         """Source, aborted: the session goes on here; what was held is typed."""
-        agent = self.agent
-        record = agent.registry.get(journal.session_id)
+        record = self.sessions.get(journal.session_id)
         if record is None:
             return
-        rt = agent._runtime(record)
+        rt = self.sessions.driver(record)
         rt.moving = False
         if record.alive and not rt.pane_alive:
             with contextlib.suppress(Exception):
-                await agent._reopen(record)
+                await self.sessions.reopen(record)
         rt.wake_screen.set()
-        agent._spawn(rt.deliver_held(reason="idle"))
+        self._deliver_held(rt)
         await rt.send_update(force=True)
 
     async def _arrive(self, journal: Journal, args: MoveFinishArgs) -> None:
         """Target, committed: the session is this Mac's from now on."""
-        agent = self.agent
+        sessions = self.sessions
         journal.status = "committed"
         self._save(journal)
-        record = agent.registry.get(journal.session_id)
+        record = sessions.get(journal.session_id)
         if record is None:
             _log.warning("move %s committed but its session is not here", journal.move_id)
             return
         adopt_stored(record, args.stored)
-        rt = agent._runtime(record)
+        rt = sessions.driver(record)
         rt.follower = TranscriptFollower(record.acked)
         if record.conversation_id:
-            rt.follower.follow(record.conversation_id, agent._transcript_file(record))
+            rt.follower.follow(record.conversation_id, sessions.transcript_file(record))
         events = self._folder(journal.move_id) / "in" / EVENTS_FILE
         if events.is_file():
             _, archived = await asyncio.to_thread(archived_events, events)
@@ -951,26 +974,28 @@ class Moving:
             if why is not None:
                 _log.warning("move %s: the events carried are not kept: %s", journal.move_id, why)
             if kept and args.epoch is not None:
-                agent.archive.add(record.id, args.epoch, kept)
-        agent.archive.track(record.id)
+                self.archive.add(record.id, args.epoch, kept)
+        self.archive.track(record.id)
         source = args.source_name or "another Mac"
         target = args.target_name or "this Mac"
-        agent._add_marker(record, MarkerKind.MOVED, MOVED_TEXT.format(source=source, target=target))
+        sessions.add_marker(
+            record, MarkerKind.MOVED, MOVED_TEXT.format(source=source, target=target)
+        )
         rt.moving = False
-        agent._save()
+        sessions.save()
         if record.alive and not rt.pane_alive:
             with contextlib.suppress(Exception):
-                await agent._reopen(record)
+                await sessions.reopen(record)
         rt.sent.clear()
         rt.wake_screen.set()
         await rt.send_update(force=True)
-        agent._spawn(rt.deliver_held(reason="idle"))
-        agent.link.device.recent_folders = agent._recent_folders()
+        self._deliver_held(rt)
+        sessions.offer_folders()
         _log.info("session %s moved here from %s (move %s)", record.id, source, journal.move_id)
 
     async def _undo(self, journal: Journal) -> None:
         """Target, aborted: nothing of the session stays here."""
-        await self._stop_here(journal.session_id)
+        await self.sessions.forget(journal.session_id)
         for placed in journal.placed:
             path = Path(placed)
             if path.is_dir():
@@ -979,6 +1004,11 @@ class Moving:
                 path.unlink(missing_ok=True)
         laid = landing.Ledger.load(self._folder(journal.move_id) / landing.LEDGER)
         if laid is not None:  # exactly what its unpack laid down, never another session's folder
-            busy = [r.cwd for r in self.agent.registry.sessions.values()]
+            busy = [r.cwd for r in self.sessions.records()]
             await landing.take_back(laid, busy)
         _log.info("move %s of session %s undone here", journal.move_id, journal.session_id)
+
+    def _deliver_held(self, rt: SessionDriver) -> None:
+        """The session is this Mac's to type into again: what it holds is typed when it can."""
+        with contextlib.suppress(TaskSetClosed):  # the agent is stopping: they stay held
+            self.tasks.start(rt.deliver_held(reason="idle"), name=f"held of {rt.record.id}")

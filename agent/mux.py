@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import itertools
+import logging
 import os
 import re
 import shlex
@@ -32,6 +33,9 @@ import libtmux
 from agent.errors import MuxError as MuxError
 from agent.errors import PaneGone as PaneGone
 from wire import pastetext
+from wire.tasks import TaskSet
+
+_log = logging.getLogger("agent.mux")
 
 SESSION_PREFIX = "cb-"
 CONTROL_SESSION = "_cb_control"
@@ -172,7 +176,7 @@ class ControlClient:
         self.program = program
         self.socket_name = socket_name
         self._proc: asyncio.subprocess.Process | None = None
-        self._reader: asyncio.Task[None] | None = None
+        self._tasks = TaskSet("tmux control client", _log)  # its reader
         self._pending: deque[asyncio.Future[list[str]]] = deque()
         self._lock = asyncio.Lock()
         self._closed = False
@@ -191,7 +195,7 @@ class ControlClient:
             stderr=asyncio.subprocess.DEVNULL,
             start_new_session=True,
         )  # fmt: skip
-        self._reader = asyncio.create_task(self._read())
+        self._tasks.start(self._read(), name="reader")
 
     async def close(self) -> None:
         # Under the lock, so a command being sent as the agent stops cannot start a fresh tmux
@@ -209,10 +213,7 @@ class ControlClient:
             except TimeoutError:
                 proc.kill()
                 await proc.wait()
-        if self._reader is not None:
-            self._reader.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._reader
+        await self._tasks.close()
         self._fail_all(MuxError("the tmux control client closed"))
 
     async def run(self, *args: str, timeout: float = 5.0) -> list[str]:

@@ -11,6 +11,7 @@ A line is read only once it ends in a newline, so a line being written is never 
 from __future__ import annotations
 
 import json
+import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -28,6 +29,22 @@ def project_slug(cwd: str) -> str:
 
 def transcript_path(claude_home: Path, cwd: str, conversation_id: str) -> Path:
     return claude_home / "projects" / project_slug(cwd) / f"{conversation_id}.jsonl"
+
+
+MODEL_TAIL_BYTES = 256 * 1024  # how much of a transcript's end is read for its model
+
+
+def tail_lines(path: Path) -> list[str]:
+    """The complete lines of the last MODEL_TAIL_BYTES of a file ([] when it cannot be read)."""
+    try:
+        with path.open("rb") as handle:
+            size = handle.seek(0, os.SEEK_END)
+            handle.seek(max(0, size - MODEL_TAIL_BYTES))
+            data = handle.read()
+    except OSError:
+        return []
+    lines = data.decode("utf-8", errors="replace").split("\n")
+    return lines[1:] if size > MODEL_TAIL_BYTES else lines
 
 
 def subagent_conversation(path: Path) -> str:

@@ -34,6 +34,8 @@ from contextlib import aclosing
 from pathlib import Path
 from typing import NamedTuple
 
+from wire.tasks import TaskSet
+
 _log = logging.getLogger("agent.watch")
 
 #: False: always use watchfiles (tests set it, or pass ``inotify=False`` to :func:`changes`).
@@ -212,8 +214,12 @@ class _Inotify:
                 loop.remove_reader(self.fd)
             wake.set()
 
-        stopper = loop.create_task(stop.wait())
-        stopper.add_done_callback(lambda _: wake.set())
+        async def wake_on_stop() -> None:
+            await stop.wait()
+            wake.set()
+
+        tasks = TaskSet("file watch", _log)
+        tasks.start(wake_on_stop(), name="stop")
         loop.add_reader(self.fd, readable)
         try:
             while True:
@@ -225,9 +231,9 @@ class _Inotify:
                     raise trouble[0]
                 yield
         finally:
-            stopper.cancel()
             loop.remove_reader(self.fd)
             os.close(self.fd)
+            await tasks.close()
 
 
 async def changes(

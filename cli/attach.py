@@ -50,7 +50,7 @@ from cli.references import mac_name, resolve
 SESSION_PREFIX = "cb-"  # agent/mux.py: a session's terminal is cb-<session id>
 DEFAULT_SOCKET = "claude-bridge"
 MUX_FILE = "mux.json"  # written by the agent: its multiplexer and socket
-SCREEN = (120, 40)  # agent/daemon.py SCREEN_WIDTH × SCREEN_HEIGHT: the size given back on detach
+SCREEN = (120, 40)  # agent/sessions.py SCREEN_WIDTH × SCREEN_HEIGHT: the size given back on detach
 DETACH_HINT = "Ctrl-b d"
 
 # -- the drop-in's arguments (pure) ------------------------------------------------------------

@@ -42,7 +42,7 @@ def _command(fake: Bridge, name: str, session_id: str, args: dict[str, Any]) -> 
     """A command as the relay sends it, handled by the running agent in its own loop."""
     assert fake.agent is not None and fake.loop is not None
     command = Command(command_id=uuid.uuid4().hex, name=name, session_id=session_id, args=args)  # type: ignore[arg-type]
-    return asyncio.run_coroutine_threadsafe(fake.agent._on_command(command), fake.loop).result(20)
+    return asyncio.run_coroutine_threadsafe(fake.agent.on_command(command), fake.loop).result(20)
 
 
 def _recorded(fake: Bridge) -> list[str]:

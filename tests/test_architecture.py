@@ -640,3 +640,94 @@ def test_the_relay_scans_see_the_relay_and_would_find_what_they_forbid() -> None
     ]
     titles = (ROOT / "relay" / "features" / "titles.py").read_text(encoding="utf-8")
     assert any("session_titles" in _written_tables(t) for _, t in _sql_texts(titles))
+
+
+# -- the agent ----------------------------------------------------------------------------------
+# agent/ is parts composed by agent/daemon.py: each part is given a narrow Protocol of what it
+# needs (agent/sessions.py's Sessions satisfies them), never the agent, and reaches nothing
+# private of another; every task it starts has an owner (wire.tasks.TaskSet).
+
+
+def _agent_imports() -> tuple[dict[str, Path], list[Import]]:
+    modules = package_modules("agent")
+    known = set(modules)
+    return modules, [imp for name, path in modules.items() for imp in imports_of(name, path, known)]
+
+
+def _large_classes(name: str, source: str, limit: int = MAX_METHODS) -> list[str]:
+    """Classes with more than ``limit`` methods of their own (defined in the class's body)."""
+    found = []
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.ClassDef):
+            methods = [
+                n for n in node.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)
+            ]
+            if len(methods) > limit:
+                found.append(f"{name}:{node.lineno} {node.name} has {len(methods)} methods")
+    return found
+
+
+def _agent_sources() -> dict[str, str]:
+    modules, _ = _agent_imports()
+    return {name: path.read_text(encoding="utf-8") for name, path in modules.items()}
+
+
+def test_no_import_cycle_of_any_kind_in_the_agent() -> None:
+    # Inside functions and under TYPE_CHECKING too: a part that needs the daemon is given a
+    # Protocol of what it needs instead.
+    modules, imports = _agent_imports()
+    found = _cycle(_every_import_graph(imports, set(modules)))
+    assert found is None, "agent/: import cycle (counting every import): " + " → ".join(found or [])
+
+
+def test_no_private_name_is_imported_across_agent_modules() -> None:
+    broken = [
+        found for n, source in _agent_sources().items() for found in _private_imports(n, source)
+    ]
+    assert not broken, "agent/ imports another module's private names:\n" + "\n".join(broken)
+
+
+def test_no_agent_module_reaches_into_another_objects_private_members() -> None:
+    broken = [
+        found for n, source in _agent_sources().items() for found in _private_reaches(n, source)
+    ]
+    assert not broken, "agent/ reaches into private members:\n" + "\n".join(broken)
+
+
+def test_no_agent_class_has_more_than_forty_methods() -> None:
+    broken = [
+        found for n, source in _agent_sources().items() for found in _large_classes(n, source)
+    ]
+    assert not broken, f"agent/ classes over {MAX_METHODS} methods:\n" + "\n".join(broken)
+
+
+def test_every_background_task_in_the_agent_has_a_task_set() -> None:
+    # Started through wire.tasks.TaskSet: named, its failure logged, closed when the agent stops.
+    broken = [found for n, source in _agent_sources().items() for found in _bare_tasks(n, source)]
+    assert not broken, "agent/ starts tasks without a TaskSet:\n" + "\n".join(broken)
+
+
+def test_the_agent_scans_see_its_parts_and_would_find_what_they_forbid() -> None:
+    # The rules above pass by finding nothing; check they look at the agent's modules, see the
+    # edges and classes that are there, and would find what they forbid.
+    modules, imports = _agent_imports()
+    assert {"agent.daemon", "agent.sessions", "agent.moving", "agent.driver"} <= set(modules)
+    graph = _every_import_graph(imports, set(modules))
+    assert {"agent.sessions", "agent.moving", "agent.commands"} <= graph["agent.daemon"]
+    # One import of the daemon by a part (even for the type checker only) would be a cycle.
+    graph["agent.moving"].add("agent.daemon")
+    assert _cycle(graph) is not None
+    sources = _agent_sources()
+    assert _large_classes("agent.driver", sources["agent.driver"], limit=10), "SessionDriver"
+    many = "class Big:\n" + "".join(f"    def m{i}(self): ...\n" for i in range(MAX_METHODS + 1))
+    assert _large_classes("m", many) == [f"m:1 Big has {MAX_METHODS + 1} methods"]
+    assert not _large_classes("m", many.replace(f"    def m{MAX_METHODS}(self): ...\n", ""))
+    assert _private_reaches("m", "def f(agent):\n    return agent._launch\n") == [
+        "m:2 reaches ._launch"
+    ]
+    assert _bare_tasks("m", "def f(loop):\n    loop.create_task(g())\n") == [
+        "m:2 calls create_task"
+    ]
+    # The daemon's own tasks and a part's go through their TaskSets.
+    assert any(i.importer == "agent.daemon" and i.imported == "wire.tasks" for i in imports)
+    assert any(i.importer == "agent.moving" and i.imported == "wire.tasks" for i in imports)

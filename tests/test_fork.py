@@ -83,7 +83,7 @@ def test_a_fork_resumes_its_parent_as_a_new_conversation_and_shows_its_history_f
         assert stat.S_IMODE(copy.parent.stat().st_mode) == 0o700
 
         # The fork's first history: the copy's lines, filed under the conversation they are of.
-        await agent._send_transcript(agent.runtimes[fork])
+        await agent.send_transcript(agent.runtimes[fork])
         sent = [(s, c, [x.uuid for x in lines]) for s, c, lines in link.batches if s == fork]
         assert sent == [(fork, parent, ["u1"])]
 
