@@ -9,6 +9,10 @@ that stay put when Claude Code moves its chrome around, never on row numbers:
   dialog footer (``Esc to cancel`` / ``Enter to select`` / ``Enter to confirm`` …), a question
   chip or tab bar, a ``Do you want …`` line, or the ``Exit plan mode?`` title;
 * arrow-key dialogs: a ``❯ text`` row (no number) above a dialog footer;
+* a multi-select question whose cursor is on its unnumbered ``Submit`` row (``❯    Submit``) is
+  the same question card, read from the numbered rows around that cursor;
+* Claude Code's own resume chooser (``This session is 3d old and 121.5k tokens.``) is its own
+  kind, ``resume``, carrying the age and size it states (agent/resumechooser.py);
 * the title of a dialog is the first row under the rule (``────`` or ``▔▔▔``) above it.
 
 Wrapped rows are joined back using the width of the rule that bounds the dialog (or the prompt
@@ -31,7 +35,9 @@ from typing import Any, Literal
 
 from wcwidth import wcswidth
 
+from agent import resumechooser
 from agent.mux import LITERAL
+from agent.resumechooser import ResumeOffer
 from agent.screen import Screen, from_plain, render
 from wire import pastetext
 from wire.protocol import Card, CardOption
@@ -50,7 +56,7 @@ __all__ = [
     "read_screen",
 ]
 
-CardKind = Literal["permission", "question", "plan", "dialog", "keyed", "stuck"]
+CardKind = Literal["permission", "question", "plan", "dialog", "keyed", "stuck", "resume"]
 
 
 @dataclass(frozen=True)
@@ -82,12 +88,14 @@ class DetectedCard:
     confirm_with_enter: bool = False  # a 'dialog' whose footer says 'Enter to save/confirm'
     amendable: bool = False  # permission footer shows 'Tab to amend'
     submit_row: int | None = None  # multi-select: position of the unnumbered 'Submit' row
+    on_submit: bool = False  # multi-select: the cursor is on that row (``selected`` is None)
     footer_keys: bool = False  # options are key names read from the footer ('Enter to …')
     # a permission card built from Claude Code's own request (see from_hook / early_card)
     tool_use_id: str | None = None
     source: Literal["hook", "screen"] = "screen"
     answerable: bool = True  # false: the request came, its dialog is not drawn yet
     warning: str | None = None
+    resume: ResumeOffer | None = None  # a ``resume`` card: the age and size the chooser states
 
     def __post_init__(self) -> None:
         if not self.fingerprint:
@@ -355,10 +363,16 @@ def keys_for(
     * permission / plan / question (single-select) / review: the digit, no Enter (a digit
       answers at once); 'Type something.' takes its digit, then ``["-l", text]``, then Enter;
       a permission with ``text`` uses 'Tab to amend' (Tab, the text, Enter) on option 1.
+    * question, any: with the cursor on the 'Type something' row, a digit is typed into its
+      text, and on a multi-select question's Submit row digits and Tab do nothing (2.1.332,
+      f_ask_question/15–20): the cursor first goes Up to option 1.
     * question (multi-select): the digit of every option whose tick must change (a digit
-      toggles without moving the cursor), then Tab to the Submit tab and ``1`` on the review
-      step when this is the last question; with no tab bar: Down to the Submit row, Enter.
+      toggles without moving the cursor), then Tab to the next tab, and ``1`` on the review
+      step when this is the last question. With 'Type something': its digit, the text (the
+      cursor is then in its field, where Tab moves to the Submit row), Tab, Enter (Submit),
+      then the same. With no tab bar: Up/Down to the Submit row, Enter.
     * dialog: the digit, plus Enter when the footer says 'Enter to save/confirm'.
+    * resume: the digit alone (it answers at once; an Enter after it would reach the prompt).
     * keyed: Up/Down from the ❯ row to the wanted option, then Enter.
     * stuck: nothing (answering means typing a message) → ``[]``.
 
@@ -392,6 +406,10 @@ def keys_for(
         if text is not None:
             raise ValueError("this dialog takes no text")
         return [[key]]
+    if card.kind == "resume":
+        if text is not None:
+            raise ValueError("the resume chooser takes no text")
+        return [[key]]
     if card.kind == "keyed":
         if text is not None:
             raise ValueError("a keyed dialog takes no text")
@@ -399,7 +417,11 @@ def keys_for(
     if key == card.free_text_key:
         if not text:
             raise ValueError("'Type something.' needs text")
+        if _in_free_text(card):
+            return [[LITERAL, text], ["Enter"]]  # its digit would be typed into the text
         return [[key], [LITERAL, text], ["Enter"]]
+    if card.kind == "question" and text is None:
+        return [*_leave_free_text(card), [key]]
     if text is not None:
         if card.kind == "permission" and card.amendable and key == keys[0]:
             return [*_moves(card, 1), ["Tab"], [LITERAL, text], ["Enter"]]
@@ -529,8 +551,16 @@ def _fingerprint(card: DetectedCard) -> str:
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
-def _moves(card: DetectedCard, target: int) -> list[list[str]]:
-    here = card.selected or 1
+def _moves(card: DetectedCard, target: int, here: int | None = None) -> list[list[str]]:
+    """Up/Down from the cursor (or from row ``here``) to row ``target`` (1-based, counting a
+    multi-select question's unnumbered Submit row where it is drawn: after option
+    ``submit_row - 1``)."""
+    if here is None:
+        here = card.selected or 1
+        if card.submit_row is not None and card.on_submit:
+            here = card.submit_row
+        elif card.submit_row is not None and here >= card.submit_row:
+            here += 1  # an option drawn below the Submit row ('Chat about this')
     step = "Down" if target > here else "Up"
     return [[step] for _ in range(abs(target - here))]
 
@@ -705,6 +735,8 @@ def _stuck_card(lines: list[str], i: int) -> DetectedCard:
 # ---------------------------------------------------------------------------
 
 _SELECTED_NUMBERED_RE = re.compile(r"^( *)❯ (\d+)\.(?: |$)")
+# a multi-select question's cursor on its unnumbered Submit row: '❯    Submit' (f_ask_question/15)
+_SELECTED_SUBMIT_RE = re.compile(r"^( *)❯ +(?:Submit|Next)\s*$")
 _OPTION_TAIL_RE = re.compile(r"(\d+)\.(?: (.*))?$")
 
 
@@ -727,7 +759,7 @@ def _option_at(line: str, col: int) -> tuple[str, str] | None:
 
 def _numbered_card(screen: Screen, lines: list[str], start: int) -> DetectedCard | None:
     for sel in range(len(lines) - 1, start - 1, -1):
-        m = _SELECTED_NUMBERED_RE.match(lines[sel])
+        m = _SELECTED_NUMBERED_RE.match(lines[sel]) or _SELECTED_SUBMIT_RE.match(lines[sel])
         if m:
             card = _parse_numbered(screen, lines, sel, len(m.group(1)) + 2, start)
             if card is not None:
@@ -809,14 +841,32 @@ def _parse_numbered(
     if len(set(keys)) != len(keys):
         return None
 
+    if cursor_on_submit and not multi:
+        return None  # only a multi-select question has a Submit row among its options
     if is_plan:
         return _plan_card(header_rows, options, selected, width)
     if questionish:
-        return _question_card(
+        card = _question_card(
             screen, top, header_rows, options, selected, width, review, chip_row, submit_row
         )
+        return dataclasses.replace(card, on_submit=cursor_on_submit)
     if permission:
         return _permission_card(header_rows, options, selected, width, footer)
+    labels = [_label(o) for o in options]
+    # its title wraps on a narrow terminal: read it as the first paragraph
+    paragraphs = _unwrap(header_rows, width).split("\n")
+    if resumechooser.is_chooser(paragraphs[0], labels):
+        title = paragraphs[0]
+        return DetectedCard(
+            kind="resume",
+            title=title,
+            text="\n".join(paragraphs[1:]),
+            options=tuple(
+                CardOption(key=o.key, label=lab) for o, lab in zip(options, labels, strict=True)
+            ),
+            selected=selected,
+            resume=resumechooser.read_offer(title),
+        )
     return DetectedCard(
         kind="dialog",
         title=_title(header_rows),
@@ -1249,35 +1299,60 @@ def _keyed_card(lines: list[str], start: int, width: int) -> DetectedCard | None
 # ---------------------------------------------------------------------------
 
 
+def _in_free_text(card: DetectedCard) -> bool:
+    """Is the cursor in the 'Type something' row (where digits are typed as text)?"""
+    if card.free_text_key is None or card.selected is None or card.on_submit:
+        return False
+    return card.options[card.selected - 1].key == card.free_text_key
+
+
+def _leave_free_text(card: DetectedCard) -> list[list[str]]:
+    """Up to option 1 when the cursor is where digits do not pick: the 'Type something' row
+    (they become its text) or a multi-select question's Submit row (they do nothing)."""
+    if card.on_submit or _in_free_text(card):
+        return _moves(card, 1)
+    return []
+
+
 def _multi_select_keys(card: DetectedCard, wanted: list[str], text: str | None) -> list[list[str]]:
     boxes = {o.key for o in card.options if not o.label.startswith("Chat about this")}
     actions = [k for k in wanted if k not in boxes]
+    groups = _leave_free_text(card)
+    here = 1 if groups else None  # the cursor's row once it has left
     if actions:
         if len(wanted) != 1:
             raise ValueError("'Chat about this' cannot be combined with other answers")
-        return [[actions[0]]]
-    groups: list[list[str]] = []
+        return [*groups, [actions[0]]]
     want = set(wanted)
     have = set(card.checked)
+    free = card.free_text_key
     for o in card.options:
-        if o.key not in boxes or o.key == card.free_text_key:
+        if o.key not in boxes or o.key == free:
             continue
         if (o.key in want) != (o.key in have):
             groups.append([o.key])
-    if card.free_text_key and card.free_text_key in want:
+    in_field = False
+    if free is not None and free in want:
         if not text:
             raise ValueError("'Type something' needs text")
-        groups += [[card.free_text_key], [LITERAL, text]]
+        if free not in have:
+            groups.append([free])  # ticks it; the cursor stays
+        groups.append([LITERAL, text])  # the paste goes into its field, and the cursor with it
+        in_field = True
+        here = [o.key for o in card.options].index(free) + 1
     elif text is not None:
         raise ValueError("text goes with the 'Type something' option")
+    elif free is not None and free in have:
+        groups.append([free])
     tabs = [t for t in card.questions if not t.submit]
     if card.questions:
         current = next((k for k, t in enumerate(tabs) if t.current), len(tabs) - 1)
-        groups.append(["Tab"])
+        # Tab goes to the next tab, but from the text field to the Submit row, which Enter takes
+        groups += [["Tab"], ["Enter"]] if in_field else [["Tab"]]
         if current == len(tabs) - 1:
             groups.append(["1"])  # 'Submit answers' on the review step
         return groups
     if card.submit_row is not None:
-        groups += _moves(card, card.submit_row)
+        groups += _moves(card, card.submit_row, here)
     groups.append(["Enter"])
     return groups

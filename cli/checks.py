@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import email.utils
 import ipaddress
+import json
 import re
 import shlex
 import stat
@@ -57,6 +58,7 @@ LABELS = {
     "python": "Python",
     "tmux": "tmux",
     "claude": "Claude Code",
+    "login": "Claude Code login",
     "hook": "hook command",
     "relay": "relay",
     "push": "Web Push",
@@ -146,6 +148,180 @@ def decide_claude(path: str | None, problem: str, version: str | None) -> Result
         "for a tested version: npm i -g @anthropic-ai/claude-code@"
         + claude_versions.newest_tested(),
     )
+
+
+# -- Claude Code's login (``claude auth status``) ---------------------------------------------
+
+LOGIN_FIX = "run `claude` once in a terminal and log in (/login)"
+KEY_TAIL_CHARS = 20  # ~/.claude.json remembers an API key by its last 20 characters
+MAX_AUTH_OUTPUT = 64 * 1024  # `claude auth status` prints well under 1 KB
+ENV_KEY_SOURCE = "ANTHROPIC_API_KEY"
+
+
+@dataclass(frozen=True)
+class ClaudeAuth:
+    """What ``claude auth status`` printed (2.1.332: JSON, exit 0 logged in, 1 not;
+    tests/fixtures/claude/2.1.332/auth_status/). It sends no request: ``logged_in`` means a
+    credential is there, not that the API takes it."""
+
+    logged_in: bool
+    method: str  # authMethod: none | api_key | oauth_token | claude.ai | …
+    key_source: str | None  # apiKeySource: ANTHROPIC_API_KEY | /login managed key | …
+    subscription: str | None  # subscriptionType of a claude.ai login
+    exit_code: int | None
+
+
+def parse_claude_auth(output: str, exit_code: int | None) -> ClaudeAuth | None:
+    """``claude auth status`` (``--json``, the default) read; None when it is not that JSON
+    (an older Claude Code, an error message)."""
+    if len(output) > MAX_AUTH_OUTPUT:
+        return None
+    try:
+        data = json.loads(output)
+    except ValueError:
+        return None
+    if not isinstance(data, dict) or not isinstance(data.get("loggedIn"), bool):
+        return None
+
+    def text(key: str) -> str | None:
+        value = data.get(key)
+        return value[:100] if isinstance(value, str) and value else None
+
+    return ClaudeAuth(
+        logged_in=data["loggedIn"],
+        method=text("authMethod") or "none",
+        key_source=text("apiKeySource"),
+        subscription=text("subscriptionType"),
+        exit_code=exit_code,
+    )
+
+
+@dataclass(frozen=True)
+class KeyAnswers:
+    """What ``~/.claude.json`` remembers: the person's answers to "Do you want to use this API
+    key?" (``customApiKeyResponses``, by the key's last 20 characters) and whether Claude Code's
+    first-start setup was done."""
+
+    approved: frozenset[str] = frozenset()
+    rejected: frozenset[str] = frozenset()
+    onboarded: bool = False
+
+
+def parse_key_answers(claude_json: str) -> KeyAnswers | None:
+    """``~/.claude.json`` read; None when it is not a JSON object (missing or damaged)."""
+    try:
+        data = json.loads(claude_json)
+    except ValueError:
+        return None
+    if not isinstance(data, dict):
+        return None
+    answers = data.get("customApiKeyResponses")
+    answers = answers if isinstance(answers, dict) else {}
+
+    def tails(key: str) -> frozenset[str]:
+        values = answers.get(key)
+        if not isinstance(values, list):
+            return frozenset()
+        return frozenset(v for v in values if isinstance(v, str))
+
+    return KeyAnswers(
+        approved=tails("approved"),
+        rejected=tails("rejected"),
+        onboarded=data.get("hasCompletedOnboarding") is True,
+    )
+
+
+def key_tail(key: str) -> str:
+    """How ``~/.claude.json`` names an API key."""
+    return key.strip()[-KEY_TAIL_CHARS:]
+
+
+@dataclass(frozen=True)
+class ClaudeLoginProbe:
+    """``claude auth status`` run with the agent's environment, and what its files say.
+
+    ``output`` / ``exit_code``: what the command printed and returned (``ran`` false: it could
+    not run, ``problem`` says why); ``env_key``: the ANTHROPIC_API_KEY the agent passes to
+    claude, if any (only its last 20 characters are compared); ``answers``: ``~/.claude.json``
+    (None: missing or not JSON)."""
+
+    ran: bool
+    output: str = ""
+    exit_code: int | None = None
+    problem: str = ""
+    env_key: str | None = None
+    answers: KeyAnswers | None = None
+
+
+def decide_claude_login(probe: ClaudeLoginProbe) -> Result:
+    """Can Claude Code start and work with this login? ``auth status`` says whether a credential
+    is there; ``~/.claude.json`` says what it cannot: an ANTHROPIC_API_KEY the person once
+    declined is reported logged in, yet claude answers every message "Not logged in"
+    (FINDINGS §1); a key never answered makes the first start ask; a HOME where Claude Code was
+    never set up asks for a theme and a login (and exits with no internet). A key the API
+    refuses, or an expired claude.ai login, cannot be seen without a request."""
+    if not probe.ran:
+        return Result(
+            "login",
+            "warn",
+            f"`claude auth status` did not run: {probe.problem or 'no answer'}",
+            "run `claude auth status` in a terminal to see why; " + LOGIN_FIX,
+        )
+    auth = parse_claude_auth(probe.output, probe.exit_code)
+    if auth is None:
+        shown = " ".join(probe.output.split())[:60]
+        return Result(
+            "login",
+            "warn",
+            f"`claude auth status` printed no login status (exit {probe.exit_code}: {shown!r})",
+            "update Claude Code (claude update), then " + LOGIN_FIX,
+        )
+    if not auth.logged_in:
+        return Result(
+            "login",
+            "fail",
+            "Claude Code is not logged in here: every session would answer 'Not logged in'",
+            LOGIN_FIX + ", or give the agent an ANTHROPIC_API_KEY",
+        )
+    env_key = auth.method == "api_key" and auth.key_source == ENV_KEY_SOURCE
+    tail = key_tail(probe.env_key) if env_key and probe.env_key else None
+    answers = probe.answers
+    if tail is not None and answers is not None and tail in answers.rejected:
+        return Result(
+            "login",
+            "fail",
+            "Claude Code was once told not to use this ANTHROPIC_API_KEY (~/.claude.json): "
+            "every message would be answered 'Not logged in'",
+            'run `claude` in a terminal, open /config and turn on "Use custom API key"',
+        )
+    if answers is None or not answers.onboarded:
+        return Result(
+            "login",
+            "warn",
+            "Claude Code was never set up here: its first start asks for a theme, a login and "
+            "folder trust (and exits with no internet)",
+            LOGIN_FIX,
+        )
+    if tail is not None and tail not in answers.approved:
+        return Result(
+            "login",
+            "warn",
+            "Claude Code will ask at its first start whether to use this ANTHROPIC_API_KEY",
+            "run `claude` once in a terminal and answer Yes to using the key",
+        )
+    how = {
+        "api_key": f"an API key ({auth.key_source or 'source not given'})",
+        "oauth_token": "an auth token (ANTHROPIC_AUTH_TOKEN)",
+        "claude.ai": f"a Claude account ({auth.subscription or 'plan not given'})",
+    }.get(auth.method, auth.method)
+    if auth.exit_code not in (0, None):
+        return Result(
+            "login",
+            "warn",
+            f"logged in with {how}, but `claude auth status` exited {auth.exit_code}",
+            "run `claude auth status` in a terminal to see why",
+        )
+    return Result("login", "ok", f"logged in with {how} (not checked against the API)")
 
 
 @dataclass(frozen=True)

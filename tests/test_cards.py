@@ -643,8 +643,11 @@ def test_keys_for_multi_select_last_question() -> None:
     assert on_screen.checked == ("3",)
     assert keys_for(on_screen, ["1", "3"]) == [["1"], ["Tab"], ["1"]]
     assert keys_for(on_screen, ["2"]) == [["2"], ["3"], ["Tab"], ["1"]]
-    # free text in a multi-select question
-    assert keys_for(c, ["1", "4"], text="Ham") == [["1"], ["4"], ["-l", "Ham"], ["Tab"], ["1"]]
+    # free text in a multi-select question: the paste takes the cursor into its field, where Tab
+    # moves to the Submit row (f_ask_question/18), and Enter there goes on to the review step
+    assert keys_for(c, ["1", "4"], text="Ham") == [
+        ["1"], ["4"], ["-l", "Ham"], ["Tab"], ["Enter"], ["1"]
+    ]  # fmt: skip
     # 'Chat about this' is an action, alone
     assert keys_for(c, "5") == [["5"]]
     with pytest.raises(ValueError):
@@ -668,6 +671,155 @@ def test_keys_for_multi_select_without_tabs() -> None:
     assert c is not None and c.questions == () and c.multi_select
     assert c.submit_row == 5 and c.selected == 1
     assert keys_for(c, ["1", "3"]) == [["1"], ["Down"], ["Down"], ["Down"], ["Down"], ["Enter"]]
+
+
+# ---------------------------------------------------------------------------
+# a question whose cursor is on its Submit row or in its 'Type something' field (2.1.332)
+# ---------------------------------------------------------------------------
+
+V332 = "2.1.332/f_ask_question"
+ON_SUBMIT = [
+    f"{V332}/15_ask2_q2_cursor_on_submit_{size}" for size in ("80x24", "120x40", "60x20")
+] + [f"{V332}/19_ask_one_multi_cursor_on_submit_{size}" for size in ("80x24", "60x20")]
+
+
+@pytest.mark.parametrize("name", ON_SUBMIT)
+@pytest.mark.parametrize("twin", ["plain", "ansi"])
+def test_multi_select_with_the_cursor_on_submit_is_the_question_card(name: str, twin: str) -> None:
+    c = card(name, twin)
+    assert (c.kind, c.title, c.text) == ("question", "Toppings", "Which toppings do you want?")
+    assert c.multi_select and c.on_submit and c.selected is None
+    assert c.submit_row == 5 and c.free_text_key == "4"
+    assert [o.key for o in c.options] == ["1", "2", "3", "4", "5"]
+    assert c.checked == (("2",) if "/15_" in name else ("4",))
+    # the same card as with the cursor on an option: the cursor and the ticks are not its text
+    assert c.fingerprint == card(ASK2_Q2).fingerprint
+
+
+def test_digits_never_go_to_the_submit_row_or_the_text_field() -> None:
+    """On 2.1.332 a digit on the Submit row does nothing, and one on the 'Type something' row is
+    typed into its text (seen: '❯ 4. 2'): the keys leave those rows first."""
+    on_submit = card(f"{V332}/15_ask2_q2_cursor_on_submit_80x24")
+    up4 = [["Up"]] * 4
+    assert keys_for(on_submit, ["1", "3"]) == [*up4, ["1"], ["2"], ["3"], ["Tab"], ["1"]]
+    assert keys_for(on_submit, "5") == [*up4, ["5"]]  # 'Chat about this'
+    in_field = card(f"{V332}/20_ask_cursor_in_free_text_80x24")
+    assert (in_field.kind, in_field.selected, in_field.free_text_key) == ("question", 4, "4")
+    assert keys_for(in_field, "2") == [["Up"], ["Up"], ["Up"], ["2"]]
+    # the cursor is in the field already: the text, and Enter (its digit would be typed)
+    assert keys_for(in_field, "4", text="Purple") == [["-l", "Purple"], ["Enter"]]
+    # from option 1 nothing moves
+    assert keys_for(card(ASK), "2") == [["2"]]
+
+
+def test_keys_from_the_cursor_as_checked_on_the_real_claude() -> None:
+    """Each run of keys_checked.json: the real 2.1.332 at its size, the cursor where the screen
+    shows it, the keys computed then; its transcript's tool_result holds the answer."""
+    runs = json.loads((SCREENS / V332 / "keys_checked.json").read_text(encoding="utf-8"))
+    checked = 0
+    for run in runs:
+        labels = {"1": "Cheese", "2": "Olives", "3": "Basil"}
+        if run["question"].startswith("ASK_ME"):
+            labels = {"2": "Blue"}
+        words = [labels[k] for k in run["answer"] if k in labels]
+        words += [run["text"]] if run["text"] else []
+        (result,) = run["tool_result"]
+        assert ", ".join(words) in result, run["run"]
+        if run["screen"] is None:
+            continue
+        c = card(f"{V332}/{run['screen']}")
+        assert keys_for(c, run["answer"], run["text"]) == run["keys"], run["run"]
+        checked += 1
+    assert checked >= len(ON_SUBMIT)
+
+
+def test_review_step_captured() -> None:
+    c = card(f"{V332}/16_ask2_review_80x24")
+    assert c.kind == "question" and c.review and c.title == "Review your answers"
+    assert c.text == (
+        "Which colour should the widget be? → Red\nWhich toppings do you want? → Cheese, Basil"
+    )
+    assert keys_for(c, "1") == [["1"]]
+
+
+def test_free_text_field_then_tab_lands_on_submit() -> None:
+    typed = card(f"{V332}/17_ask2_free_text_pasted_80x24")
+    assert typed.kind == "question" and typed.selected == 4 and not typed.on_submit
+    after_tab = card(f"{V332}/18_ask2_free_text_after_Tab_80x24")
+    assert after_tab.kind == "question" and after_tab.on_submit
+    assert [t.name for t in after_tab.questions if t.current] == ["Toppings"]
+
+
+# ---------------------------------------------------------------------------
+# Claude Code's own resume chooser
+# ---------------------------------------------------------------------------
+
+CHOOSER = "2.1.332/o_resume_chooser"
+CHOOSERS = [
+    f"{CHOOSER}/{n}"
+    for n in (
+        "01_chooser_80x24",
+        "03_chooser_120x40",
+        "05_chooser_after_Down_120x40",
+        "06_chooser_60x20",
+        "07_chooser_after_Down_60x20",
+        "08_chooser_40x20",
+    )
+]
+
+
+@pytest.mark.parametrize("name", CHOOSERS)
+@pytest.mark.parametrize("twin", ["plain", "ansi"])
+def test_resume_chooser_is_its_own_card(name: str, twin: str) -> None:
+    c = card(name, twin)
+    assert c.kind == "resume"
+    assert [(o.key, o.label) for o in c.options] == [
+        ("1", "Resume from summary (instant, recommended)"),
+        ("2", "Resume full session as-is"),
+        ("3", "Don't ask again"),
+    ]
+    assert c.text == (
+        "Resuming the full session uses a lot of your usage limits. Resuming from a summary uses "
+        "less."
+    )
+    assert c.selected == (2 if "after_Down" in name else 1)
+    assert c.resume is not None
+    assert c.resume.tokens == "121.5k" and c.resume.estimated_tokens == 121_500
+    later = "_60x20" in name or "_40x20" in name  # drawn again an hour later
+    assert (c.resume.age, c.resume.age_minutes) == (("3d 1h", 4380) if later else ("3d", 4320))
+    assert c.title == f"This session is {c.resume.age} old and 121.5k tokens."
+    wire = c.to_card("r")
+    assert wire.kind == "resume" and Card.model_validate(wire.model_dump()) == wire
+
+
+def test_resume_chooser_reads_the_same_at_every_width() -> None:
+    prints = {card(n).fingerprint for n in CHOOSERS if "_120x40" in n or "_80x24" in n}
+    assert len(prints) == 1
+    assert len({card(n).fingerprint for n in CHOOSERS if "x20" in n}) == 1
+
+
+def test_resume_chooser_is_answered_by_its_digit_alone() -> None:
+    # a digit answers at once; an Enter after it would land in the prompt of the resumed session
+    c = card(CHOOSERS[0])
+    assert keys_for(c, "2") == [["2"]]
+    assert keys_for(c, "1") == [["1"]]
+    with pytest.raises(ValueError):
+        keys_for(c, "2", text="no text")
+    with pytest.raises(ValueError):
+        keys_for(c, "Enter")
+
+
+def test_nothing_answers_the_resume_chooser_blindly() -> None:
+    """Enter picks the summary and Esc the full conversation: a held message neither presses
+    Esc to close it nor types into it (it waits for the person, or the session's scope)."""
+    from agent import held
+
+    assert not held.may_escape("resume")
+    assert not held.may_type("resume")
+    waiting = held.Situation(state="waiting", card_kind="resume")
+    assert held.decide(waiting, now_requested=False) == held.Delivery.HOLD
+    assert held.decide(waiting, now_requested=True) == held.Delivery.HOLD
+    assert held.decide(waiting, now_requested=False, when="after_turn") == held.Delivery.HOLD
 
 
 # ---------------------------------------------------------------------------

@@ -23,6 +23,7 @@ import pytest
 from cli import checkup
 from cli.checks import (
     LABELS,
+    ClaudeLoginProbe,
     Entry,
     Folder,
     HookProbe,
@@ -31,6 +32,7 @@ from cli.checks import (
     Result,
     ServiceProbe,
     decide_claude,
+    decide_claude_login,
     decide_clock,
     decide_hook,
     decide_link,
@@ -41,6 +43,9 @@ from cli.checks import (
     decide_relay,
     decide_service,
     exit_code,
+    key_tail,
+    parse_claude_auth,
+    parse_key_answers,
     render,
 )
 from tests.fakeclaude.app import VERSION as FAKE_CLAUDE_VERSION
@@ -100,6 +105,99 @@ def test_claude_versions_against_the_tested_list() -> None:
     assert missing.status == "fail" and "--claude PATH" in missing.fix
     broken = decide_claude("/bin/claude", "/bin/claude --version did not print a version", None)
     assert broken.status == "fail" and "/bin/claude" in broken.fix
+
+
+AUTH = REPO / "tests" / "fixtures" / "claude" / "2.1.332" / "auth_status"
+MOCK_KEY = "sk-ant-api03-mockmockmockmockmockmockmockmockmockmockmock-AAAAAAAA"
+
+
+def _auth_capture(case: str) -> tuple[str, int]:
+    """A captured ``claude auth status``: its stdout and exit status."""
+    text = (AUTH / f"{case}.txt").read_text(encoding="utf-8")
+    status = int(text.split("# exit status: ", 1)[1].split("\n", 1)[0])
+    stdout = text.split("# --- stdout ---\n", 1)[1].split("# --- stderr ---", 1)[0]
+    return stdout, status
+
+
+def _claude_json(approved: list[str], rejected: list[str], onboarded: bool = True) -> str:
+    return json.dumps(
+        {
+            "hasCompletedOnboarding": onboarded,
+            "customApiKeyResponses": {"approved": approved, "rejected": rejected},
+        }
+    )
+
+
+def _login(case: str, env_key: str | None = None, claude_json: str | None = None) -> Result:
+    stdout, status = _auth_capture(case)
+    answers = parse_key_answers(claude_json) if claude_json is not None else None
+    return decide_claude_login(
+        ClaudeLoginProbe(
+            ran=True, output=stdout, exit_code=status, env_key=env_key, answers=answers
+        )
+    )
+
+
+def test_claude_auth_status_as_captured() -> None:
+    cases = {
+        "loggedout": (False, "none", None),
+        "loggedout_base_url_nowhere": (False, "none", None),
+        "envkey_fresh_home": (True, "api_key", "ANTHROPIC_API_KEY"),
+        "envkey_approved": (True, "api_key", "ANTHROPIC_API_KEY"),
+        "envkey_rejected": (True, "api_key", "ANTHROPIC_API_KEY"),
+        "primaryApiKey_in_claude_json": (True, "api_key", "/login managed key"),
+        "auth_token_env": (True, "oauth_token", None),
+        "expired_claude_ai_login": (True, "claude.ai", None),
+    }
+    for case, (logged_in, method, source) in cases.items():
+        stdout, status = _auth_capture(case)
+        auth = parse_claude_auth(stdout, status)
+        assert auth is not None, case
+        assert (auth.logged_in, auth.method, auth.key_source) == (logged_in, method, source), case
+        assert auth.exit_code == (0 if logged_in else 1), case
+    pro = parse_claude_auth(*_auth_capture("expired_claude_ai_login"))
+    assert pro is not None and pro.subscription == "pro"
+    # --text, an older claude, an error: not this JSON
+    for case in ("loggedout__text", "envkey_approved__text"):
+        assert parse_claude_auth(*_auth_capture(case)) is None
+    for junk in ("", "[]", '{"loggedIn": "yes"}', "error: unknown command 'auth'", "{" * 100):
+        assert parse_claude_auth(junk, 1) is None
+
+
+def test_claude_login_decisions_from_the_captures() -> None:
+    seeded = _claude_json([key_tail(MOCK_KEY)], [])
+    out = _login("loggedout", None, _claude_json([], []))
+    assert out.status == "fail" and "not logged in" in out.detail.lower()
+    assert "run `claude` once in a terminal and log in" in out.fix
+    ok = _login("envkey_approved", MOCK_KEY, seeded)
+    assert ok.status == "ok" and "ANTHROPIC_API_KEY" in ok.detail
+    # logged in, says auth status, but the person once declined this key: unusable
+    declined = _login("envkey_rejected", MOCK_KEY, _claude_json([], [key_tail(MOCK_KEY)]))
+    assert declined.status == "fail"
+    assert "told not to use this ANTHROPIC_API_KEY" in declined.detail
+    assert "Use custom API key" in declined.fix
+    # a fresh HOME: logged in by the key, but the first start sets up (and asks about the key)
+    fresh = _login("envkey_fresh_home", MOCK_KEY, None)
+    assert fresh.status == "warn" and "never set up" in fresh.detail
+    unanswered = _login("envkey_approved", MOCK_KEY, _claude_json([], []))
+    assert unanswered.status == "warn" and "will ask" in unanswered.detail
+    assert _login("primaryApiKey_in_claude_json", None, _claude_json([], [])).status == "ok"
+    assert _login("auth_token_env", None, _claude_json([], [])).status == "ok"
+    pro = _login("expired_claude_ai_login", None, _claude_json([], []))
+    # an expired claude.ai login still reads logged in: nothing here can tell (FINDINGS §1)
+    assert pro.status == "ok" and "Claude account (pro)" in pro.detail
+    assert "not checked against the API" in pro.detail
+
+
+def test_claude_login_when_the_command_does_not_answer() -> None:
+    none = decide_claude_login(ClaudeLoginProbe(ran=False, problem="timed out after 10 s"))
+    assert none.status == "warn" and "timed out" in none.detail and none.fix
+    odd = decide_claude_login(ClaudeLoginProbe(ran=True, output="Usage: claude …", exit_code=1))
+    assert odd.status == "warn" and "claude update" in odd.fix
+    assert parse_key_answers("{ this is not json") is None
+    assert parse_key_answers("[]") is None
+    assert parse_key_answers('{"customApiKeyResponses": {"rejected": "x"}}') is not None
+    assert LABELS["login"] == "Claude Code login"
 
 
 def test_hook_command_decisions() -> None:

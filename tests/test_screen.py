@@ -34,14 +34,15 @@ def test_fixtures_are_there() -> None:
 
 
 def test_every_tested_version_has_its_screens_captured() -> None:
-    """A version joins TESTED_VERSIONS only with its 80x24 screens labelled (wire/claude_versions.py)."""
+    """A version joins TESTED_VERSIONS only with its 80x24 screens labelled (wire/claude_versions.py);
+    screens of other sizes may be added beside them."""
     sets = screen_sets()
     for version in TESTED_VERSIONS:
         assert version in sets, f"no captured screens for Claude Code {version}"
         folder = sets[version]
         assert (folder / "labels.tsv").exists()
         shots = captures(folder, "ansi")
-        assert len(shots) >= 60 and all(_size(p) == (80, 24) for p in shots), version
+        assert sum(_size(p) == (80, 24) for p in shots) >= 60, version
         assert any(f"Claude Code v{version}" in _plain_twin(p).read_text() for p in shots)
 
 

@@ -181,7 +181,8 @@ class Card(_Model):
 
     id: str
     # "denied": auto mode's classifier refused a call (no dialog: built from the hook, agent/denials.py)
-    kind: Literal["permission", "question", "plan", "dialog", "keyed", "stuck", "denied"]
+    # "resume": Claude Code's own "resume from summary / full session" chooser (agent/resumechooser.py)
+    kind: Literal["permission", "question", "plan", "dialog", "keyed", "stuck", "denied", "resume"]
     title: str = ""
     text: str = ""
     options: list[CardOption] = Field(default_factory=list)
