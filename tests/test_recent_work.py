@@ -1,0 +1,76 @@
+"""relay.recent_work: the files a session touched and its last exchange, from stored events."""
+
+from __future__ import annotations
+
+import pytest
+
+from relay.recent_work import HANDOFF_OPENING, Exchange, files_touched, last_exchange
+from tests.support.transcripts import (
+    assistant_line,
+    prompt_line,
+    stored_events,
+    tool_use_line,
+    transcript,
+)
+
+WORK = "/tmp/realclaude/work-e_write_edit_permission_80x24"
+
+
+def test_files_touched_by_the_captured_write_and_edit() -> None:
+    events = stored_events(transcript("e_write_edit_permission"))
+    assert files_touched(events) == (f"{WORK}/hello.txt",)
+
+
+def test_files_are_ordered_by_their_latest_use_and_the_newest_kept() -> None:
+    events = stored_events(
+        tool_use_line("Read", {"file_path": "/w/a.py"}, "t1"),
+        tool_use_line("Edit", {"file_path": "/w/b.py"}, "t2"),
+        tool_use_line("Grep", {"pattern": "x", "path": "/w"}, "t3"),  # a folder searched
+        tool_use_line("NotebookEdit", {"notebook_path": "/w/n.ipynb"}, "t4"),
+        tool_use_line("Write", {"file_path": "/w/a.py"}, "t5"),
+    )
+    assert files_touched(events) == ("/w/b.py", "/w/n.ipynb", "/w/a.py")
+    assert files_touched(events, keep=2) == ("/w/n.ipynb", "/w/a.py")
+    assert files_touched(events, keep=0) == ()
+
+
+def test_the_last_exchange_of_a_captured_session() -> None:
+    events = stored_events(transcript("e_write_edit_permission"))
+    exchange = last_exchange(events)
+    assert [(p.role, p.text[:40]) for p in exchange.pieces] == [
+        ("person", "WRITE_FILE again"),
+        ("claude", "I'll create the file."),
+        ("claude", "Done. Tool result was: The file /tmp/rea"),
+    ]
+    assert all(p.source.seq is not None for p in exchange.pieces)
+    assert Exchange.from_json(exchange.to_json()) == exchange
+
+
+def test_a_subagents_texts_are_not_the_exchange() -> None:
+    main = stored_events(transcript("m_subagent"))
+    exchange = last_exchange(main)
+    assert exchange.pieces and exchange.pieces[0].role == "person"
+    assert all(
+        next(e for e in main if e.seq == p.source.seq).agent_id is None for p in exchange.pieces
+    )
+
+
+def test_a_handoff_prompt_is_left_out_of_the_exchange() -> None:
+    events = stored_events(
+        prompt_line("fix the parser"),
+        assistant_line("Fixed."),
+        prompt_line(f"{HANDOFF_OPENING}\n## Decisions\n- answered: Blue"),
+        assistant_line("Read the handoff; ready."),
+    )
+    assert [(p.role, p.text) for p in last_exchange(events).pieces] == [
+        ("claude", "Read the handoff; ready.")
+    ]
+
+
+@pytest.mark.parametrize(
+    "data",
+    [None, {}, [1], [{"role": "robot", "text": "x", "source": {}}], [{"role": "person"}]],
+)
+def test_a_stored_exchange_that_is_not_one_is_refused(data: object) -> None:
+    with pytest.raises(ValueError):
+        Exchange.from_json(data)
