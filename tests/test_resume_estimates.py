@@ -20,6 +20,8 @@ from tests.support.transcripts import CLAUDE_332, converted, lines_of, transcrip
 
 PROPERTIES = settings(max_examples=200, derandomize=True, database=None, deadline=None)
 CHOOSER = CLAUDE_332 / "resume_chooser"
+# the chooser's screens, labelled with the others (tests/test_cards.py)
+SCREENS = CLAUDE_332.parents[1] / "screens" / "2.1.332" / "o_resume_chooser"
 
 
 def tracked(*paths: Path) -> UsageTrack:
@@ -31,9 +33,7 @@ def test_full_is_the_figure_claude_codes_own_resume_chooser_shows() -> None:
     full = estimates(track, handoff_tokens=300).full
     assert full == 1200 + 120000 + 300 + 31
     # The chooser drawn by 2.1.332 for these very files: "… 3d old and 121.5k tokens."
-    screen = (CHOOSER / "view_120x40_enter" / "01_chooser_120x40.screen_plain.txt").read_text(
-        encoding="utf-8"
-    )
+    screen = (SCREENS / "03_chooser_120x40.screen_plain.txt").read_text(encoding="utf-8")
     assert f"{full / 1000:.1f}k tokens" in screen
     precompact = json.loads((CHOOSER / "life1" / "precompact.json").read_text(encoding="utf-8"))
     assert precompact["preCompactTokens"] == full
