@@ -278,9 +278,9 @@ def test_no_test_module_imports_another_or_a_conftest() -> None:
 def test_the_test_scan_sees_the_tests() -> None:
     # The rule above passes by finding nothing; check it looks at the tests and finds such imports.
     modules, imports = _test_imports()
-    assert {"tests.conftest", "tests.support.plugin", "tests.test_api"} <= set(modules)
+    assert {"tests.conftest", "tests.support.plugin", "tests.relay.test_api"} <= set(modules)
     assert any(
-        i.importer == "tests.test_api" and i.imported == "tests.support.api" for i in imports
+        i.importer == "tests.relay.test_api" and i.imported == "tests.support.api" for i in imports
     )
     assert _is_test_module("tests.e2e.test_journeys") and not _is_test_module("tests.support.web")
     conftest = ast.parse((ROOT / "tests" / "conftest.py").read_text(encoding="utf-8"))
