@@ -35,7 +35,7 @@ BACKENDS = ("sqlite", "postgres")
 # The relay's API and link suites, the core's and its features': each of their tests that runs
 # a relay runs once per backend (test_x[sqlite], test_x[postgres]). A module here must get its
 # relays from ``relay``, ``make_relay`` or ``relay_overrides``. Named by their path under tests/
-# (base names repeat across the parts' folders). (tests/wire/test_commands.py, of the link's
+# (base names repeat across the parts' folders). (tests/wire/test_protocol.py, of the link's
 # models alone, runs no relay.)
 BACKEND_MODULES = frozenset(
     {
@@ -56,7 +56,7 @@ BACKEND_MODULES = frozenset(
         "relay/features/test_cost.py",
         "relay/features/test_push.py",
         "relay/features/test_retention.py",
-        "relay/features/test_files_api.py",
+        "relay/features/test_files.py",
         "relay/features/test_fulltext.py",
         "agent/test_approvals.py",
         # sessions in and out (fork, delete)

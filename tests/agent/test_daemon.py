@@ -1,6 +1,6 @@
 """The daemon's logic on the in-memory fakes of its seams (tests/support/agent_fakes.py): no tmux, no
 relay, no socket, so each test takes milliseconds. The same paths run on real tmux and the fake
-claude in tests/agent/test_agent_fake.py."""
+claude in tests/agent/test_fake_claude_journeys.py."""
 
 from __future__ import annotations
 
