@@ -1,10 +1,13 @@
-"""Held messages by kind (agent/held.py): "held" at the next safe point, "now" at once,
-"after_turn" only once the turn has ended — and their attachments as ``@path`` references."""
+"""Held messages (agent/held.py): when a message is typed, from the session's state and card;
+by kind, "held" at the next safe point, "now" at once, "after_turn" only once the turn has ended;
+held ones go as one block in order and cancel only while held; and their attachments as ``@path``
+references."""
 
 from __future__ import annotations
 
 import pytest
 
+from agent import held
 from agent import held as heldrules
 from agent.held import Delivery, Situation
 from wire.protocol import AttachmentInfo, HeldMessage, SendArgs
@@ -83,3 +86,36 @@ def test_a_held_message_written_by_an_older_agent_reads_as_the_held_kind() -> No
     old = HeldMessage.model_validate({"id": "m1", "text": "hi", "state": "held"})
     assert (old.when, old.attachments) == ("held", [])
     assert SendArgs(text="hi").when is None
+
+
+@pytest.mark.parametrize(
+    ("state", "card", "now", "expected"),
+    [
+        ("idle", None, False, held.Delivery.TYPE_NOW),
+        ("busy", None, False, held.Delivery.HOLD),
+        ("busy", None, True, held.Delivery.INTERRUPT_THEN_TYPE),
+        ("starting", None, False, held.Delivery.HOLD),
+        ("waiting", "permission", False, held.Delivery.HOLD),
+        ("waiting", "keyed", True, held.Delivery.HOLD),
+        ("waiting", "question", False, held.Delivery.DISMISS_THEN_TYPE),
+        ("waiting", "plan", False, held.Delivery.DISMISS_THEN_TYPE),
+        ("waiting", "dialog", False, held.Delivery.DISMISS_THEN_TYPE),
+        ("waiting", "stuck", False, held.Delivery.TYPE_NOW),
+        ("ended", None, False, held.Delivery.REOPEN_THEN_TYPE),
+    ],
+)
+def test_when_a_message_is_typed(
+    state: str, card: str | None, now: bool, expected: held.Delivery
+) -> None:
+    assert held.decide(held.Situation(state, card), now) is expected
+
+
+def test_held_messages_go_as_one_block_in_order_and_cancel_only_while_held() -> None:
+    a, b = held.new_message("first", 1.0), held.new_message("second", 2.0)
+    messages = [a, b]
+    assert held.block_text(held.pending(messages)) == "first\n\nsecond"
+    messages, done = held.cancel(messages, b.id)
+    assert done and [m.state for m in messages] == ["held", "cancelled"]
+    messages = held.mark(messages, {a.id}, "typed")
+    messages, done = held.cancel(messages, a.id)
+    assert not done  # typed text cannot be taken back

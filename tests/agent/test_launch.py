@@ -1,15 +1,27 @@
-"""Which conversation a session's claude opens (agent/launch.py's ``plan_launch``), from plain
-records and what is on disk: fresh, resumed, forked or left to claude to name, and the command
-line each one makes."""
+"""Launching a session's claude (agent/launch.py): which conversation it opens (``plan_launch``),
+from plain records and what is on disk — fresh, resumed, forked or left to claude to name — and the
+command line each one makes; the extra arguments a person may give, its environment, and the
+warning for a Claude Code version this bridge was not tested with."""
 
 from __future__ import annotations
 
+import re
 import uuid
 from dataclasses import dataclass
 
 import pytest
 
-from agent.launch import LaunchPlan, OnDisk, Start, claude_argv, plan_launch
+from agent.launch import (
+    BadClaudeArgs,
+    LaunchPlan,
+    OnDisk,
+    Start,
+    check_claude_args,
+    claude_argv,
+    plan_launch,
+    session_env,
+    version_warning,
+)
 
 SESSION = str(uuid.UUID(int=1))
 CONVERSATION = str(uuid.UUID(int=2))
@@ -102,3 +114,72 @@ def test_every_plan_makes_a_command_line_claude_takes() -> None:
                 if plan.first_conversation is not None:
                     assert record.conversation_id is None
                     assert plan.first_conversation == record.id
+
+
+def test_claude_argv_for_new_resumed_and_moded_sessions() -> None:
+    assert claude_argv("claude", "/d/hooks.json", session_id="s1") == [
+        "claude", "--settings", "/d/hooks.json", "--session-id", "s1",
+    ]  # fmt: skip
+    assert claude_argv("claude", "/h", resume="c9", permission_mode="manual", model="opus") == [
+        "claude",
+        "--settings",
+        "/h",
+        "--resume",
+        "c9",
+        "--permission-mode",
+        "manual",
+        "--model",
+        "opus",
+    ]
+    with pytest.raises(ValueError):
+        claude_argv("claude", "/h", permission_mode="yolo")
+    extra = ["--chrome", "--add-dir", "/Users/ada/shared"]
+    assert claude_argv("claude", "/h", session_id="s1", extra=extra) == [
+        "claude", "--settings", "/h", "--session-id", "s1", *extra,
+    ]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--chrome"],
+        ["--add-dir", "/Users/ada/shared", "--add-dir=/tmp/more"],
+        ["--mcp-config", "/Users/ada/mcp.json", "--dangerously-load-development-channels", "x"],
+        [],
+    ],
+)
+def test_extra_claude_args_a_person_may_give(args: list[str]) -> None:
+    assert check_claude_args(args) == args
+
+
+@pytest.mark.parametrize(
+    ("args", "why"),
+    [
+        (["hello"], "is not a flag"),
+        (["--model", "opus"], "--model is set by claude-bridge"),
+        (["--permission-mode=bypassPermissions"], "--permission-mode is set by claude-bridge"),
+        (["--chrome", "--dangerously-skip-permissions"], "--dangerously-skip-permissions"),
+        (["-p"], "-p is set by claude-bridge"),
+        (["--resume", "abc"], "--resume is set"),
+        (["--add-dir", "a\nb"], "newline"),
+    ],
+)
+def test_extra_claude_args_the_agent_refuses(args: list[str], why: str) -> None:
+    with pytest.raises(BadClaudeArgs, match=re.escape(why)):
+        check_claude_args(args)
+
+
+def test_session_env_keeps_the_agents_environment_and_drops_tmux() -> None:
+    env = session_env(
+        {"PATH": "/bin", "ANTHROPIC_BASE_URL": "http://x", "TMUX": "/tmp/t,1,0", "CB_HOOK": "old"},
+        {"CB_HOOK": "s:secret:1"},
+    )
+    assert env["PATH"] == "/bin" and env["ANTHROPIC_BASE_URL"] == "http://x"
+    assert "TMUX" not in env and env["CB_HOOK"] == "s:secret:1"
+
+
+def test_untested_versions_are_warned_about() -> None:
+    assert version_warning("2.1.328 (Claude Code)") is None
+    assert "newer than this bridge was tested with" in (version_warning("2.2.0") or "")
+    assert "not a version" in (version_warning("2.0.1") or "")
+    assert "could not be read" in (version_warning("") or "")
