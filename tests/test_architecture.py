@@ -330,7 +330,7 @@ def _listed_commands() -> list[str]:
     """The modules cli/main.py's ``COMMANDS`` names, in its order."""
     tree = ast.parse((ROOT / "cli" / "main.py").read_text(encoding="utf-8"))
     for node in tree.body:
-        target = node.target if isinstance(node, ast.AnnAssign) else None
+        target: ast.expr | None = node.target if isinstance(node, ast.AnnAssign) else None
         if isinstance(node, ast.Assign) and len(node.targets) == 1:
             target = node.targets[0]
         if isinstance(target, ast.Name) and target.id == "COMMANDS":

@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 
 from agent.archive import DiskArchive
-from wire.protocol import NumberedEvent
+from wire.protocol import EventKind, NumberedEvent
 
 
 def event(seq: int, epoch: str = "e1") -> NumberedEvent:
-    return NumberedEvent(kind="user", text=f"t{seq}", session_id="s1", seq=seq, epoch=epoch)
+    return NumberedEvent(kind=EventKind.USER, text=f"t{seq}", session_id="s1", seq=seq, epoch=epoch)
 
 
 def test_archive_appends_once_and_survives_a_restart(tmp_path: Path) -> None:

@@ -107,6 +107,7 @@ def test_model_switch_passes_within_the_window_after_the_phone_changed_the_model
     for twin in ("plain", "ansi"):
         switch = card_of(screen(name, twin))
         assert switch.kind == "dialog" and switch.title == "Switch model?"
+        since: float | None
         for since in (0.0, 12.0, WINDOW):
             got = decide(
                 switch, starting=False, since_model_change=since, model_switch_window=WINDOW

@@ -8,6 +8,7 @@ import asyncio
 import json
 import subprocess
 from datetime import datetime
+from functools import partial
 from typing import Any
 
 import pytest
@@ -181,7 +182,7 @@ def test_a_session_being_launched_is_never_reported_ended(fake: Bridge) -> None:
         await real_update(info)
 
     agent.mux.panes = slow_panes  # type: ignore[method-assign]
-    agent.mux.new_session = slow_new_session  # type: ignore[method-assign]
+    agent.mux.new_session = slow_new_session  # type: ignore[method-assign, assignment]
     agent.link.update = recorded_update  # type: ignore[method-assign]
     cwd = fake.folder()
     with fake.phone() as phone:
@@ -246,7 +247,7 @@ def test_a_reboot_revives_the_five_newest_and_types_held_messages_later(
         def revived(sid: str) -> Any:
             return next((e for e in events(phone, sid) if e.get("marker") == "revived"), None)
 
-        lines = {sid: wait_for(lambda s=sid: revived(s), 30, "a revive line") for sid in ids[1:]}
+        lines = {sid: wait_for(partial(revived, sid), 30, "a revive line") for sid in ids[1:]}
         typed = wait_event(
             phone,
             newest,

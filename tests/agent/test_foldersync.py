@@ -9,12 +9,13 @@ import hashlib
 import io
 import json
 import os
+import shutil
 import subprocess
 import tarfile
 import time
 from collections import namedtuple
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import pytest
 from hypothesis import given
@@ -303,7 +304,7 @@ def read_members(archive: Path) -> dict[str, bytes]:
         return out
 
 
-def write_tar(path: Path, members: dict[str, bytes], mode: str = "w") -> Path:
+def write_tar(path: Path, members: dict[str, bytes], mode: Literal["w", "w:gz"] = "w") -> Path:
     with tarfile.open(path, mode) as tar:
         for name, data in members.items():
             info = tarfile.TarInfo(name)
@@ -406,7 +407,7 @@ def test_a_full_disk_is_said_before_anything_is_made(
     repo: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     manifest = run(fs.pack(repo, tmp_path / "a.tgz", limit=LIMIT))
-    monkeypatch.setattr(fs.shutil, "disk_usage", lambda _: Usage(10**12, 10**12, 1000))
+    monkeypatch.setattr(shutil, "disk_usage", lambda _: Usage(10**12, 10**12, 1000))
     with pytest.raises(FolderSyncError) as full:
         run(fs.unpack(tmp_path / "a.tgz", tmp_path / "t", manifest))
     assert full.value.code == "disk_full" and "1000 bytes free" in full.value.message
@@ -554,6 +555,7 @@ def test_a_manifest_from_the_wire_is_range_checked(change: dict[str, Any]) -> No
 
 
 def test_a_state_from_the_wire_is_range_checked() -> None:
+    bad: object
     for bad in ({"exists": True, "kind": "absent"}, {"exists": False, "kind": "git"},
                 {"exists": True, "kind": "plain", "entries": -2}, [], {"exists": 1, "kind": "plain"}):  # fmt: skip
         with pytest.raises(ValueError):
@@ -874,10 +876,17 @@ def test_a_big_target_folder_that_differs_is_refused_without_reading_it(
     looked: list[str] = []
     hashed: list[Path] = []
     classify, digest = fs._classify, fs._file_digest
-    monkeypatch.setattr(
-        fs, "_classify", lambda root, rel: looked.append(rel) or classify(root, rel)
-    )
-    monkeypatch.setattr(fs, "_file_digest", lambda p: hashed.append(p) or digest(p))
+
+    def noted_classify(root: Path, rel: str) -> object:
+        looked.append(rel)
+        return classify(root, rel)
+
+    def noted_digest(path: Path) -> str:
+        hashed.append(path)
+        return digest(path)
+
+    monkeypatch.setattr(fs, "_classify", noted_classify)
+    monkeypatch.setattr(fs, "_file_digest", noted_digest)
     state = run(fs.describe(big, against=manifest))
     assert fs.differences(manifest, state) == ["the folder exists and is not empty (20 entries)"]
     assert hashed == [] and len(looked) <= 200  # one folder's files, not the 2000

@@ -337,7 +337,7 @@ def test_neutralising_turns_off_each_named_driver_and_hook() -> None:
 
 
 names = st.text(
-    st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00\n"), min_size=1,
+    st.characters(blacklist_categories=["Cs"], blacklist_characters="\x00\n"), min_size=1,
     max_size=20,
 )  # fmt: skip
 

@@ -9,6 +9,7 @@ import json
 import shutil
 import subprocess
 import uuid
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -202,8 +203,12 @@ def test_a_failed_revive_is_that_sessions_error_and_the_others_come_back(
             return next((e for e in events(phone, sid) if e.get("marker") == "revived"), None)
 
         wait_for(lambda: revived(ok), 30, "the good session revived")
+
+        def error_of(sid: str) -> Any:
+            return snapshot(phone, sid)["error"]
+
         shown = {
-            sid: wait_for(lambda s=sid: snapshot(phone, s)["error"], 20, f"the error of {sid}")
+            sid: wait_for(partial(error_of, sid), 20, f"the error of {sid}")
             for sid in (gone, broken)
         }
         assert gone_folder in shown[gone] and "no longer exists" in shown[gone], shown

@@ -796,7 +796,7 @@ def test_a_payload_on_a_socket_stdin_arrives_whole() -> None:
             with ours, theirs:
                 proc = subprocess.Popen(
                     ["/bin/sh", str(HOOK), event],
-                    stdin=theirs,
+                    stdin=theirs.fileno(),
                     env=a.env(),
                     stdout=subprocess.PIPE,
                     stderr=subprocess.PIPE,

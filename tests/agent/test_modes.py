@@ -60,7 +60,7 @@ def test_a_mode_not_in_the_cycle_says_which_cycle_it_saw_and_why() -> None:
 
 
 def test_a_cycle_that_never_comes_back_still_ends() -> None:
-    seen: list[str | None] = ["manual"] + ["plan", "auto"] * 5
+    seen = ["manual"] + ["plan", "auto"] * 5
     assert modes.next_mode_step("acceptEdits", seen).action == "give_up"
 
 
@@ -145,7 +145,7 @@ CYCLE = sorted((SCREENS / "cycle").glob("*.screen_ansi.txt"))
 MODEL = {p.name.split("_", 1)[0]: p for p in (SCREENS / "model").glob("*.screen_ansi.txt")}
 
 
-def screen_lines(path: Path) -> list[str]:
+def screen_lines(path: Path) -> tuple[str, ...]:
     return render(path.read_text(), 120, 40).lines
 
 

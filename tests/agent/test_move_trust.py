@@ -90,8 +90,8 @@ def moved_in(world: World, session_id: str, cargo: Cargo, name: str = "shop") ->
     ``cargo`` (its record's cwd there), and wait until the move is over."""
     said = cargo.record.get("conversation_id")
     # The source's own lines go under a conversation id the relay takes (a path is refused).
-    ok = isinstance(said, str) and CONVERSATION_KEY.match(said)
-    world.report(session_id, "/Users/eve/shop", said if ok else str(uuid.uuid4()))
+    taken = said if isinstance(said, str) and CONVERSATION_KEY.match(said) else str(uuid.uuid4())
+    world.report(session_id, "/Users/eve/shop", taken)
     cwd = world.target.folder(name)
     cargo.record["cwd"] = cwd
     world.move(session_id, cwd, cargo)

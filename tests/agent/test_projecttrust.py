@@ -64,6 +64,7 @@ def test_the_sandbox_variable_trusts_every_folder_and_values_count_as_javascript
     for value, counts in [(1, True), ("yes", True), ([], True), ({}, True), (0, False),
                           ("", False), (None, False), (False, False), (float("nan"), False)]:  # fmt: skip
         assert (trusted_by(config("/w", value=value), "/w", None, {}) is not None) is counts
+    broken: dict[str, Any]
     for broken in ({}, {"projects": []}, {"projects": {"/w": "yes"}}, {"projects": {"/w": None}}):
         assert trusted_by(broken, "/w", None, {}) is None
 

@@ -146,7 +146,7 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Installed]:
 
 @wheel_test
 def test_the_wheel_carries_the_page_and_the_hook_command(
-    installed: Installed, record_property: pytest.RecordProperty
+    installed: Installed, record_property: Callable[[str, object], None]
 ) -> None:
     size = installed.wheel.stat().st_size
     record_property("wheel_bytes", size)

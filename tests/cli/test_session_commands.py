@@ -20,7 +20,7 @@ from typing import Any
 
 import pytest
 
-from cli.client import CommandError
+from cli.client import CommandError, SubagentSummary
 from cli.display import usd_text
 from cli.move import move_line, move_target
 from cli.policy import parse_rule
@@ -567,7 +567,7 @@ def test_pure_parts() -> None:
     with pytest.raises(CommandError):
         parse_rule("Bash", "tool")
     assert usd_text(None) == "unknown" and usd_text(0) == "$0.0000"
-    listed = [{"agent_id": "abc1"}, {"agent_id": "abd2"}, {"agent_id": None}]
+    listed: list[SubagentSummary] = [{"agent_id": "abc1"}, {"agent_id": "abd2"}, {"agent_id": None}]
     assert pick_subagent(listed, "abc", "s") == "abc1"
     with pytest.raises(CommandError, match="2 subagents start with 'ab'"):
         pick_subagent(listed, "ab", "s")

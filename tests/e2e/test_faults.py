@@ -209,8 +209,12 @@ def test_relay_kill_9_mid_stream_phone_sees_every_event_once(
         str(relay_process["device_id"]),
     )
     bridge = Bridge(
-        relay=None, account=account, root=tmp_path / "mac", claude=claude_bin, api_url=mock_api
-    )  # type: ignore[arg-type]
+        relay=None,  # type: ignore[arg-type]
+        account=account,
+        root=tmp_path / "mac",
+        claude=claude_bin,
+        api_url=mock_api,
+    )
     seed_home(bridge.home, [])
     proc = agent_process(bridge, url, account.device_token)
     seen: list[int] = []

@@ -19,7 +19,7 @@ import websockets
 
 from relay.app import WEB_DIR
 from tests.support.api import BIG, SMALL, api_routes, error_of, new_id, push
-from tests.support.relay import Account, RelayServer, mac, phone_client
+from tests.support.relay import Account, RelayServer, archived, mac, phone_client
 from tests.support.waits import await_until, wait_until
 from wire.client import LinkRefused, link_url
 from wire.protocol import Card, CardOption, Command, CommandResult, Hello, SessionInfo
@@ -311,7 +311,7 @@ def test_older_history_comes_from_the_mac_or_is_refused_when_it_is_offline(make_
             assert last > 10
             await link.wait_for_seq(session_id, last)
             archive = [
-                json.loads(link.archive[session_id][s].model_dump_json(exclude_none=True))
+                json.loads(archived(link)[session_id][s].model_dump_json(exclude_none=True))
                 for s in range(1, last + 1)
             ]
             async with httpx.AsyncClient(

@@ -5,13 +5,14 @@ from __future__ import annotations
 import asyncio
 import json
 import uuid
+from typing import Any
 
 import httpx
 import pytest
 
-from tests.support.relay import Account, RelayServer, mac, phone_client, transcript
+from tests.support.relay import Account, RelayServer, archived, mac, phone_client, transcript
 from wire.client import MacLink
-from wire.protocol import LineRecord, NumberedEvent, SessionInfo
+from wire.protocol import EventKind, LineRecord, NumberedEvent, SessionInfo
 from wire.transcript import read_lines
 
 
@@ -20,7 +21,7 @@ def lines_of(prefix: str) -> list[LineRecord]:
 
 
 def user_line(offset: int, text: str) -> LineRecord:
-    body = {
+    body: dict[str, Any] = {
         "type": "user",
         "uuid": str(uuid.uuid4()),
         "timestamp": "2026-11-29T21:33:53.764Z",
@@ -30,7 +31,7 @@ def user_line(offset: int, text: str) -> LineRecord:
     return LineRecord(offset=offset, text=json.dumps(body), uuid=body["uuid"])
 
 
-def stored(server: RelayServer, acct: Account, session_id: str) -> list[dict[str, object]]:
+def stored(server: RelayServer, acct: Account, session_id: str) -> list[dict[str, Any]]:
     with phone_client(server, acct.phone_token) as client:
         response = client.get(f"/api/sessions/{session_id}/events", params={"after": 0})
         assert response.status_code == 200, response.text
@@ -53,7 +54,7 @@ def test_lines_are_acked_numbered_and_sent_back_to_the_mac(
                 acks.append(ack.last_seq)
                 assert ack.through_offset == lines[min(start + 19, len(lines) - 1)].offset
             await link.wait_for_seq(session_id, acks[-1])
-            return acks, link.archive[session_id]
+            return acks, archived(link)[session_id]
 
     acks, archive = asyncio.run(run())
     assert acks == sorted(acks) and acks[-1] > 0
@@ -117,15 +118,15 @@ def test_hello_sends_back_the_events_a_mac_missed(relay: RelayServer, account: A
         async with mac(relay, account.device_token) as link:
             last = (await link.send_lines(session_id, "conv", lines)).last_seq
             await link.wait_for_seq(session_id, last)
-            archive = dict(link.archive[session_id])
+            archive = dict(archived(link)[session_id])
         # The Mac lost the tail of its archive (say the ack arrived but the write did not).
         partial = MacLink(relay.url, account.device_token)
-        partial.archive[session_id] = {s: e for s, e in archive.items() if s <= 4}
+        archived(partial)[session_id] = {s: e for s, e in archive.items() if s <= 4}
         partial.archive.set_epoch(session_id, archive[1].epoch)
         await partial.connect()
         try:
             await partial.wait_for_seq(session_id, last)
-            return last, dict(partial.archive[session_id])
+            return last, dict(archived(partial)[session_id])
         finally:
             await partial.close()
 
@@ -142,8 +143,10 @@ def test_relay_that_lost_a_session_starts_a_new_epoch_after_the_macs_seq(
         link = MacLink(relay.url, account.device_token)
         link.archive.set_epoch(session_id, "epoch-the-relay-never-saw")
         # The Mac archived 1..40 of a session the relay does not know (its database was replaced).
-        link.archive[session_id] = {
-            s: NumberedEvent(kind="user", text="x", session_id=session_id, seq=s, epoch="old")
+        archived(link)[session_id] = {
+            s: NumberedEvent(
+                kind=EventKind.USER, text="x", session_id=session_id, seq=s, epoch="old"
+            )
             for s in range(1, 41)
         }
         welcome = await link.connect()

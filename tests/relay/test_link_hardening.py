@@ -29,7 +29,7 @@ from tests.support.relay import (
     transcript,
 )
 from wire.client import MacLink, MemoryArchive, link_url
-from wire.protocol import LineRecord, NumberedEvent, SessionPosition, Welcome
+from wire.protocol import EventKind, LineRecord, NumberedEvent, SessionPosition, Welcome
 from wire.transcript import read_lines
 
 
@@ -389,7 +389,9 @@ def test_history_from_the_mac_is_checked_before_a_phone_sees_it(make_relay: Any,
     assert last == 20
 
     def event(seq: int, *, ep: str = epoch, sid: str = session_id) -> NumberedEvent:
-        return NumberedEvent(kind="user", text=f"old {seq}", session_id=sid, seq=seq, epoch=ep)
+        return NumberedEvent(
+            kind=EventKind.USER, text=f"old {seq}", session_id=sid, seq=seq, epoch=ep
+        )
 
     good = [event(s) for s in range(11, 16)]
     crafted = {
@@ -420,7 +422,9 @@ def test_a_gap_in_the_macs_own_archive_is_what_the_mac_answered(make_relay: Any)
     session_id = str(uuid.uuid4())
     _, epoch = fill(server, acct.device_token, session_id, 20)
     archive = [
-        NumberedEvent(kind="user", text=f"old {s}", session_id=session_id, seq=s, epoch=epoch)
+        NumberedEvent(
+            kind=EventKind.USER, text=f"old {s}", session_id=session_id, seq=s, epoch=epoch
+        )
         for s in (11, 13, 14, 15)
     ]
 
@@ -640,7 +644,9 @@ def test_history_of_an_earlier_epoch_below_the_epochs_start_is_shown_as_this_epo
     session_id = str(uuid.uuid4())
     archive = MemoryArchive()
     archive[session_id] = {
-        s: NumberedEvent(kind="user", text=f"old {s}", session_id=session_id, seq=s, epoch="old")
+        s: NumberedEvent(
+            kind=EventKind.USER, text=f"old {s}", session_id=session_id, seq=s, epoch="old"
+        )
         for s in range(1, 41)
     }
     archive.set_epoch(session_id, "old")

@@ -74,8 +74,8 @@ def test_the_page_goes_as_it_is_without_a_valid_phone_cookie(
         with cookie_client(relay, token) as c:
             assert page_data(c.get("/")) is None
     revoked = relay.account()
-    bearer = {"Authorization": f"Bearer {revoked.phone_token}"}
-    assert httpx.post(relay.url + "/api/logout", headers=bearer).status_code == 200
+    revoked_bearer = {"Authorization": f"Bearer {revoked.phone_token}"}
+    assert httpx.post(relay.url + "/api/logout", headers=revoked_bearer).status_code == 200
     with cookie_client(relay, revoked.phone_token) as c:
         page = c.get("/")
         assert page.status_code == 200 and page_data(page) is None

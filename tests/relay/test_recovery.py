@@ -20,10 +20,10 @@ import httpx
 import pytest
 
 from relay.store import Store
-from tests.support.relay import SSEReader, free_port
+from tests.support.relay import SSEReader, archived, free_port
 from wire import config as configmod
 from wire.client import MacLink
-from wire.protocol import DeviceInfo, LineRecord
+from wire.protocol import DeviceInfo, LineRecord, NumberedEvent
 
 TOTAL_LINES = 10_000
 BATCH = 100
@@ -148,7 +148,7 @@ def test_kill_9_during_a_10000_event_replay_loses_and_doubles_nothing(
     session_id = str(uuid.uuid4())
     all_lines = lines(TOTAL_LINES)
 
-    async def run() -> tuple[list[int], int, int, dict[int, object]]:
+    async def run() -> tuple[list[int], int, int, dict[int, NumberedEvent]]:
         nonlocal proc
         mac = Mac(url, device_token)
         await mac.connect()
@@ -170,7 +170,7 @@ def test_kill_9_during_a_10000_event_replay_loses_and_doubles_nothing(
             await mac.push(session_id, all_lines[start : start + BATCH])
         phone_reconnects = await asyncio.wait_for(viewer, 120)
         await mac.link.wait_for_seq(session_id, TOTAL_LINES, timeout=30)
-        archive = dict(mac.link.archive[session_id])
+        archive = dict(archived(mac.link)[session_id])
         await mac.link.close()
         return seen, phone_reconnects, mac.reconnects, archive
 

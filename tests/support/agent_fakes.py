@@ -14,7 +14,7 @@ from pydantic import BaseModel
 
 from agent.daemon import Agent, AgentOptions
 from agent.errors import MuxError, PaneGone
-from agent.hookserver import OnHook, SecretFor
+from agent.hookserver import HookAnswer, OnHook, SecretFor
 from agent.mux import Capture, Pane
 from agent.seams import OnLinked, OnUnlinked
 from wire import config
@@ -159,7 +159,7 @@ class FakeHooks:
     async def close(self) -> None:
         self.started = False
 
-    async def report(self, session_id: str, event: str, payload: dict[str, Any]) -> str | None:
+    async def report(self, session_id: str, event: str, payload: dict[str, Any]) -> HookAnswer:
         if self.secret_for(session_id) is None:
             return None  # the real server refuses it (403) before the agent sees it
         return await self.on_hook(session_id, event, payload)
@@ -196,11 +196,11 @@ def with_agent(tmp_path: Path, body: Callable[[Parts], Awaitable[None]], **setti
 
     def make_link(*args: Any) -> FakeLink:
         built["link"] = FakeLink(*args)
-        return built["link"]  # type: ignore[no-any-return]
+        return built["link"]
 
     def make_hooks(secret_for: SecretFor, on_hook: OnHook) -> FakeHooks:
         built["hooks"] = FakeHooks(secret_for, on_hook)
-        return built["hooks"]  # type: ignore[no-any-return]
+        return built["hooks"]
 
     mux = FakeMux()
 

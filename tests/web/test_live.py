@@ -160,7 +160,8 @@ def test_sessions_of_an_offline_mac_keep_what_was_last_known(
 
     ko = browser.new_context(viewport=PHONE, base_url=proxy.url, locale="ko-KR")
     try:
-        ko.add_cookies(context.cookies())
+        # the cookies one context keeps are what another takes (Playwright types them apart)
+        ko.add_cookies(context.cookies())  # type: ignore[arg-type]
         kpage = ko.new_page()
         kpage.goto("/")
         expect(kpage.locator(f".session-row[data-id='{idle}'] .badge").first).to_have_text(

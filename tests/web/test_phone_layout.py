@@ -159,7 +159,7 @@ def test_theme_color_follows_light_and_dark(
     for scheme in ("light", "dark"):
         page.emulate_media(color_scheme=scheme)
         wait_for(
-            lambda s=scheme: page.evaluate(
+            lambda: page.evaluate(
                 "() => document.querySelector('meta[name=theme-color]').content === "
                 "getComputedStyle(document.documentElement).getPropertyValue('--bg').trim()"
             ),

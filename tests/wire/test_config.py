@@ -56,7 +56,7 @@ def test_bad_values_and_unknown_names_are_clear_errors() -> None:
 def test_a_loaded_config_cannot_be_changed() -> None:
     cfg = config.load(environ={})
     with pytest.raises(AttributeError):
-        cfg.port = 1  # type: ignore[misc]
+        cfg.port = 1  # type: ignore[attr-defined]
 
 
 @pytest.mark.parametrize("raw", ["inf", "-inf", "nan", "1e999"])

@@ -10,7 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.support.paths import FIXTURES
-from wire.tasklist import MAX_TASKS, Task, TaskTracker, latest_tasks
+from wire.tasklist import MAX_TASKS, Task, TaskStatus, TaskTracker, latest_tasks
 
 TASKS = FIXTURES / "claude" / "2.1.332" / "tasks"
 PROPS = settings(max_examples=150, derandomize=True, database=None, deadline=None)
@@ -20,7 +20,7 @@ def _lines(case: str) -> list[str]:
     return (TASKS / case / "transcript.jsonl").read_text(encoding="utf-8").splitlines()
 
 
-def _states(case: str) -> list[tuple[tuple[str, str, str], ...]]:
+def _states(case: str) -> list[tuple[tuple[str, str, TaskStatus], ...]]:
     """The list after each line that changed it."""
     tracker = TaskTracker()
     states = []

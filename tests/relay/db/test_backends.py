@@ -11,9 +11,9 @@ import asyncio
 import json
 import sqlite3
 import threading
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import pytest
 from hypothesis import given
@@ -29,6 +29,7 @@ from wire import config as configmod
 from wire.config import ConfigError
 from wire.protocol import LineRecord
 
+T = TypeVar("T")
 BOTH = pytest.mark.parametrize("relay_backend", ["sqlite", "postgres"], indirect=True)
 
 
@@ -104,15 +105,22 @@ def test_a_database_url_that_is_not_postgresql_is_refused(tmp_path: Path) -> Non
 # -- migrations ----------------------------------------------------------------------------------
 
 
+async def awaited(work: Awaitable[T]) -> T:
+    """``asyncio.run`` takes a coroutine; the store's writes are typed as any awaitable."""
+    return await work
+
+
 def _set_core_version(config: configmod.Config, version: int) -> None:
     """Make the database look as an older relay left it (its later steps not recorded)."""
     store = Store(config)
     try:
         asyncio.run(
-            store.write(
-                lambda conn: conn.execute(
-                    "UPDATE schema_migrations SET version = ? WHERE component = 'core'",
-                    (version,),
+            awaited(
+                store.write(
+                    lambda conn: conn.execute(
+                        "UPDATE schema_migrations SET version = ? WHERE component = 'core'",
+                        (version,),
+                    )
                 )
             )
         )
@@ -181,10 +189,12 @@ def test_a_database_newer_than_the_relay_is_refused(
     config = config_for(tmp_path, **relay_overrides())
     store = Store(config)
     asyncio.run(
-        store.write(
-            lambda conn: conn.execute(
-                "UPDATE schema_migrations SET version = ? WHERE component = 'core'",
-                (CORE_VERSION + 1,),
+        awaited(
+            store.write(
+                lambda conn: conn.execute(
+                    "UPDATE schema_migrations SET version = ? WHERE component = 'core'",
+                    (CORE_VERSION + 1,),
+                )
             )
         )
     )

@@ -463,7 +463,9 @@ def test_sqlite_refuses_update_and_delete_of_audit_rows(
 ) -> None:
     server = make_relay(database_url="")  # SQLite, whatever the suite's backend
     _, sid = _one_decision(server)
-    conn = sqlite3.connect(server.state.store.path, isolation_level=None)
+    path = server.state.store.path
+    assert path is not None  # SQLite keeps a file
+    conn = sqlite3.connect(path, isolation_level=None)
     try:
         conn.execute("PRAGMA busy_timeout = 10000")
         with pytest.raises(sqlite3.IntegrityError, match="append-only"):
@@ -581,7 +583,9 @@ def test_the_audit_command_lists_decisions_by_session_and_date(
     lines = out.splitlines()
     assert len(lines) == 6, out  # two lines per decision, newest first
     assert "Bash touch bash_made.txt && echo hi" in lines[0] and "→ allow" in lines[0]
-    assert f"(sha256 {input_digest(BASH_INPUT)[:12]})" in lines[0]
+    digest = input_digest(BASH_INPUT)
+    assert digest is not None
+    assert f"(sha256 {digest[:12]})" in lines[0]
     assert lines[1].strip() == f"by allow_all: allow all (on test mac) · session {sid}"
     assert "policy: category read: allow" in lines[3] and "policy: tool Bash: allow" in lines[5]
     body = json.loads(cli(relay, account.phone_token, "audit", f"--session={sid}", "--json").stdout)

@@ -83,8 +83,8 @@ def test_delete_stops_it_on_the_mac_and_removes_everything_on_the_relay(
             assert phone.get("/api/retention").json()["waiting_for_mac"] == []
 
             # From a terminal, by the start of its id.
-            done = cli(relay, acct.phone_token, "delete", kept[:12], "--json").stdout
-            assert json.loads(done) == {"ok": True, "session_id": kept, "mac": "deleted"}
+            printed = cli(relay, acct.phone_token, "delete", kept[:12], "--json").stdout
+            assert json.loads(printed) == {"ok": True, "session_id": kept, "mac": "deleted"}
             assert handler.deleted() == [gone, kept]
             cli(relay, acct.phone_token, "delete", kept, code=2)
 

@@ -46,7 +46,7 @@ from tests.support.web import (
 )
 from wire.errors import LinkRefused
 from wire.moved import read_record
-from wire.protocol import Command, CommandResult, MoveFile, NumberedEvent
+from wire.protocol import Command, CommandResult, EventKind, MoveFile, NumberedEvent
 
 # -- pure steps ----------------------------------------------------------------------------------
 
@@ -214,7 +214,9 @@ def test_a_moved_sessions_mode_is_never_the_moves(tmp_path: Path) -> None:
 
 
 def numbered(seq: int, epoch: str = "e1", session: str = "s1") -> NumberedEvent:
-    return NumberedEvent(kind="user", text=f"#{seq}", session_id=session, seq=seq, epoch=epoch)
+    return NumberedEvent(
+        kind=EventKind.USER, text=f"#{seq}", session_id=session, seq=seq, epoch=epoch
+    )
 
 
 def test_carried_events_are_kept_only_as_the_relay_numbered_them() -> None:

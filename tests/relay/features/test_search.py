@@ -394,13 +394,14 @@ def test_filters_for_group_state_dates_and_stage(relay: RelayServer, account: Ac
         assert found(client, "heron", since=tomorrow) == []
         assert found(client, "heron", until=yesterday) == []
         assert len(found(client, "heron", since=str(time.time() - 600))) == 3
-        for params, code in [
+        refused: list[tuple[dict[str, str | int], str]] = [
             ({"state": "sleeping"}, "bad_state"),
             ({"since": "last tuesday"}, "bad_date"),
             ({"stage": "gone"}, "bad_stage"),
             ({"limit": 0}, "bad_limit"),
             ({"limit": 1000}, "bad_limit"),
-        ]:
+        ]
+        for params, code in refused:
             response = client.get("/api/search", params={"q": "heron", **params})
             assert response.status_code == 400, (params, response.text)
             assert response.json()["error"]["code"] == code
