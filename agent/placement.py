@@ -15,7 +15,7 @@ under another folder's slug of the same home, and then appends to that file.)
 The lines themselves are not rewritten: their ``cwd`` fields (and the environment attachment's
 ``workingDirectory``) keep the folder the lines were written in, as Claude Code itself leaves
 them, and ``--resume`` in the new folder shows the whole conversation and continues it there
-(new lines carry the new ``cwd``) — checked with the real binary (tests/test_placement.py).
+(new lines carry the new ``cwd``) — checked with the real binary (tests/agent/test_placement.py).
 
 :func:`pack_conversation` writes the files into one archive (gzip'd tar, 0600) with a
 :class:`ConversationManifest`; :func:`place_conversation` checks it and puts the files in place

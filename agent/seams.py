@@ -3,7 +3,7 @@
 ``Agent`` talks to tmux through a ``Multiplexer`` (agent/mux.py's ``Mux``), to the relay through
 an ``AgentLink`` (agent/link.py's ``RelayLink``) and hears Claude Code's hooks through a
 ``HookEndpoint`` (agent/hookserver.py's ``HookServer``). Each is passed in, or built by default;
-tests/agent_fakes.py has an in-memory fake of each, so the daemon's logic runs without tmux, a
+tests/support/agent_fakes.py has an in-memory fake of each, so the daemon's logic runs without tmux, a
 relay or a socket.
 """
 

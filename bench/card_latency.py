@@ -10,9 +10,9 @@ Each round sends ``RUN_BASH please`` to a session in manual mode, and times, on 
 * the first answerable card (its dialog seen on the screen).
 
 Measured twice: the agent as built, and the agent with cards from the request turned off
-(``EARLY_CARD_FOR = 0``: a card only once the screen shows the dialog, as before). The real
-Claude Code 2.1.328 (against the tests' fake API) when it is installed, else (or with
-``--fake``) the tests' fake Claude Code.
+(agent/driver.py's ``EARLY_CARD_FOR = 0``: a card only once the screen shows the dialog, as
+before). The real Claude Code 2.1.328 (against the tests' fake API) when it is installed, else
+(or with ``--fake``) the tests' fake Claude Code.
 
     python -m bench.card_latency [--rounds 10] [--quick] [--fake]
 """
@@ -35,8 +35,9 @@ from typing import Any
 
 import httpx
 
-from agent import daemon
+from agent import driver
 from agent.daemon import AgentOptions
+from agent.hookserver import HookAnswer, HookServer, OnHook, SecretFor
 from bench.e2e_latency import _wait, _wait_drawn, percentile, start_agent
 from tests.support.bridge import API_KEY, REPO, seed_home
 from tests.support.relay import RelayServer, SSEReader, free_port
@@ -94,18 +95,20 @@ def measure(
         claude=claude, mux_program=shutil.which("tmux") or "tmux", mux_socket=socket,
         claude_home=home / ".claude", env=env,
     )  # fmt: skip
-    daemon.EARLY_CARD_FOR = 10.0 if mode == "as built" else 0.0
-    agent, loop, thread = start_agent(options)
+    driver.EARLY_CARD_FOR = 10.0 if mode == "as built" else 0.0
     hooks: list[float] = []
-    server = agent.hook_server
-    original = server._on_hook
 
-    async def timed(session_id: str, event: str, payload: dict[str, Any]) -> str | None:
-        if event == "PermissionRequest":
-            hooks.append(time.time())
-        return await original(session_id, event, payload)
+    def timed_hooks(secret_for: SecretFor, on_hook: OnHook) -> HookServer:
+        """The agent's hook endpoint, noting when each PermissionRequest arrives."""
 
-    server._on_hook = timed
+        async def timed(session_id: str, event: str, payload: dict[str, Any]) -> HookAnswer:
+            if event == "PermissionRequest":
+                hooks.append(time.time())
+            return await on_hook(session_id, event, payload)
+
+        return HookServer(secret_for, timed)
+
+    _agent, loop, thread = start_agent(options, hooks=timed_hooks)
     _wait(lambda: relay.state.live.link(account.device_id) is not None, 30)
     headers = {"Authorization": f"Bearer {account.phone_token}"}
     out: dict[str, list[float]] = {"hook_first": [], "drawn_ready": [], "drawn_first": []}

@@ -33,6 +33,7 @@ from typing import Any
 import httpx
 
 from agent.daemon import Agent, AgentOptions
+from agent.seams import HookFactory
 from tests.support.bridge import API_KEY, REPO, seed_home
 from tests.support.relay import RelayServer, SSEReader
 from wire import config as configmod
@@ -84,13 +85,16 @@ class FileGrowth:
         return None
 
 
-def start_agent(options: AgentOptions) -> tuple[Agent, asyncio.AbstractEventLoop, threading.Thread]:
+def start_agent(
+    options: AgentOptions, hooks: HookFactory | None = None
+) -> tuple[Agent, asyncio.AbstractEventLoop, threading.Thread]:
+    """An agent on its own loop thread; ``hooks`` builds its hook endpoint (agent/seams.py)."""
     holder: dict[str, Any] = {}
     ready = threading.Event()
 
     def run() -> None:
         loop = asyncio.new_event_loop()
-        agent = Agent(options, configmod.load(environ={}))
+        agent = Agent(options, configmod.load(environ={}), hooks=hooks)
         holder.update(agent=agent, loop=loop)
         loop.run_until_complete(agent.start())
         ready.set()

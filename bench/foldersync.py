@@ -182,14 +182,15 @@ def main() -> None:
                     path.unlink()
                 shutil.rmtree(target.parent)
                 shutil.rmtree(old)
+        assert isinstance(manifest, foldersync.FolderManifest)
         print(f"same git status on the target: {same}; files untracked in the archive: "
               f"{manifest.files}; skipped: {', '.join(manifest.skipped)}")  # fmt: skip
         print(f"archive bytes: full {archive_bytes['full']:,} ({archive_bytes['full'] / MB:.1f} MB), "
               f"thin {archive_bytes['thin']:,} ({archive_bytes['thin'] / MB:.1f} MB)")  # fmt: skip
         print("| step | seconds (median) | runs |")
         print("|---|---|---|")
-        for name, took in rows.items():
-            print(f"| {name} | {statistics.median(took):.2f} | {len(took)} |")
+        for name, runs in rows.items():
+            print(f"| {name} | {statistics.median(runs):.2f} | {len(runs)} |")
     finally:
         if not args.keep:
             shutil.rmtree(base, ignore_errors=True)

@@ -63,7 +63,7 @@ COMMAND_TIMEOUT_S = 10.0  # how long `tmux -V`, launchctl or systemctl may take 
 
 
 # Names from the agent and the relay, repeated: importing their modules (FastAPI, the daemon)
-# would cost doctor and `up` seconds. tests/test_doctor.py checks they still agree.
+# would cost doctor and `up` seconds. tests/cli/test_doctor.py checks they still agree.
 DEVICE_ID_FILE = "device-id"  # agent.daemon.DEVICE_ID_FILE
 
 

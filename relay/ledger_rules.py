@@ -34,7 +34,7 @@ I/O, no clock, no import of the relay's store or state. The decisions feature bu
 **Constraints** are the person's pins, given in; **open items** are given in too: the latest task
 list (its not-completed tasks), the card waiting for an answer, messages held and not delivered.
 
-Rules that hold for every ledger (tests/test_ledger_rules.py checks them with Hypothesis):
+Rules that hold for every ledger (tests/relay/test_ledger_rules.py checks them with Hypothesis):
 
 * every decision's ``text`` is a slice of its source: of the source event's text or of a string in
   its input (or of the record it came from); nothing is reworded;

@@ -10,15 +10,21 @@ counting those inside functions (only imports for the type checker are left out)
 (``relay/features/``) plug in through relay/feature.py and never import ``relay.routes``; its core
 never imports a feature: only relay/app.py lists them.
 
+The shared package (``wire``) has no import cycle of any kind, and starts every task through
+its one owner, wire/tasks.py's TaskSet.
+
 The tests share their fixtures through one pytest plug-in (tests/support/plugin.py, registered in
 tests/conftest.py) and their helpers through the modules of tests/support/: no module of the tests
-(or of the benchmarks) imports a test module (``tests.test_*``) or a conftest, inside functions
-either.
+(or of the benchmarks) imports a test module (``tests.<part>.test_*``) or a conftest, inside
+functions either. tests/ mirrors the code: each test module in the folder of the part it tests
+(tests/wire/, agent/, relay/ and its packages, cli/, web/, and e2e/), each folder a package, only
+the repository-wide rules at the top, and no file named after a round of work.
 """
 
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -278,9 +284,9 @@ def test_no_test_module_imports_another_or_a_conftest() -> None:
 def test_the_test_scan_sees_the_tests() -> None:
     # The rule above passes by finding nothing; check it looks at the tests and finds such imports.
     modules, imports = _test_imports()
-    assert {"tests.conftest", "tests.support.plugin", "tests.test_api"} <= set(modules)
+    assert {"tests.conftest", "tests.support.plugin", "tests.relay.test_api"} <= set(modules)
     assert any(
-        i.importer == "tests.test_api" and i.imported == "tests.support.api" for i in imports
+        i.importer == "tests.relay.test_api" and i.imported == "tests.support.api" for i in imports
     )
     assert _is_test_module("tests.e2e.test_journeys") and not _is_test_module("tests.support.web")
     conftest = ast.parse((ROOT / "tests" / "conftest.py").read_text(encoding="utf-8"))
@@ -330,7 +336,7 @@ def _listed_commands() -> list[str]:
     """The modules cli/main.py's ``COMMANDS`` names, in its order."""
     tree = ast.parse((ROOT / "cli" / "main.py").read_text(encoding="utf-8"))
     for node in tree.body:
-        target = node.target if isinstance(node, ast.AnnAssign) else None
+        target: ast.expr | None = node.target if isinstance(node, ast.AnnAssign) else None
         if isinstance(node, ast.Assign) and len(node.targets) == 1:
             target = node.targets[0]
         if isinstance(target, ast.Name) and target.id == "COMMANDS":
@@ -731,3 +737,151 @@ def test_the_agent_scans_see_its_parts_and_would_find_what_they_forbid() -> None
     # The daemon's own tasks and a part's go through their TaskSets.
     assert any(i.importer == "agent.daemon" and i.imported == "wire.tasks" for i in imports)
     assert any(i.importer == "agent.moving" and i.imported == "wire.tasks" for i in imports)
+
+
+# -- the shared package -------------------------------------------------------------------------
+# wire/ is what every other part builds on: no cycle of any kind inside it, and every task it
+# starts (the link's reader and the commands it hands on) has an owner, wire.tasks.TaskSet, the
+# one module that calls create_task.
+
+TASK_OWNER = "wire.tasks"
+
+
+def _wire_imports() -> tuple[dict[str, Path], list[Import]]:
+    modules = package_modules("wire")
+    known = set(modules)
+    return modules, [imp for name, path in modules.items() for imp in imports_of(name, path, known)]
+
+
+def test_no_import_cycle_of_any_kind_in_wire() -> None:
+    # Inside functions and under TYPE_CHECKING too.
+    modules, imports = _wire_imports()
+    found = _cycle(_every_import_graph(imports, set(modules)))
+    assert found is None, "wire/: import cycle (counting every import): " + " → ".join(found or [])
+
+
+def test_every_background_task_in_wire_has_a_task_set() -> None:
+    modules, _ = _wire_imports()
+    broken = [
+        found
+        for name, path in modules.items()
+        if name != TASK_OWNER
+        for found in _bare_tasks(name, path.read_text(encoding="utf-8"))
+    ]
+    assert not broken, "wire/ starts tasks without a TaskSet:\n" + "\n".join(broken)
+
+
+def test_the_wire_scans_see_wire_and_would_find_what_they_forbid() -> None:
+    modules, imports = _wire_imports()
+    assert {"wire.client", "wire.protocol", TASK_OWNER} <= set(modules)
+    graph = _every_import_graph(imports, set(modules))
+    assert "wire.protocol" in graph["wire.client"]
+    # One import back from the protocol to the client would be a cycle.
+    graph["wire.protocol"].add("wire.client")
+    assert _cycle(graph) is not None
+    # The owner is the one module left out, and it does start tasks; the link goes through it.
+    owner = modules[TASK_OWNER].read_text(encoding="utf-8")
+    assert _bare_tasks(TASK_OWNER, owner), "wire/tasks.py starts the tasks it owns"
+    assert any(i.importer == "wire.client" and i.imported == TASK_OWNER for i in imports)
+
+
+# -- the tests' own shape -----------------------------------------------------------------------
+# tests/ mirrors the code: a test module lives in the folder of the part it tests, tests/<part>/
+# (deeper where the part has a package there: tests/relay/features/ for relay/features/); the
+# end-to-end suite in tests/e2e/; at the top only the rules that read the whole repository. Each
+# folder is a package, so two test files of one base name in two parts are two modules. A file
+# is named after what it tests, never after a round of work.
+
+TEST_PARTS = ("wire", "agent", "relay", "cli", "web", "e2e")
+TOP_RULES = frozenset({"test_architecture.py", "test_docs.py"})  # read the whole repository
+TESTS = ROOT / "tests"
+NOT_CODE = ("fixtures",)  # captures: data, not Python packages
+ROUND_OF_WORK = re.compile(r"round\d|_v\d+|issue\d|stop\d|(^|_)new_|_2\.py$")
+
+
+def _test_files() -> list[Path]:
+    return sorted(
+        p for p in TESTS.rglob("test_*.py") if not set(p.relative_to(TESTS).parts) & {*NOT_CODE}
+    )
+
+
+def _misplaced(path: Path) -> str | None:
+    """Why ``path`` (a test module under tests/) is not where the code says it goes, or None."""
+    rel = path.relative_to(TESTS)
+    folder = rel.parent.parts
+    if not folder:
+        return None if rel.name in TOP_RULES else "at the top, where only the repository rules are"
+    if folder[0] not in TEST_PARTS:
+        return f"in tests/{folder[0]}/, which is no part of the code ({', '.join(TEST_PARTS)})"
+    if folder[0] == "e2e":
+        return None if len(folder) == 1 else "deeper than tests/e2e/"
+    if not (ROOT.joinpath(*folder) / "__init__.py").is_file():
+        return f"in tests/{'/'.join(folder)}/, and {'/'.join(folder)}/ is no package of the code"
+    return None
+
+
+def _packageless_folders(tests: Path = TESTS) -> list[str]:
+    """Folders under ``tests`` holding Python with no __init__.py: their modules would be
+    imported by base name, and two of one name in two parts would collide."""
+    folders = {p.parent for p in tests.rglob("*.py")} | {tests}
+    return sorted(
+        f.relative_to(tests).as_posix()
+        for f in folders
+        if not set(f.relative_to(tests).parts) & {*NOT_CODE} and not (f / "__init__.py").is_file()
+    )
+
+
+def test_every_test_module_lives_in_the_folder_of_the_part_it_tests() -> None:
+    broken = [
+        f"{p.relative_to(ROOT)}: {why}" for p in _test_files() if (why := _misplaced(p)) is not None
+    ]
+    assert not broken, "test modules outside the folders that mirror the code:\n" + "\n".join(
+        broken
+    )
+
+
+def test_every_folder_of_the_tests_is_a_package() -> None:
+    missing = _packageless_folders()
+    assert not missing, "folders of tests/ without __init__.py:\n" + "\n".join(
+        f"tests/{m}" for m in missing
+    )
+
+
+def test_no_test_file_is_named_after_a_round_of_work() -> None:
+    named = [
+        str(p.relative_to(ROOT))
+        for p in TESTS.rglob("*.py")
+        if not set(p.relative_to(TESTS).parts) & {*NOT_CODE} and ROUND_OF_WORK.search(p.name)
+    ]
+    assert not named, "test files named after a round of work, not what they test:\n" + "\n".join(
+        named
+    )
+
+
+def test_the_test_shape_scans_see_every_part_and_would_find_what_they_forbid(
+    tmp_path: Path,
+) -> None:
+    # The rules above pass by finding nothing; check they see the tests of each part and flag
+    # each thing they forbid.
+    files = _test_files()
+    for part in TEST_PARTS:
+        assert any(p.relative_to(TESTS).parts[0] == part for p in files), f"no tests/{part}/"
+    assert TESTS / "relay" / "features" / "test_audit.py" in files
+    assert {p.name for p in files if p.parent == TESTS} == TOP_RULES
+    assert _misplaced(TESTS / "relay" / "features" / "test_audit.py") is None
+    assert _misplaced(TESTS / "e2e" / "test_journeys.py") is None
+    assert "at the top" in (_misplaced(TESTS / "test_api.py") or "")
+    assert "no part of the code" in (_misplaced(TESTS / "support" / "test_x.py") or "")
+    assert "no package of the code" in (_misplaced(TESTS / "relay" / "nowhere" / "test_x.py") or "")
+    assert "deeper" in (_misplaced(TESTS / "e2e" / "more" / "test_x.py") or "")
+    for name in ("test_web_round2.py", "test_api_v2.py", "test_issue14.py", "test_stop3.py",
+                 "test_new_page.py", "test_cards_2.py"):  # fmt: skip
+        assert ROUND_OF_WORK.search(name), name
+    for name in ("test_cards.py", "test_moves.py", "test_renewal.py", "test_sessions.py"):
+        assert not ROUND_OF_WORK.search(name), name
+    # The package check finds a folder (the top too) without __init__.py, and leaves captures.
+    for folder in ("agent", "relay/store", "fixtures/x"):
+        (tmp_path / folder).mkdir(parents=True)
+        (tmp_path / folder / "test_x.py").write_text("")
+    (tmp_path / "agent" / "__init__.py").write_text("")
+    assert _packageless_folders(tmp_path) == [".", "relay/store"]

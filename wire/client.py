@@ -15,7 +15,7 @@ import json
 import logging
 from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import Protocol
 
 import websockets
 from pydantic import ValidationError
@@ -44,11 +44,13 @@ from wire.protocol import (
     Welcome,
     relay_message,
 )
+from wire.tasks import TaskSet
 
 CommandHandler = Callable[[Command], Awaitable[CommandResult]]
 DecisionAckHandler = Callable[[DecisionAck], None]
 
 _log = logging.getLogger("wire.client")
+LINK_TASKS = "mac link"  # the owner named in the link's task names and log lines
 
 
 class Archive(Protocol):
@@ -147,10 +149,13 @@ class MacLink:
     _reader: asyncio.Task[None] | None = None
     _acks: dict[int, asyncio.Future[Ack]] = field(default_factory=dict)
     _batches: Iterator[int] = field(default_factory=lambda: itertools.count(1))
-    _tasks: set[asyncio.Task[Any]] = field(default_factory=set)
+    # The reader and the commands and history requests it hands on: closed with the link.
+    _tasks: TaskSet = field(default_factory=lambda: TaskSet(LINK_TASKS, _log))
     _events_seen: asyncio.Condition = field(default_factory=asyncio.Condition)
 
     async def connect(self, *, open_timeout: float = 10.0) -> Welcome:
+        if self._tasks.closed:  # connected again after a close
+            self._tasks = TaskSet(LINK_TASKS, _log)
         with map_websockets_errors(opening=True):
             self._ws = await websockets.connect(
                 link_url(self.relay_url),
@@ -169,7 +174,7 @@ class MacLink:
         for pos in welcome.sessions:
             if pos.epoch:
                 self.archive.set_epoch(pos.session_id, pos.epoch)
-        self._reader = asyncio.create_task(self._read())
+        self._reader = self._tasks.start(self._read(), name="reader")
         return welcome
 
     async def close(self) -> None:
@@ -178,11 +183,9 @@ class MacLink:
         if self._reader is not None:
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await self._reader
-        tasks = [task for task in self._tasks if task is not asyncio.current_task()]
-        for task in tasks:
-            task.cancel()
-        # Awaited, so no command is left half-run behind a closed link.
-        await asyncio.gather(*tasks, return_exceptions=True)
+        # Cancelled and awaited, so no command is left half-run behind a closed link (a command
+        # that closes the link itself goes on to its end).
+        await self._tasks.close()
 
     async def abort(self) -> None:
         """Drop the connection without a closing handshake (a crash or a cut network)."""
@@ -270,9 +273,10 @@ class MacLink:
                     async with self._events_seen:
                         self._events_seen.notify_all()
                 elif isinstance(message, Command):
-                    self._spawn(self._run_command(message))
+                    # Named by the command's name only: its id is the relay's text, any length.
+                    self._tasks.start(self._run_command(message), name=f"command {message.name}")
                 elif isinstance(message, HistoryRequest):
-                    self._spawn(self._answer_history(message))
+                    self._tasks.start(self._answer_history(message), name="history request")
                 elif isinstance(message, LinkError):
                     self.errors.append(message)
                     future = self._acks.get(message.batch) if message.batch is not None else None
@@ -289,11 +293,6 @@ class MacLink:
             for future in self._acks.values():
                 if not future.done():
                     future.set_exception(LinkLost("the link closed before the ack"))
-
-    def _spawn(self, coro: Awaitable[None]) -> None:
-        task = asyncio.ensure_future(coro)
-        self._tasks.add(task)
-        task.add_done_callback(self._tasks.discard)
 
     async def _run_command(self, command: Command) -> None:
         if self.on_command is None:

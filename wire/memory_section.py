@@ -9,7 +9,7 @@ marker comments that only claude-bridge edits::
     - Use pnpm, not npm
     <!-- claude-bridge:memory end -->
 
-Rules (tests/test_memory_section.py checks them with Hypothesis):
+Rules (tests/wire/test_memory_section.py checks them with Hypothesis):
 
 * **Everything outside the section stays byte for byte**: the text before the begin marker and
   after the end marker is never changed. A file without a section gets one at its end (after a

@@ -4,7 +4,9 @@ A task started with :meth:`TaskSet.start` has a name, is kept until it finishes,
 unexpected exception logged with that name (an exception in a task nobody awaits is otherwise
 lost until the garbage collector complains). :meth:`TaskSet.close` cancels every task and waits
 for them, each for at most ``grace`` seconds: stopping never hangs on one stuck task, and the
-ones left behind are named in the log and returned. A closed set starts nothing more.
+ones left behind are named in the log and returned. A closed set starts nothing more. A task of
+the set that closes it (a command that stops its own link) is neither cancelled nor waited for:
+it is the one doing the closing, and goes on to its end.
 
 Every part that runs work beside its caller (the agent's loops and spawned steps, a relay
 feature's sweeper and per-event jobs, the cluster's listeners) owns one set, so stopping that
@@ -85,10 +87,12 @@ class TaskSet:
         return not pending
 
     async def close(self, grace: float = CLOSE_GRACE) -> list[str]:
-        """Start nothing more, cancel every task and wait for them up to ``grace`` seconds.
-        Returns the names of the tasks that did not end (each also logged as left behind)."""
+        """Start nothing more, cancel every task (but the one calling) and wait for them up to
+        ``grace`` seconds. Returns the names of the tasks that did not end (each also logged as
+        left behind)."""
         self._closed = True
-        running = list(self._tasks)
+        closing = asyncio.current_task()
+        running = [task for task in self._tasks if task is not closing]
         for task in running:
             task.cancel()
         if not running:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import os
 import signal
 import subprocess
@@ -125,7 +126,20 @@ class Cuttable:
         self.refusing.clear()
 
 
-LINK_CUT_SECONDS = float(os.environ.get("CB_TEST_LINK_CUT", "30"))
+# The link stays cut until Claude has written its answer on the Mac, and at least this long
+# (CB_TEST_LINK_CUT=30: a longer cut, the agent's reconnects backing off further).
+LINK_CUT_SECONDS = float(os.environ.get("CB_TEST_LINK_CUT", "0"))
+OFFLINE_ANSWER = "until it is finally done"  # the end of brief_slow's answer (scenarios.json)
+
+
+def answer_written(home: Path, words: str) -> bool:
+    """The Mac's claude wrote an assistant line holding ``words`` into one of its transcripts."""
+    for path in (home / ".claude" / "projects").glob("*/*.jsonl"):
+        for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+            with contextlib.suppress(ValueError):
+                if words in line and json.loads(line).get("type") == "assistant":
+                    return True
+    return False
 
 
 def test_link_cut_while_claude_works_loses_nothing(bridge: Bridge) -> None:
@@ -139,7 +153,12 @@ def test_link_cut_while_claude_works_loses_nothing(bridge: Bridge) -> None:
             wait_state(phone, session_id, "busy")
             proxy.cut()
             wait_online(phone, bridge.account.device_id, online=False)
-            time.sleep(LINK_CUT_SECONDS)  # Claude finishes its answer while the Mac is cut off
+            cut_at = time.monotonic()
+            # Claude finishes its answer while the Mac is cut off.
+            wait_for(
+                lambda: answer_written(bridge.home, OFFLINE_ANSWER), 60, "the answer on the Mac"
+            )
+            time.sleep(max(0.0, LINK_CUT_SECONDS - (time.monotonic() - cut_at)))
             assert snapshot(phone, session_id)["mark"] == "offline"
             proxy.heal()
             wait_online(phone, bridge.account.device_id)
@@ -209,8 +228,12 @@ def test_relay_kill_9_mid_stream_phone_sees_every_event_once(
         str(relay_process["device_id"]),
     )
     bridge = Bridge(
-        relay=None, account=account, root=tmp_path / "mac", claude=claude_bin, api_url=mock_api
-    )  # type: ignore[arg-type]
+        relay=None,  # type: ignore[arg-type]
+        account=account,
+        root=tmp_path / "mac",
+        claude=claude_bin,
+        api_url=mock_api,
+    )
     seed_home(bridge.home, [])
     proc = agent_process(bridge, url, account.device_token)
     seen: list[int] = []

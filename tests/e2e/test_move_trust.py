@@ -1,6 +1,6 @@
 """A hostile source Mac against a target running the real Claude Code 2.1.332 (against the fake
 API): what the real binary does with what a move lays down (tests/support/hostile.py; the fast
-tests with the fake claude are tests/test_move_trust.py)."""
+tests with the fake claude are tests/agent/test_move_trust.py)."""
 
 from __future__ import annotations
 

@@ -8,6 +8,8 @@ if __package__ in (None, ""):  # run as a script: import the package, not its mo
     sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != here]
     sys.path.insert(0, str(here.parent))
 
-from fakeclaude.app import main
+# Run as a script, tests/ is on the path and this package is ``fakeclaude``: the type checker
+# knows it as ``tests.fakeclaude``.
+from fakeclaude.app import main  # type: ignore[import-not-found]
 
 sys.exit(main())

@@ -8,7 +8,7 @@ it all does not fit, the top rows scroll away.
 
 Rows that never change are cut from a capture (``cut``); rows that depend on the state
 (a moved cursor, a prompt, a footer) are built with the exact colours seen in the captures.
-Every builder is checked against the capture it imitates in ``tests/test_fakeclaude.py``.
+Every builder is checked against the capture it imitates in ``tests/agent/test_fakeclaude.py``.
 """
 
 from __future__ import annotations

@@ -24,6 +24,7 @@ import pytest
 from playwright.sync_api import Browser, sync_playwright
 
 from tests.support.bridge import FAKE, Bridge, claude_binary, fake_api, seed_home
+from tests.support.paths import TESTS
 from tests.support.postgres import PostgresCluster, PostgresMissingError
 from tests.support.relay import Account, RelayServer
 from tests.support.web import CHROMIUM, CHROMIUM_ARGS, LoopThread, Phone, ScriptedMac
@@ -33,37 +34,44 @@ from tests.support.web import CHROMIUM, CHROMIUM_ARGS, LoopThread, Phone, Script
 BACKENDS = ("sqlite", "postgres")
 # The relay's API and link suites, the core's and its features': each of their tests that runs
 # a relay runs once per backend (test_x[sqlite], test_x[postgres]). A module here must get its
-# relays from ``relay``, ``make_relay`` or ``relay_overrides``. (tests/test_commands.py, of the
-# link's models alone, runs no relay.)
+# relays from ``relay``, ``make_relay`` or ``relay_overrides``. Named by their path under tests/
+# (base names repeat across the parts' folders). (tests/wire/test_protocol.py, of the link's
+# models alone, runs no relay.)
 BACKEND_MODULES = frozenset(
     {
-        "test_api.py",
-        "test_api_hardening.py",
-        "test_api_properties.py",
-        "test_link.py",
-        "test_link_hardening.py",
-        "test_link_properties.py",
-        "test_sse.py",
-        "test_outbox.py",
-        "test_last_known.py",
-        "test_recovery.py",
+        "relay/test_api.py",
+        "relay/test_api_hardening.py",
+        "relay/test_api_properties.py",
+        "relay/test_link.py",
+        "relay/test_link_hardening.py",
+        "relay/test_link_properties.py",
+        "relay/test_sse.py",
+        "relay/test_last_known.py",
+        "relay/test_recovery.py",
         # the features' APIs (relay/features/)
-        "test_search.py",
-        "test_subagents.py",
-        "test_audit.py",
-        "test_cost.py",
-        "test_push.py",
-        "test_retention.py",
-        "test_files_api.py",
-        "test_fulltext.py",
-        "test_approvals.py",
+        "relay/features/test_outbox.py",
+        "relay/features/test_search.py",
+        "relay/features/test_subagents.py",
+        "relay/features/test_audit.py",
+        "relay/features/test_cost.py",
+        "relay/features/test_push.py",
+        "relay/features/test_retention.py",
+        "relay/features/test_files.py",
+        "relay/features/test_fulltext.py",
+        "agent/test_approvals.py",
         # sessions in and out (fork, delete)
-        "test_fork.py",
-        "test_delete.py",
-        "test_moves.py",
+        "agent/test_fork.py",
+        "relay/features/test_delete.py",
+        "relay/features/test_moves.py",
     }
 )
 BACKENDS_ENV = "CB_TEST_BACKENDS"  # e.g. CB_TEST_BACKENDS=postgres: one backend only
+
+
+def backend_module(path: Path) -> str:
+    """A test file as BACKEND_MODULES names it: its path under tests/ ("relay/test_api.py")."""
+    path = path.resolve()
+    return path.relative_to(TESTS).as_posix() if path.is_relative_to(TESTS) else path.name
 
 
 def chosen_backends() -> list[str]:
@@ -76,7 +84,7 @@ def chosen_backends() -> list[str]:
 
 
 def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
-    in_suite = Path(str(metafunc.definition.fspath)).name in BACKEND_MODULES
+    in_suite = backend_module(Path(str(metafunc.definition.fspath))) in BACKEND_MODULES
     if in_suite and "relay_backend" in metafunc.fixturenames:
         # Session scope: the shared ``relay`` exists once per backend, not once per test.
         metafunc.parametrize("relay_backend", chosen_backends(), indirect=True, scope="session")

@@ -34,7 +34,7 @@ class BrowserKeys:
 
 
 # The tests' push service is plain http on loopback: allowed only because a relay names it in
-# push_allowed_hosts (a relay refuses such endpoints otherwise, see tests/test_api_hardening.py).
+# push_allowed_hosts (a relay refuses such endpoints otherwise, see tests/relay/test_api_hardening.py).
 LOCAL_PUSH_HOST = "127.0.0.1"
 
 

@@ -19,7 +19,7 @@ import uvicorn
 from relay.app import create_app, server_options
 from relay.state import RelayState
 from wire import config as configmod
-from wire.client import MacLink
+from wire.client import MacLink, MemoryArchive
 from wire.protocol import DeviceInfo
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
@@ -131,6 +131,12 @@ def fail_first_ingest(server: RelayServer) -> None:
 def phone_client(server: RelayServer, token: str | None) -> httpx.Client:
     headers = {"Authorization": f"Bearer {token}"} if token else {}
     return httpx.Client(base_url=server.url, headers=headers, timeout=15)
+
+
+def archived(link: MacLink) -> MemoryArchive:
+    """The events a test's Mac kept: its archive is in memory (session id → seq → event)."""
+    assert isinstance(link.archive, MemoryArchive), type(link.archive)
+    return link.archive
 
 
 @contextlib.asynccontextmanager

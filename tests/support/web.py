@@ -12,13 +12,13 @@ import re
 import threading
 import time
 import uuid
-from collections.abc import Coroutine
+from collections.abc import Awaitable, Callable
 from concurrent.futures import Future
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, Self, TypeVar
 
-from playwright.sync_api import Browser, BrowserContext, Page
+from playwright.sync_api import Browser, BrowserContext, Dialog, Page, ViewportSize
 
 from tests.support.relay import Account, RelayServer, phone_client, transcript
 from wire.client import MacLink, MemoryArchive
@@ -47,7 +47,7 @@ CHROMIUM_ARGS = [
     "--disable-component-update",
     "--disable-sync",
 ]
-PHONE = {"width": 390, "height": 844}
+PHONE: ViewportSize = {"width": 390, "height": 844}
 ARTIFACTS = Path(__file__).resolve().parents[2] / "test-artifacts"
 
 
@@ -59,8 +59,11 @@ class LoopThread:
         self.thread = threading.Thread(target=self.loop.run_forever, daemon=True)
         self.thread.start()
 
-    def run(self, coro: Coroutine[Any, Any, T], timeout: float = 30.0) -> T:
-        future: Future[T] = asyncio.run_coroutine_threadsafe(coro, self.loop)
+    def run(self, work: Awaitable[T], timeout: float = 30.0) -> T:
+        async def wait() -> T:
+            return await work
+
+        future: Future[T] = asyncio.run_coroutine_threadsafe(wait(), self.loop)
         return future.result(timeout)
 
     def stop(self) -> None:
@@ -113,7 +116,7 @@ class ScriptedMac:
             data = {"policy": policy.to_json()}
         return CommandResult(command_id=command.command_id, ok=True, data=data)
 
-    def connect(self) -> ScriptedMac:
+    def connect(self) -> Self:
         self.link = MacLink(
             self.url or self.server.url,
             self.token,
@@ -299,9 +302,13 @@ class Phone:
         self.problems: list[str] = []
         self.page: Page = self.new_page()
 
+    def _dismiss(self, dialog: Dialog) -> None:
+        self.dialogs.append(dialog.message)
+        dialog.dismiss()
+
     def new_page(self) -> Page:
         page = self.context.new_page()
-        page.on("dialog", lambda d: (self.dialogs.append(d.message), d.dismiss()))
+        page.on("dialog", self._dismiss)
         page.on("pageerror", lambda e: self.problems.append(f"page error: {e}"))
         page.on(
             "console",
@@ -344,7 +351,7 @@ def new_sid() -> str:
     return str(uuid.uuid4())
 
 
-def wait_for(check: Any, timeout: float = 10.0, what: str = "condition") -> Any:
+def wait_for(check: Callable[[], Any], timeout: float = 10.0, what: str = "condition") -> Any:
     deadline = time.monotonic() + timeout
     while True:
         value = check()

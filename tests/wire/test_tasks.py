@@ -119,3 +119,24 @@ def test_wait_reports_a_timeout() -> None:
         assert await tasks.wait(timeout=0.01)
 
     asyncio.run(run())
+
+
+def test_a_task_that_closes_its_own_set_goes_on_to_its_end() -> None:
+    # A command that stops its own link closes the set it runs in: it must not cancel itself
+    # half-way through the stop, nor wait for its own end.
+    async def run() -> tuple[list[str], bool, bool]:
+        tasks = TaskSet("mac link", LOG)
+        other = tasks.start(_forever(), name="reader")
+        done = asyncio.Event()
+
+        async def stop_the_link() -> list[str]:
+            left = await tasks.close(grace=1.0)
+            done.set()
+            return left
+
+        closing = tasks.start(stop_the_link(), name="command end")
+        left = await asyncio.wait_for(closing, 2.0)
+        return left, done.is_set(), other.cancelled()
+
+    left, finished, other_cancelled = asyncio.run(run())
+    assert left == [] and finished and other_cancelled

@@ -1,0 +1,177 @@
+"""Launching a session's claude (agent/launch.py): which conversation it opens (``plan_launch``),
+from plain records and what is on disk — fresh, resumed, forked or left to claude to name — and the
+command line each one makes; the extra arguments a person may give, its environment, and the
+warning for a Claude Code version this bridge was not tested with."""
+
+from __future__ import annotations
+
+import re
+import uuid
+from dataclasses import dataclass
+
+import pytest
+
+from agent.launch import (
+    BadClaudeArgs,
+    LaunchPlan,
+    OnDisk,
+    Start,
+    check_claude_args,
+    claude_argv,
+    plan_launch,
+    session_env,
+)
+
+SESSION = str(uuid.UUID(int=1))
+CONVERSATION = str(uuid.UUID(int=2))
+PARENT = str(uuid.UUID(int=3))
+NOTHING = OnDisk(conversation=False, own_transcript=False)
+ALL = OnDisk(conversation=True, own_transcript=True)
+
+
+@dataclass
+class Record:
+    id: str = SESSION
+    conversation_id: str | None = None
+    fork_conversation: str | None = None
+
+
+def argv(plan: LaunchPlan) -> list[str]:
+    return claude_argv(
+        "claude", "hooks.json", session_id=plan.session_id, resume=plan.resume, fork=plan.fork
+    )[3:]
+
+
+def test_a_new_session_starts_its_first_conversation_under_its_own_id() -> None:
+    plan = plan_launch(Record(), Start.NEW, NOTHING)
+    assert plan == LaunchPlan("fresh", session_id=SESSION, first_conversation=SESSION)
+    assert argv(plan) == ["--session-id", SESSION]
+
+
+@pytest.mark.parametrize("start", [Start.REOPEN, Start.REVIVE])
+def test_a_session_with_a_conversation_resumes_it(start: Start) -> None:
+    plan = plan_launch(Record(conversation_id=CONVERSATION), start, ALL)
+    assert plan == LaunchPlan("resume", resume=CONVERSATION)
+    assert argv(plan) == ["--resume", CONVERSATION]
+
+
+def test_a_reopened_session_without_a_conversation_names_its_first() -> None:
+    plan = plan_launch(Record(), Start.REOPEN, NOTHING)
+    assert plan == LaunchPlan("fresh", session_id=SESSION, first_conversation=SESSION)
+
+
+def test_a_revived_session_without_a_conversation_lets_claude_name_it() -> None:
+    # Its SessionStart hook then says which conversation claude started.
+    plan = plan_launch(Record(), Start.REVIVE, NOTHING)
+    assert plan == LaunchPlan("unnamed")
+    assert argv(plan) == []
+
+
+def test_a_moved_session_resumes_only_a_conversation_that_arrived() -> None:
+    record = Record(conversation_id=CONVERSATION)
+    arrived = plan_launch(record, Start.ARRIVE, OnDisk(conversation=True, own_transcript=False))
+    assert arrived == LaunchPlan("resume", resume=CONVERSATION)
+    # Never prompted on the other Mac: no transcript came, it starts afresh under that id.
+    missing = plan_launch(record, Start.ARRIVE, NOTHING)
+    assert missing == LaunchPlan("fresh", session_id=CONVERSATION)
+    assert argv(missing) == ["--session-id", CONVERSATION]
+
+
+def test_a_fork_forks_its_parents_conversation_until_it_has_a_transcript_of_its_own() -> None:
+    fork = Record(fork_conversation=PARENT)
+    plan = plan_launch(fork, Start.NEW, NOTHING)
+    assert plan == LaunchPlan("fork", session_id=SESSION, resume=PARENT, first_conversation=SESSION)
+    assert argv(plan) == ["--resume", PARENT, "--fork-session", "--session-id", SESSION]
+    # Ended before its first prompt (no transcript yet): forked again, under the same id.
+    started = Record(conversation_id=SESSION, fork_conversation=PARENT)
+    again = plan_launch(started, Start.REOPEN, NOTHING)
+    assert again == LaunchPlan("fork", session_id=SESSION, resume=PARENT)
+    # Once claude wrote the fork's own transcript, that is what it resumes.
+    own = plan_launch(started, Start.REOPEN, OnDisk(conversation=True, own_transcript=True))
+    assert own == LaunchPlan("resume", resume=SESSION)
+    # A fork that moved on to another conversation (/clear) is never forked again.
+    cleared = Record(conversation_id=CONVERSATION, fork_conversation=PARENT)
+    assert plan_launch(cleared, Start.REOPEN, NOTHING) == LaunchPlan("resume", resume=CONVERSATION)
+
+
+def test_every_plan_makes_a_command_line_claude_takes() -> None:
+    # Every record shape, every start, every disk: one conversation flag set, or none.
+    records = [
+        Record(),
+        Record(conversation_id=CONVERSATION),
+        Record(conversation_id=SESSION, fork_conversation=PARENT),
+        Record(fork_conversation=PARENT),
+    ]
+    disks = [OnDisk(a, b) for a in (False, True) for b in (False, True)]
+    for record in records:
+        for start in Start:
+            for disk in disks:
+                plan = plan_launch(record, start, disk)
+                flags = argv(plan)
+                assert flags.count("--resume") <= 1 and flags.count("--session-id") <= 1
+                assert ("--fork-session" in flags) == (plan.how == "fork")
+                if plan.first_conversation is not None:
+                    assert record.conversation_id is None
+                    assert plan.first_conversation == record.id
+
+
+def test_claude_argv_for_new_resumed_and_moded_sessions() -> None:
+    assert claude_argv("claude", "/d/hooks.json", session_id="s1") == [
+        "claude", "--settings", "/d/hooks.json", "--session-id", "s1",
+    ]  # fmt: skip
+    assert claude_argv("claude", "/h", resume="c9", permission_mode="manual", model="opus") == [
+        "claude",
+        "--settings",
+        "/h",
+        "--resume",
+        "c9",
+        "--permission-mode",
+        "manual",
+        "--model",
+        "opus",
+    ]
+    with pytest.raises(ValueError):
+        claude_argv("claude", "/h", permission_mode="yolo")
+    extra = ["--chrome", "--add-dir", "/Users/ada/shared"]
+    assert claude_argv("claude", "/h", session_id="s1", extra=extra) == [
+        "claude", "--settings", "/h", "--session-id", "s1", *extra,
+    ]  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        ["--chrome"],
+        ["--add-dir", "/Users/ada/shared", "--add-dir=/tmp/more"],
+        ["--mcp-config", "/Users/ada/mcp.json", "--dangerously-load-development-channels", "x"],
+        [],
+    ],
+)
+def test_extra_claude_args_a_person_may_give(args: list[str]) -> None:
+    assert check_claude_args(args) == args
+
+
+@pytest.mark.parametrize(
+    ("args", "why"),
+    [
+        (["hello"], "is not a flag"),
+        (["--model", "opus"], "--model is set by claude-bridge"),
+        (["--permission-mode=bypassPermissions"], "--permission-mode is set by claude-bridge"),
+        (["--chrome", "--dangerously-skip-permissions"], "--dangerously-skip-permissions"),
+        (["-p"], "-p is set by claude-bridge"),
+        (["--resume", "abc"], "--resume is set"),
+        (["--add-dir", "a\nb"], "newline"),
+    ],
+)
+def test_extra_claude_args_the_agent_refuses(args: list[str], why: str) -> None:
+    with pytest.raises(BadClaudeArgs, match=re.escape(why)):
+        check_claude_args(args)
+
+
+def test_session_env_keeps_the_agents_environment_and_drops_tmux() -> None:
+    env = session_env(
+        {"PATH": "/bin", "ANTHROPIC_BASE_URL": "http://x", "TMUX": "/tmp/t,1,0", "CB_HOOK": "old"},
+        {"CB_HOOK": "s:secret:1"},
+    )
+    assert env["PATH"] == "/bin" and env["ANTHROPIC_BASE_URL"] == "http://x"
+    assert "TMUX" not in env and env["CB_HOOK"] == "s:secret:1"
