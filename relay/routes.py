@@ -36,7 +36,7 @@ from relay.deps import (
 from relay.errors import BadRequest, Conflict, NotFound, PayloadTooLarge, Unprocessable
 from relay.history import fetch_page
 from relay.live import Link
-from relay.sse import account_updates, last_event_id, session_events
+from relay.sse import account_updates, heartbeat, last_event_id, session_events
 from relay.state import RelayState, iso
 from relay.store import Principal, new_session_id
 from wire.protocol import (
@@ -389,8 +389,15 @@ def _stream_headers(state: RelayState) -> dict[str, str]:
     return {
         "Cache-Control": "no-store",
         "X-Accel-Buffering": "no",
-        "X-CB-Keepalive": f"{state.config.float('sse_keepalive'):g}",
+        "X-CB-Keepalive": f"{_beat_every(state):g}",
+        "X-CB-Heartbeat": f"{state.config.float('stream_heartbeat_interval'):g}",
     }
+
+
+def _beat_every(state: RelayState) -> float:
+    """Seconds between the streams' heartbeats: they are the keep-alive too, so a byte comes at
+    least this often."""
+    return min(state.config.float("sse_keepalive"), state.config.float("stream_heartbeat_interval"))
 
 
 @router.get("/sessions/{session_id}/stream")
@@ -409,7 +416,8 @@ async def session_stream(
     seqrules.page_after(session.numbering, start, 1, epoch)
     return EventSourceResponse(
         session_events(state, principal, session, start),
-        ping=state.config.float("sse_keepalive"),
+        ping=_beat_every(state),
+        ping_message_factory=heartbeat,
         headers=_stream_headers(state),
     )
 
@@ -418,7 +426,8 @@ async def session_stream(
 async def account_stream(principal: Phone, state: State) -> EventSourceResponse:
     return EventSourceResponse(
         account_updates(state, principal),
-        ping=state.config.float("sse_keepalive"),
+        ping=_beat_every(state),
+        ping_message_factory=heartbeat,
         headers=_stream_headers(state),
     )
 

@@ -12,6 +12,7 @@ import { showCost, showPolicy } from "./extras.js";
 import { stateLabel, t } from "./i18n.js";
 import { LiveStream } from "./live.js";
 import { offerQueue, offlineLabel, queuedItems } from "./offline.js";
+import { contactLost, unknownLabel } from "./connection.js";
 import { actionSheet, confirmBox, promptBox, showError, toast } from "./ui.js";
 import { placeBand } from "./versionband.js";
 import { filesActions } from "./files.js";
@@ -423,7 +424,7 @@ export class SessionView {
   }
 
   macOffline() {
-    if (!this.snap) return false;
+    if (!this.snap || contactLost()) return false; // unknown, not offline, while the relay is not heard
     const device = this.app.devices.get(this.snap.device_id);
     if (device) return !device.online;
     return this.snap.mark === "offline";
@@ -440,12 +441,13 @@ export class SessionView {
     this.app.setTitle(this.title());
     if (!s) return;
     const offline = this.macOffline();
+    const stale = contactLost(); // the relay is not heard: the last known state, greyed
     const state = offline ? "unknown" : s.state;
-    this.badge.className = "badge st-" + state + (s.activity ? " act-" + s.activity : "");
+    this.badge.className = "badge st-" + state + (s.activity && !stale ? " act-" + s.activity : "") + (stale ? " stale" : "");
     this.badge.textContent = offline ? offlineLabel(this.device()) : stateLabel(s);
-    const mark = offline ? "offline" : s.mark;
+    const mark = stale ? "unknown" : offline ? "offline" : s.mark;
     this.markBadge.hidden = !mark;
-    this.markBadge.textContent = mark ? t("mk_" + mark) : "";
+    this.markBadge.textContent = stale ? unknownLabel() : mark ? t("mk_" + mark) : "";
     this.markBadge.className = "badge mark mk-" + (mark || "");
     this.pinBadge.hidden = !s.pinned;
     this.costButton.textContent = costText(s.cost, t);
