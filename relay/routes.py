@@ -553,6 +553,44 @@ async def cancel_held(
     return await send_command(state, session, CancelHeldArgs(message_id=message_id))
 
 
+# The id a held message sent now is typed under: its own id with this end (the Mac keeps one
+# message per id, so a retry of the same "send now" is never typed twice).
+_NOW_SUFFIX = "-now"
+
+
+@router.post("/sessions/{session_id}/held/{message_id}/now")
+async def send_held_now(
+    session_id: str, message_id: str, principal: Phone, state: State
+) -> dict[str, Any]:
+    """Send a held message now, on its own request: it is taken back and sent again as "Send
+    now" (the turn is interrupted; the messages held with it are typed with it, as one block)."""
+    session = await session_or_404(state, principal, session_id)
+    if not _MESSAGE_ID.fullmatch(message_id):
+        raise NotFound(f"no held message {message_id[:80]!r}", code="unknown_message")
+    live = state.live.sessions.get(session.id)
+    held = (
+        next((m for m in (live.held or []) if m.id == message_id and m.state == "held"), None)
+        if live is not None
+        else None
+    )
+    if held is None:
+        raise Conflict(
+            "that message is not held any more (already typed or cancelled): nothing to send",
+            code="message_gone",
+        )
+    await send_command(state, session, CancelHeldArgs(message_id=message_id))
+    extra: dict[str, Any] = {}
+    if held.attachments:
+        extra["attachments"] = [a.id for a in held.attachments]
+    args = SendArgs(
+        text=held.text,
+        now=True,
+        message_id=message_id[: 64 - len(_NOW_SUFFIX)] + _NOW_SUFFIX,
+        **extra,
+    )
+    return await send_command(state, session, args)
+
+
 @router.post("/sessions/{session_id}/interrupt")
 async def interrupt(session_id: str, principal: Phone, state: State) -> dict[str, Any]:
     session = await session_or_404(state, principal, session_id)

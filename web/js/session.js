@@ -13,6 +13,7 @@ import { stateLabel, t } from "./i18n.js";
 import { LiveStream } from "./live.js";
 import { offerQueue, offlineLabel, queuedItems } from "./offline.js";
 import { contactLost, unknownLabel } from "./connection.js";
+import { heldButtons, sendHeldNow } from "./heldactions.js";
 import { actionSheet, confirmBox, promptBox, showError, toast } from "./ui.js";
 import { placeBand } from "./versionband.js";
 import { filesActions } from "./files.js";
@@ -516,10 +517,13 @@ export class SessionView {
     const items = [...this.sending.filter((m) => !known.has(m.id)).map((m) => ({ ...m, state: "sending" })), ...settled];
     this.heldBox.hidden = !items.length;
     if (!items.length) { this.heldBox.replaceChildren(); return; }
+    const waiting = this.held.filter((m) => m.state === "held").length;
+    const ctx = { sessionId: this.id, others: Math.max(0, waiting - 1), readOnly: this.readOnly || this.archived(), done: () => this.refreshSnapshot() };
     this.heldBox.replaceChildren(
       h("h2.held-title", { title: t("held_hint") }, t("held_title")),
       h("ul.held-list", null, items.map((m) => h("li.held-item", { class: "hs-" + m.state, dataset: { id: m.id, state: m.state } },
-        h("span.held-text", null, m.text), ...heldDetails(m), m.whole ? m.whole() : null, h("span.held-state", null, m.label || t("hs_" + m.state))))));
+        h("span.held-text", null, m.text), ...heldDetails(m), m.whole ? m.whole() : null, h("span.held-state", null, m.label || t("hs_" + m.state)),
+        heldButtons(m, ctx)))));
   }
 
   renderComposer() {
@@ -552,6 +556,13 @@ export class SessionView {
     const now = when === "now";
     const files = this.attachments.files();
     const text = this.input.value.trim() || files.map((f) => f.name).join(", ");
+    const waiting = this.held.filter((m) => m.state === "held");
+    if (!text && now && waiting.length) {
+      // "Send now" with nothing typed: what is held goes now (the newest carries the others).
+      try { await sendHeldNow(this.id, waiting[waiting.length - 1].id, waiting.length - 1); }
+      catch (error) { this.refused(error); } finally { this.refreshSnapshot(); }
+      return;
+    }
     if (!text) { this.input.focus(); return; }
     // A retry keeps its id: never typed twice.
     const local = this.failed?.text === text ? this.failed : { id: this.newId(), text, when };
