@@ -31,6 +31,7 @@ from relay.features import (
     outbox,
     permissions,
     push,
+    report,
     retention,
     search,
     subagents,
@@ -246,6 +247,7 @@ FEATURES: tuple[Feature, ...] = (
     outbox.FEATURE,  # messages queued for an offline Mac
     moves.FEATURE,  # a session moved to another Mac
     memory.FEATURE,  # memory candidates, written to a project's CLAUDE.md with a tap
+    report.FEATURE,  # the usage report: starts, resumes, searches, memory, expiries
 )
 
 
