@@ -19,6 +19,8 @@ from typing import Annotated, Any, ClassVar, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
+from wire.memory_section import FACT_MAX_CHARS
+
 PROTOCOL_VERSION = 1
 
 # Limits on every integer from the wire. Seqs and offsets reach the page, so they stay within
@@ -495,6 +497,8 @@ CommandName = Literal[
     "move_write",
     "move_place",
     "move_finish",
+    # Memory with a tap (relay/features/memory.py, agent/memoryfiles.py)
+    "write_memory",
 ]
 
 # Limits of a command's args (docs/protocol.md §9), checked by the agent: args outside them are
@@ -798,6 +802,25 @@ class MoveFinishArgs(ArgsModel):
     epoch_start: Annotated[int, Field(ge=1, le=MAX_SEQ + 1)] = 1
 
 
+MemoryFileName = Literal["CLAUDE.local.md", "CLAUDE.md"]  # the first is the default
+MAX_MEMORY_FACTS = 200  # facts one memory section holds
+
+
+class WriteMemoryArgs(ArgsModel):
+    """Write the facts the person accepted into the product's section of ``file`` in ``cwd``
+    (the session's working folder or a folder inside it), wire/memory_section.py; answers the
+    change as a unified diff and the file's path. ``dry_run``: only the diff, nothing written.
+    ``facts`` are the whole section (what it holds afterwards, in order)."""
+
+    name: ClassVar[CommandName] = "write_memory"
+    cwd: str = Field(min_length=1, max_length=MAX_CWD_CHARS)
+    file: MemoryFileName = "CLAUDE.local.md"
+    facts: list[Annotated[str, Field(min_length=1, max_length=FACT_MAX_CHARS)]] = Field(
+        default_factory=list, max_length=MAX_MEMORY_FACTS
+    )
+    dry_run: bool = False
+
+
 CommandArgs = (
     CreateSessionArgs
     | SendArgs
@@ -826,6 +849,7 @@ CommandArgs = (
     | MoveWriteArgs
     | MovePlaceArgs
     | MoveFinishArgs
+    | WriteMemoryArgs
 )
 # Each command's args model, by name.
 COMMAND_ARGS: dict[CommandName, type[CommandArgs]] = {
