@@ -107,6 +107,7 @@ class MarkerKind(StrEnum):
     ALLOW_ALL = "allow_all"  # "allow all" started or ended (agent)
     GRANT = "grant"  # a grant given, revoked or ended with its claude process (agent)
     MOVED = "moved"  # 🚚 the session moved to this Mac from another (agent)
+    RESUMED = "resumed"  # a stopped session started again lean: fresh or from a summary (agent)
     INFO = "info"
 
 
@@ -489,6 +490,7 @@ CommandName = Literal[
     "set_model",
     "save_attachment",
     "revoke_grant",
+    "set_resume",
     # Moving a session to another Mac (relay/features/moves.py, agent/moving.py)
     "move_probe",
     "move_export",
@@ -585,8 +587,33 @@ class RestArgs(ArgsModel):
     name: ClassVar[CommandName] = "rest"
 
 
+# How a stopped session starts again (issue 23): ``full`` resumes the whole conversation
+# (``claude --resume``), ``summary`` resumes it then runs Claude Code's own ``/compact`` before
+# the held messages, ``fresh`` starts a new conversation whose first message is the handoff.
+ResumeScope = Literal["full", "summary", "fresh"]
+RESUME_SCOPES: tuple[ResumeScope, ...] = ("full", "summary", "fresh")
+MAX_DECISIONS_COUNT = 1_000_000
+
+
 class ReopenArgs(ArgsModel):
+    """Start a stopped session again. ``scope``/``handoff``: this once, instead of the ones the
+    session keeps (set_resume)."""
+
     name: ClassVar[CommandName] = "reopen"
+    scope: ResumeScope | None = None
+    handoff: str | None = Field(default=None, max_length=MAX_MESSAGE_CHARS)
+    decisions: int | None = Field(default=None, ge=0, le=MAX_DECISIONS_COUNT)
+
+
+class SetResumeArgs(ArgsModel):
+    """The session's resume scope (None: ``full``, the person has not picked) and the handoff a
+    ``fresh`` start types first, with the count of decisions it holds (the marker line's N).
+    Kept in the Mac's registry and used at every start of the stopped session."""
+
+    name: ClassVar[CommandName] = "set_resume"
+    scope: ResumeScope | None = None
+    handoff: str | None = Field(default=None, max_length=MAX_MESSAGE_CHARS)
+    decisions: int = Field(default=0, ge=0, le=MAX_DECISIONS_COUNT)
 
 
 class CancelHeldArgs(ArgsModel):
@@ -842,6 +869,7 @@ CommandArgs = (
     | SetModelArgs
     | SaveAttachmentArgs
     | RevokeGrantArgs
+    | SetResumeArgs
     | MoveProbeArgs
     | MoveExportArgs
     | MoveAcceptArgs
