@@ -50,6 +50,15 @@ def known_of(info: SessionInfo) -> dict[str, Any] | None:
     }
 
 
+def first_message_pending(last_seq: int, live: SessionInfo | None) -> bool:
+    """Whether a session is still starting for the person: nothing in its history yet and a
+    message (the prompt it was started with) still waiting to be typed. Claude Code shows its
+    prompt (the Mac says "idle") a moment before the first message is typed."""
+    if last_seq > 0 or live is None:
+        return False
+    return any(m.state in ("held", "typing") for m in live.held or [])
+
+
 @dataclass
 class RelayState:
     """The core's running parts: the store, the hub, the live side, the cluster. What the
@@ -107,6 +116,8 @@ class RelayState:
         if not online and mark is None:
             mark = "offline"
         state = live.state if (live and online and live.state) else "ended"
+        if state == "idle" and first_message_pending(session.last_seq, live):
+            state = "starting"  # claude is up, but what it was started with is not typed yet
         body: dict[str, Any] = {
             "id": session.id,
             "device_id": session.device_id,
