@@ -139,7 +139,7 @@ async def _run_with_agent(
     import uvicorn
 
     from agent.daemon import Agent, AgentOptions
-    from agent.launch import ClaudeMissing, find_claude
+    from agent.launch import INSTALL_LINE, ClaudeMissing, find_claude, wanted_claude
     from agent.mux import MuxError, find_program
     from relay.app import create_app
 
@@ -155,8 +155,13 @@ async def _run_with_agent(
     agent: Agent | None = None
     try:
         claude = find_claude(getattr(args, "claude", None))
+    except ClaudeMissing as exc:
+        # The agent runs anyway: the page says Claude Code is missing here and how to install it.
+        print(f"  {exc}: the page says so; sessions start once it is installed", flush=True)
+        claude = wanted_claude(getattr(args, "claude", None))
+    try:
         program = find_program("auto")
-    except (ClaudeMissing, MuxError) as exc:
+    except MuxError as exc:
         print(f"  no local agent: {exc}", flush=True)
         print("  The relay runs; sessions can start once this is fixed (then run this again).")
     else:
@@ -172,7 +177,11 @@ async def _run_with_agent(
         agent = Agent(options, cfg)
         try:
             await agent.start()
-            print(f"  local agent:  running claude {agent.claude_version} in {program}", flush=True)
+            if agent.binary.found:
+                running = f"running claude {agent.claude_version} in {program}"
+            else:
+                running = f"linked, without Claude Code ({INSTALL_LINE} installs it)"
+            print(f"  local agent:  {running}", flush=True)
             if extra:
                 print(f"  claude args:  {shlex.join(extra)}", flush=True)
         except ClaudeMissing as exc:
