@@ -142,6 +142,7 @@ async def _run_with_agent(
     from agent.launch import INSTALL_LINE, ClaudeMissing, find_claude, wanted_claude
     from agent.mux import MuxError, find_program
     from relay.app import create_app
+    from relay.sse import end_streams
 
     server = uvicorn.Server(uvicorn.Config(create_app(cfg), **server_settings(cfg, args.log_level)))
     serving = tasks.start(server.serve(), name="the relay's server")
@@ -188,8 +189,16 @@ async def _run_with_agent(
             print(f"  no local agent: {exc}", flush=True)
             agent = None
     loop = asyncio.get_running_loop()
+
+    def stop() -> None:
+        # The open event streams end at once too (else each waits for the graceful timeout and
+        # is cancelled with a traceback); a second Ctrl-C stops without waiting at all.
+        end_streams()
+        server.force_exit = server.should_exit
+        server.should_exit = True
+
     for sig in (signal.SIGINT, signal.SIGTERM):  # before saying so: a Ctrl-C then stops cleanly
-        loop.add_signal_handler(sig, lambda: setattr(server, "should_exit", True))
+        loop.add_signal_handler(sig, stop)
     print("  Press Ctrl-C to stop (sessions keep running and are picked up next time).", flush=True)
     try:
         await serving
