@@ -287,6 +287,29 @@ class GrantInfo(_Model):
     granted_at: float = Field(ge=0, le=1e11, allow_inf_nan=False)
 
 
+MAX_FAILURE_LINES = 8  # the lines of Claude Code's own message a start failure carries
+MAX_FAILURE_LINE_CHARS = 300
+MAX_FAILURE_TEXT_CHARS = 1000  # its reason and its action
+FAILURE_CODE = r"^[a-z][a-z_]{0,63}$"
+
+
+class StartFailureInfo(_Model):
+    """Why a session's claude ended before its session was ever live (agent/startfail.py):
+    ``code`` (``claude_not_logged_in``, ``claude_bad_flag`` … ``claude_exited``), ``reason``
+    (Claude Code's own words, the first meaningful line), ``action`` (what the person does,
+    naming the Mac), ``last_lines`` (the message as it was on the pane's last screen) and the
+    exit ``status`` / ``signal`` when known."""
+
+    code: str = Field(pattern=FAILURE_CODE)
+    reason: str = Field(max_length=MAX_FAILURE_TEXT_CHARS)
+    action: str = Field(max_length=MAX_FAILURE_TEXT_CHARS)
+    last_lines: list[Annotated[str, Field(max_length=MAX_FAILURE_LINE_CHARS)]] = Field(
+        default_factory=list, max_length=MAX_FAILURE_LINES
+    )
+    status: int | None = Field(default=None, ge=0, le=255)
+    signal: int | None = Field(default=None, ge=0, le=255)
+
+
 class SessionInfo(_Model):
     """What the Mac reports about a session's live side (never stored as state)."""
 
@@ -303,6 +326,9 @@ class SessionInfo(_Model):
     permission_mode: str | None = None
     model: str | None = None
     error: str | None = None  # why the Mac could not (re)start the session; None once it runs
+    # claude ended before the session was live: why, in its words, and what to do (None: it
+    # did not, or a later start works). ``error`` then holds the same, in one sentence.
+    failure: StartFailureInfo | None = None
     # The grants of the running claude process, all of them (a field left out: unchanged).
     grants: list[GrantInfo] | None = Field(default=None, max_length=64)
 
