@@ -6,6 +6,7 @@ import { ago, folderName, h, shortPath } from "./dom.js";
 import { LANGS, getLang, setLang, t } from "./i18n.js";
 import { retentionSection } from "./extras.js";
 import { confirmBox, showError, toast } from "./ui.js";
+import { troubleNote, whyNoStart } from "./standing.js";
 
 const MODES = ["default", "acceptEdits", "plan", "auto", "manual", "dontAsk", "bypassPermissions"];
 // Claude Code's model names and aliases offered as a list ("" = the Mac's default); any other
@@ -49,6 +50,19 @@ export function renderNewSession(app) {
   };
   fillFolders();
   mac.addEventListener("change", fillFolders);
+  // A Mac that cannot run Claude Code, or none online: the form says why Start is off.
+  const trouble = h("div.ns-trouble", { id: "ns-trouble" });
+  const why = h("p.note.ns-why", { id: "ns-why", role: "status" });
+  const explain = () => {
+    const chosen = app.devices.get(mac.value);
+    const note = troubleNote(chosen);
+    trouble.replaceChildren(...(note ? [note] : []));
+    const reason = whyNoStart(chosen, Boolean(firstOnline));
+    why.textContent = reason;
+    why.hidden = !reason;
+    submit.disabled = Boolean(reason);
+  };
+  mac.addEventListener("change", explain);
   cwd.addEventListener("input", markPicked);
   const mode = h("select", { id: "ns-mode", name: "permission_mode" }, MODES.map((m) => h("option", { value: m }, t("pm_" + m))));
   const modelPick = h("select", { id: "ns-model-pick", name: "model_pick" },
@@ -61,14 +75,14 @@ export function renderNewSession(app) {
   worktree.addEventListener("change", () => { branch.hidden = !worktree.checked; });
   const submit = h("button.primary", { type: "submit" }, t("ns_start"));
   const form = h("form.stack", { "aria-label": t("ns_title") },
-    h("label", { for: "ns-mac" }, t("ns_mac")), mac,
+    h("label", { for: "ns-mac" }, t("ns_mac")), mac, trouble,
     h("label", { for: "ns-cwd" }, t("ns_folder")), recent, cwd, folders,
     h("label.check", null, worktree, h("span", null, t("ns_worktree"))), branch,
     h("label", { for: "ns-mode" }, t("ns_mode")), mode,
     h("label", { for: "ns-prompt" }, t("ns_prompt")), prompt,
     h("label", { for: "ns-model-pick" }, t("ns_model")), modelPick, model,
-    firstOnline ? null : h("p.note", null, t("ns_no_mac")),
-    submit);
+    why, submit);
+  explain();
   form.addEventListener("submit", async (event) => {
     event.preventDefault();
     const body = { device_id: mac.value, cwd: cwd.value.trim(), permission_mode: mode.value };
@@ -84,8 +98,8 @@ export function renderNewSession(app) {
       location.hash = "#/s/" + encodeURIComponent(created.id);
     } catch (error) {
       showError(error);
-      submit.disabled = false;
       submit.textContent = t("ns_start");
+      explain();
     }
   });
   return h("div.page", null, form);

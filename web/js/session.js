@@ -14,6 +14,7 @@ import { LiveStream } from "./live.js";
 import { offerQueue, offlineLabel, queuedItems } from "./offline.js";
 import { contactLost, unknownLabel } from "./connection.js";
 import { heldButtons, sendHeldNow } from "./heldactions.js";
+import { failureBox, failureText } from "./failure.js";
 import { actionSheet, confirmBox, promptBox, showError, toast } from "./ui.js";
 import { placeBand } from "./versionband.js";
 import { filesActions } from "./files.js";
@@ -62,6 +63,7 @@ export class SessionView {
     this.meta = h("p.session-meta");
     this.summary = h("p.session-sum", { hidden: true });
     this.moveSlot = h("div.move-slot");
+    this.failureSlot = h("div.failure-slot");
     this.moreButton = h("button.icon", { type: "button", "aria-label": t("actions"), title: t("actions") }, "⋯");
     this.moreButton.addEventListener("click", () => this.actions());
     this.earlier = h("button.earlier", { type: "button" }, t("earlier"));
@@ -88,7 +90,7 @@ export class SessionView {
     this.archivedNote = h("div.read-only-note.archived-note", { role: "note" }, h("span", null, t("archived_note")), this.readOnly ? null : pin);
     this.lockSlot = h("div");
     this.el = h("section.session", { "aria-label": t("claude") },
-      h("div.session-head", null, h("div.badges", null, this.markBadge, this.pinBadge), this.meta, this.costButton, this.summary, this.moveSlot),
+      h("div.session-head", null, h("div.badges", null, this.markBadge, this.pinBadge), this.meta, this.costButton, this.summary, this.failureSlot, this.moveSlot),
       h("div.older", null, this.earlier, this.topNote),
       this.list, this.previewBox,
       h("div.dock", null, this.newChip, this.cardSlot, this.heldBox, this.lockSlot));
@@ -452,9 +454,11 @@ export class SessionView {
     this.markBadge.className = "badge mark mk-" + (mark || "");
     this.pinBadge.hidden = !s.pinned;
     this.costButton.textContent = costText(s.cost, t);
-    const note = s.error || s.summary;
+    const note = s.failure ? s.summary : s.error || s.summary; // a failure says it in its box
     this.summary.hidden = !note;
     this.summary.textContent = note || "";
+    const box = failureBox(s);
+    this.failureSlot.replaceChildren(...(box ? [box] : []));
     this.renderLock();
     const band = moveBand(s.move, this.app.devices);
     this.moveSlot.replaceChildren(...(band ? [band] : []));
@@ -522,7 +526,7 @@ export class SessionView {
     this.heldBox.replaceChildren(
       h("h2.held-title", { title: t("held_hint") }, t("held_title")),
       h("ul.held-list", null, items.map((m) => h("li.held-item", { class: "hs-" + m.state, dataset: { id: m.id, state: m.state } },
-        h("span.held-text", null, m.text), ...heldDetails(m), m.whole ? m.whole() : null, h("span.held-state", null, m.label || t("hs_" + m.state)),
+        h("span.held-text", null, m.text), ...heldDetails(m), m.whole ? m.whole() : null, h("span.held-state", null, m.label || (this.snap && this.snap.failure && m.state === "held" ? failureText("not_delivered") : t("hs_" + m.state))),
         heldButtons(m, ctx)))));
   }
 
