@@ -51,6 +51,7 @@ from agent.hooksettings import build_settings, hook_command_path, write_settings
 from agent.launch import ClaudeBinary
 from agent.life import SessionLife
 from agent.link import RelayLink
+from agent.memoryfiles import MemoryFiles
 from agent.messages import Messages
 from agent.moving import Moving
 from agent.mux import Mux, Pane
@@ -179,6 +180,7 @@ class Agent:
                 *Controls(self.sessions).handlers(),
                 *permissions.handlers(),
                 *SessionFiles(self.sessions, options.claude_home).handlers(),
+                *MemoryFiles(self.sessions).handlers(),
                 *self.moving.handlers(),
             ]
         )

@@ -81,6 +81,7 @@ FIRST_FRAME_QUIET = 1.0  # keys in the first ~0.5 s after the first frame are dr
 CARD_CONFIRM_TIMEOUT = 4.0  # how long an answered card may stay on screen before keys are retried
 CARD_RETRY_AFTER = 0.8
 DIALOG_SETTLE = 0.4  # a key sent within ~10 ms of a dialog appearing is dropped: wait a little
+LEAD_SETTLE = 2.0  # s after a resume's lead was typed before an idle screen lets held ones go
 TYPE_CONFIRM = 1.5  # how long a paste or an Enter may take to show on screen
 ESCAPE_CONFIRM = 1.5  # how long Esc may take to stop a turn or close a dialog on screen
 KEY_GAP = 0.06  # between key groups, so each is drawn before the next (multi-step answers)
@@ -241,6 +242,9 @@ class Runtime:
     pass_failed: set[str] = field(default_factory=set)  # dialogs that would not pass: cards
     model_changed_at: float | None = None  # the phone changed the model (its confirmation passes)
     held_not_before: float = 0.0  # after a revive, held messages wait a little
+    # When a resume's lead was typed: held messages follow once the screen is idle again (a
+    # /compact may be over before the screen is read busy, so no idle transition would come).
+    after_lead_at: float | None = None
     moving: bool = False  # in a move to or from another Mac: its held messages wait
     launching: bool = False  # its terminal is being (re)made: screen reads wait
     error: str | None = None  # why its last launch failed (shown on the phone), None once up
@@ -295,6 +299,11 @@ class Runtime:
         self.was_live = True
         self.first_frame_at = now - FIRST_FRAME_QUIET
         self.trust_passed = True
+
+
+def lead_settled(after_lead_at: float | None, state: str, now: float) -> bool:
+    """A resume's lead was typed a while ago and the screen is idle: what waits behind it may go."""
+    return after_lead_at is not None and state == "idle" and now >= after_lead_at + LEAD_SETTLE
 
 
 @dataclass(frozen=True)
@@ -537,7 +546,10 @@ class SessionDriver(Runtime):
             interval = DIALOG_WATCH_INTERVAL  # its card waits for the dialog: catch it drawn
         self.next_screen = now + float(interval)
         await self.send_update()
-        if previous != computed.state and computed.state == "idle":
+        if (previous != computed.state and computed.state == "idle") or lead_settled(
+            self.after_lead_at, computed.state, now
+        ):
+            self.after_lead_at = None
             await self.deliver_held(reason="idle")
         elif self.card is not None and self.card.kind == "stuck" and previous == "busy":
             await self.deliver_held(reason="interrupted")  # the turn ended by Esc
@@ -672,6 +684,10 @@ class SessionDriver(Runtime):
 
     async def deliver_held(self, reason: str) -> None:
         record = self.record
+        if record.lead:
+            # A resume's own first words (the handoff, /compact) go before any held message.
+            await self.type_lead(reason)
+            return
         waiting = heldrules.due(record.held, reason)
         if not waiting or not self.pane_alive or self.moving:
             return
@@ -685,6 +701,35 @@ class SessionDriver(Runtime):
         if decision in (heldrules.Delivery.REOPEN_THEN_TYPE,):
             return
         await self.type_messages(waiting, dismiss=decision is heldrules.Delivery.DISMISS_THEN_TYPE)
+
+    async def type_lead(self, reason: str) -> None:
+        """Type the first of the record's lead (agent/launch.py's plan: the handoff of a fresh
+        resume, ``/compact`` of a summary one) alone, once claude is idle with no dialog; the
+        held messages wait for the turn it starts to end (the next idle)."""
+        record = self.record
+        if not self.pane_alive or self.moving or reason not in heldrules.TURN_ENDED:
+            return
+        if self.state != "idle" or self.card is not None:
+            return
+        if time.time() < self.held_not_before:
+            await asyncio.sleep(self.held_not_before - time.time())
+        async with self.keys:
+            if not record.lead:
+                return
+            text = record.lead[0]
+            try:
+                await self._quiet_after_first_frame()
+                typed = await self._paste_and_submit(text)
+            except (PaneGone, DialogOpen):
+                typed = False
+            if typed:
+                record.lead = record.lead[1:]
+                self.after_lead_at = time.time()
+                self.host.save()
+            else:
+                _log.info("session %s: the resume's first words wait for the screen", record.id)
+        self.wake_screen.set()
+        await self.send_update()
 
     async def type_messages(
         self,

@@ -1,7 +1,7 @@
 // The control page: an account stream (/api/stream) for every Mac and session, a stream for the
 // session on screen, a phone cache for when either is unreachable, a band saying what is wrong.
 // Screens: #/ overview, #/s/<id> session (#/s/<id>/read read-only; …/agent/<agent id> a
-// subagent's history), #/new, #/settings.
+// subagent's history), #/new, #/settings, #/memory[/<project>] (memory candidates).
 
 import { extraHeaders, get, onReachability, setReadOnly } from "./js/api.js";
 import * as cache from "./js/cache.js";
@@ -11,6 +11,7 @@ import { FilesView } from "./js/files.js";
 import { renderNewSession, renderSettings } from "./js/forms.js";
 import { t } from "./js/i18n.js";
 import { LiveStream } from "./js/live.js";
+import { MemoryView } from "./js/memory.js";
 import { renderOverview } from "./js/overview.js";
 import { SearchPanel } from "./js/search.js";
 import { SessionView } from "./js/session.js";
@@ -205,6 +206,10 @@ class App {
       this.view.renderMeta();
     } else if (parts[0] === "new") {
       this.show("new", renderNewSession(this), t("ns_title"));
+    } else if (parts[0] === "memory") {
+      this.sub = new MemoryView(this, parts[1]);
+      this.backTo = "#/settings";
+      this.show("memory", this.sub.el, this.sub.title());
     } else if (parts[0] === "settings") {
       this.show("settings", renderSettings(this), t("settings"));
     } else {
