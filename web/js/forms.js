@@ -8,8 +8,8 @@ import { retentionSection } from "./extras.js";
 import { mt } from "./memory.js";
 import { confirmBox, showError, toast } from "./ui.js";
 import { troubleNote, whyNoStart } from "./standing.js";
+import { MODES, defaultOptionLabel, modeName, startsIn } from "./modes.js";
 
-const MODES = ["default", "acceptEdits", "plan", "auto", "manual", "dontAsk", "bypassPermissions"];
 // Claude Code's model names and aliases offered as a list ("" = the Mac's default); any other
 // model is typed in "Other".
 const MODELS = ["", "opus", "sonnet", "haiku", "opusplan", "sonnet[1m]"];
@@ -65,7 +65,11 @@ export function renderNewSession(app) {
   };
   mac.addEventListener("change", explain);
   cwd.addEventListener("input", markPicked);
-  const mode = h("select", { id: "ns-mode", name: "permission_mode" }, MODES.map((m) => h("option", { value: m }, t("pm_" + m))));
+  // No choice = no flag: the Mac's Claude Code picks, as `claude-bridge claude` does.
+  const mode = h("select", { id: "ns-mode", name: "permission_mode", "aria-describedby": "ns-mode-hint" },
+    h("option", { value: "" }, defaultOptionLabel()), MODES.map((m) => h("option", { value: m }, modeName(m))));
+  const modeHint = h("p.note", { id: "ns-mode-hint" }, startsIn(""));
+  mode.addEventListener("change", () => { modeHint.textContent = startsIn(mode.value); });
   const modelPick = h("select", { id: "ns-model-pick", name: "model_pick" },
     MODELS.map((m) => h("option", { value: m }, m ? m : t("ns_model_default"))), h("option", { value: OTHER }, t("ns_model_other")));
   const model = h("input", { id: "ns-model", name: "model", autocapitalize: "off", spellcheck: "false", placeholder: "claude-sonnet-4-5", hidden: true, "aria-label": t("ns_model_other") });
@@ -79,14 +83,15 @@ export function renderNewSession(app) {
     h("label", { for: "ns-mac" }, t("ns_mac")), mac, trouble,
     h("label", { for: "ns-cwd" }, t("ns_folder")), recent, cwd, folders,
     h("label.check", null, worktree, h("span", null, t("ns_worktree"))), branch,
-    h("label", { for: "ns-mode" }, t("ns_mode")), mode,
+    h("label", { for: "ns-mode" }, t("ns_mode")), mode, modeHint,
     h("label", { for: "ns-prompt" }, t("ns_prompt")), prompt,
     h("label", { for: "ns-model-pick" }, t("ns_model")), modelPick, model,
     why, submit);
   explain();
   form.addEventListener("submit", async (event) => {
     event.preventDefault();
-    const body = { device_id: mac.value, cwd: cwd.value.trim(), permission_mode: mode.value };
+    const body = { device_id: mac.value, cwd: cwd.value.trim() };
+    if (mode.value) body.permission_mode = mode.value;
     if (prompt.value.trim()) body.prompt = prompt.value.trim();
     const chosen = modelPick.value === OTHER ? model.value.trim() : modelPick.value;
     if (chosen) body.model = chosen;

@@ -15,6 +15,7 @@ import { offerQueue, offlineLabel, queuedItems } from "./offline.js";
 import { contactLost, unknownLabel } from "./connection.js";
 import { heldButtons, sendHeldNow } from "./heldactions.js";
 import { failureBox, failureText } from "./failure.js";
+import { modeName } from "./modes.js";
 import { actionSheet, confirmBox, promptBox, showError, toast } from "./ui.js";
 import { placeBand } from "./versionband.js";
 import { filesActions } from "./files.js";
@@ -465,7 +466,7 @@ export class SessionView {
     const device = this.device();
     const parts = [shortPath(s.cwd)];
     if (device) parts.push(device.name || device.id);
-    if (s.permission_mode) parts.push(s.permission_mode);
+    if (s.permission_mode) parts.push(modeName(s.permission_mode));
     if (s.branch) parts.push("⎇ " + s.branch);
     if (s.parent_id) {
       const parent = this.app.sessions.get(s.parent_id);
@@ -585,7 +586,7 @@ export class SessionView {
       const extra = { ...(when === "after_turn" ? { when } : {}), ...(ids.length ? { attachments: ids } : {}) };
       const result = await this.post(text, now, local.id, extra);
       this.failed = null;
-      if (result && result.reopened && result.permission_mode) toast(t("reopened_in", { mode: t("pm_" + result.permission_mode) }));
+      if (result && result.reopened && result.permission_mode) toast(t("reopened_in", { mode: modeName(result.permission_mode) }));
       else if (result && result.reopened) toast(t("reopened"));
       else if (joined) toast(t("sent_as_one", { n: joined + 1 }));
     } catch (error) {
