@@ -16,7 +16,8 @@ import { contactLost, unknownLabel } from "./connection.js";
 import { heldButtons, sendHeldNow } from "./heldactions.js";
 import { failureBox, failureText } from "./failure.js";
 import { modeName } from "./modes.js";
-import { actionSheet, confirmBox, promptBox, showError, toast } from "./ui.js";
+import { groupedSheet, inGroup } from "./menu.js";
+import { confirmBox, promptBox, showError, toast } from "./ui.js";
 import { placeBand } from "./versionband.js";
 import { filesActions } from "./files.js";
 import { Attachments, heldDetails, modeModelActions, upload } from "./composer.js";
@@ -675,45 +676,51 @@ export class SessionView {
   actions() {
     const s = this.snap || {};
     const stopped = s.state === "ended" || ["ended", "resting"].includes(s.mark);
-    const looks = [
+    const looks = inGroup("info", [
       { label: t("cost"), run: () => showCost(this.id) },
       { label: t("perms"), run: () => showPolicy(this.id, this.readOnly || this.archived()) },
       { label: t("audit"), run: () => showAudit(this.id) },
-    ];
+    ]);
     if (this.readOnly) {
-      actionSheet(this.title(), [...looks, { label: t("leave_read_only"), run: () => { location.hash = "#/s/" + encodeURIComponent(this.id); } }]);
+      groupedSheet(this.title(), [...looks, { label: t("leave_read_only"), group: "info", run: () => { location.hash = "#/s/" + encodeURIComponent(this.id); } }]);
       return;
     }
-    const list = [
-      { label: t("rename"), run: async () => { const v = await promptBox(t("rename_label"), s.title || ""); if (v !== null && v.trim()) this.change({ title: v.trim() }); } },
-      { label: t("reset_title"), run: () => this.change(null, () => del(`/api/sessions/${encodeURIComponent(this.id)}/title`)) },
-      { label: s.pinned ? t("unpin") : t("pin"), run: () => this.pin(!s.pinned) },
-      ...looks,
-      ...filesActions(this.id),
-      { label: t("group"), run: async () => { const v = await promptBox(t("group_label"), s.group || ""); if (v !== null) this.change({ group: v.trim() }); } },
-      { label: s.locked ? t("unlock") : t("lock"), run: () => this.change({ locked: !s.locked }) },
-      { label: t("move_up"), run: () => this.move(-1) },
-      { label: t("move_down"), run: () => this.move(1) },
-      { label: t("open_read_only"), run: () => { location.hash = "#/s/" + encodeURIComponent(this.id) + "/read"; } },
-    ];
-    if (!s.locked) list.push({ label: t("delete"), danger: true, run: () => this.remove() });
-    if (this.archived()) { actionSheet(this.title(), list); return; }
-    list.push({ label: t("fork"), run: () => this.fork() });
+    const archived = this.archived();
     const moving = s.mark === "moving" || (s.move && s.move.state === "moving");
-    const move = !s.locked && !moving && moveAction({ ...s, id: this.id }, this.app.devices, (m) => {
+    const move = !archived && !s.locked && !moving && moveAction({ ...s, id: this.id }, this.app.devices, (m) => {
       this.snap = { ...this.snap, move: m, mark: "moving" };
       this.renderMeta();
     });
-    if (move) list.push(move);
-    // A stopped session takes them at its next start.
-    list.push(...modeModelActions({ ...s, id: this.id }, (snap) => {
-      this.snap = { ...this.snap, ...snap };
-      this.renderMeta();
-    }));
-    if (stopped) list.push({ label: t("reopen"), run: () => this.life("reopen") });
-    if (!s.locked && s.mark !== "resting" && s.state !== "ended") list.push({ label: t("rest"), run: () => this.life("rest", t("confirm_rest")) });
-    if (!s.locked && s.mark !== "ended") list.push({ label: t("end"), danger: true, run: () => this.life("end", t("confirm_end")) });
-    actionSheet(this.title(), list);
+    const list = [
+      ...inGroup("everyday", [
+        !archived && stopped ? { label: t("reopen"), run: () => this.life("reopen") } : null,
+        // A stopped session takes them at its next start.
+        ...(archived ? [] : modeModelActions({ ...s, id: this.id }, (snap) => {
+          this.snap = { ...this.snap, ...snap };
+          this.renderMeta();
+        })),
+        ...filesActions(this.id),
+        !archived ? { label: t("fork"), run: () => this.fork() } : null,
+        move || null,
+      ]),
+      ...looks,
+      ...inGroup("info", [{ label: t("open_read_only"), run: () => { location.hash = "#/s/" + encodeURIComponent(this.id) + "/read"; } }]),
+      ...inGroup("arrange", [
+        { label: t("rename"), run: async () => { const v = await promptBox(t("rename_label"), s.title || ""); if (v !== null && v.trim()) this.change({ title: v.trim() }); } },
+        { label: t("reset_title"), run: () => this.change(null, () => del(`/api/sessions/${encodeURIComponent(this.id)}/title`)) },
+        { label: s.pinned ? t("unpin") : t("pin"), run: () => this.pin(!s.pinned) },
+        { label: t("group"), run: async () => { const v = await promptBox(t("group_label"), s.group || ""); if (v !== null) this.change({ group: v.trim() }); } },
+        { label: s.locked ? t("unlock") : t("lock"), run: () => this.change({ locked: !s.locked }) },
+        { label: t("move_up"), run: () => this.move(-1) },
+        { label: t("move_down"), run: () => this.move(1) },
+      ]),
+      ...inGroup("ending", [
+        !archived && !s.locked && s.mark !== "resting" && s.state !== "ended" ? { label: t("rest"), kind: "rest", run: () => this.life("rest", t("confirm_rest")) } : null,
+        !archived && !s.locked && s.mark !== "ended" ? { label: t("end"), kind: "end", danger: true, run: () => this.life("end", t("confirm_end")) } : null,
+        !s.locked ? { label: t("delete"), danger: true, run: () => this.remove() } : null,
+      ]),
+    ];
+    groupedSheet(this.title(), list);
   }
 
   /** Reorder within its Mac and group: a position between the neighbours one step away. */
