@@ -261,12 +261,22 @@ class SessionPosition(_Model):
     epoch: str | None = None
 
 
+ClaudeStanding = Literal["ok", "missing", "logged_out", "unknown"]
+MAX_HINT_CHARS = 500
+
+
 class DeviceInfo(_Model):
     name: str = ""
     hostname: str = ""
     os: str = ""
     agent_version: str = ""
     claude_version: str = ""
+    # Whether the agent found Claude Code (None: an agent too old to say), how it stands
+    # (``missing``; ``logged_out``: `claude auth status` says no login; ``unknown``: it could
+    # not tell) and, when it is missing, the line that installs it.
+    claude_found: bool | None = None
+    claude_standing: ClaudeStanding | None = None
+    claude_install_hint: str = Field(default="", max_length=MAX_HINT_CHARS)
     # The working folders of this Mac's sessions, past and present, the most recent first: the
     # new-session form offers them.
     recent_folders: list[Annotated[str, Field(max_length=MAX_CWD_CHARS)]] = Field(
