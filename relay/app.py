@@ -23,6 +23,7 @@ from relay.errors import PayloadTooLarge, RelayError
 from relay.feature import Feature, close_all, schemas, start_all
 from relay.features import (
     audit,
+    decisions,
     files,
     fulltext,
     grants,
@@ -244,6 +245,7 @@ FEATURES: tuple[Feature, ...] = (
     fulltext.FEATURE,  # the whole text of an event the relay cut, read again from its Mac
     outbox.FEATURE,  # messages queued for an offline Mac
     moves.FEATURE,  # a session moved to another Mac
+    decisions.FEATURE,  # the decisions ledger: constraints, remember marks, open items
 )
 
 
