@@ -27,10 +27,12 @@ from relay.features import (
     files,
     fulltext,
     grants,
+    memory,
     moves,
     outbox,
     permissions,
     push,
+    report,
     retention,
     search,
     subagents,
@@ -246,6 +248,8 @@ FEATURES: tuple[Feature, ...] = (
     outbox.FEATURE,  # messages queued for an offline Mac
     moves.FEATURE,  # a session moved to another Mac
     decisions.FEATURE,  # the decisions ledger: constraints, remember marks, open items
+    memory.FEATURE,  # memory candidates, written to a project's CLAUDE.md with a tap
+    report.FEATURE,  # the usage report: starts, resumes, searches, memory, expiries
 )
 
 

@@ -60,7 +60,6 @@ from relay.ledger import (
     rule_from_card,
 )
 from relay.ledger_rules import ENTRY_MAX_CHARS, build_ledger
-from relay.memory import SessionLedger
 from relay.state import RelayState, iso
 from relay.store import NewLines, Session
 from relay.store import sessions as session_rows
@@ -431,33 +430,23 @@ def ledger_json(built: Built) -> dict[str, Any]:
 
 async def remembered(
     state: RelayState, project: str, account_id: str | None = None
-) -> list[SessionLedger]:
-    """The ledgers of the project's sessions (``project``: their working folder), each with the
-    ids of its decisions marked "remember": relay/memory.py ``propose``'s input. Only sessions
-    with a pin or a mark are read (the others can give no candidate but a correction twice,
-    which the memory feature reads from the snapshots)."""
-
-    def find(conn: Connection) -> list[Session]:
-        where, params = "cwd = ?", [project]
-        if account_id is not None:
-            where += " AND account_id = ?"
-            params.append(account_id)
-        ids = [
-            str(r[0])
-            for r in conn.execute(
-                f"SELECT id FROM sessions WHERE {where} AND (id IN"
-                " (SELECT session_id FROM ledger_constraints) OR id IN"
-                " (SELECT session_id FROM ledger_remembered)) ORDER BY created_at",
-                tuple(params),
-            )
-        ]
-        return [s for s in (session_rows.find(conn, i) for i in ids) if s is not None]
-
-    found = []
-    for session in await state.store.reading(find):
-        built = await _build(state, session)
-        found.append(SessionLedger(session.id, built.ledger, built.remembered))
-    return found
+) -> dict[str, frozenset[str]]:
+    """The decisions marked "remember" in the project's sessions (``project``: their working
+    folder; of one account when given): session id → decision ids. With :func:`ledger_for`,
+    relay/memory.py ``propose``'s input (relay/features/memory.py ``project_ledgers``)."""
+    where, params = "s.cwd = ?", [project]
+    if account_id is not None:
+        where += " AND s.account_id = ?"
+        params.append(account_id)
+    rows = await state.store.read(
+        "SELECT r.session_id, r.decision_id FROM ledger_remembered r"
+        f" JOIN sessions s ON s.id = r.session_id WHERE {where}",
+        tuple(params),
+    )
+    found: dict[str, set[str]] = {}
+    for session_id, decision_id in rows:
+        found.setdefault(str(session_id), set()).add(str(decision_id))
+    return {k: frozenset(v) for k, v in found.items()}
 
 
 # -- changes -----------------------------------------------------------------------------------

@@ -14,6 +14,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from relay.features.decisions import CONSTRAINTS_MAX, ledger_for, remembered
+from relay.features.memory import project_ledgers
 from relay.ledger_rules import ENTRY_MAX_CHARS
 from tests.support.relay import Account, RelayServer, mac, phone_client
 from tests.support.transcripts import CLAUDE_332, transcript
@@ -160,6 +161,7 @@ def test_a_session_keeps_at_most_its_constraints(relay: RelayServer, account: Ac
 def test_remembered_decisions_feed_the_projects_memory(
     relay: RelayServer, account: Account, session_id: str
 ) -> None:
+    session = asyncio.run(relay.state.store.get_session(account.account_id, session_id))
     with phone_client(relay, account.phone_token) as client:
         answer = next(
             d for d in get_ledger(client, session_id)["decisions"] if d["kind"] == "answer"
@@ -176,9 +178,12 @@ def test_remembered_decisions_feed_the_projects_memory(
         client.post(f"/api/sessions/{session_id}/constraints", json={"text": "Use pnpm"})
 
         found = asyncio.run(remembered(relay.state, CWD, account.account_id))
-        ours = next(s for s in found if s.session_id == session_id)
-        assert ours.remembered == frozenset({answer["id"]})
-        assert [c.text for c in ours.ledger.constraints] == ["Use pnpm"]
+        assert found[session_id] == frozenset({answer["id"]})
+        assert asyncio.run(remembered(relay.state, "/elsewhere", account.account_id)) == {}
+        # What memory candidates are proposed from (relay/features/memory.py).
+        ledgers = asyncio.run(project_ledgers(relay.state, CWD, [session]))
+        assert ledgers[0].remembered == frozenset({answer["id"]})
+        assert [c.text for c in ledgers[0].ledger.constraints] == ["Use pnpm"]
 
         forgot = client.delete(f"{url}/{answer['id']}")
         assert forgot.status_code == 200
