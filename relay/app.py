@@ -35,6 +35,7 @@ from relay.features import (
     report,
     retention,
     search,
+    snapshots,
     subagents,
     titles,
     usage,
@@ -248,6 +249,7 @@ FEATURES: tuple[Feature, ...] = (
     outbox.FEATURE,  # messages queued for an offline Mac
     moves.FEATURE,  # a session moved to another Mac
     decisions.FEATURE,  # the decisions ledger: constraints, remember marks, open items
+    snapshots.FEATURE,  # the ledger's snapshots as events; the handoff given to the Mac
     memory.FEATURE,  # memory candidates, written to a project's CLAUDE.md with a tap
     report.FEATURE,  # the usage report: starts, resumes, searches, memory, expiries
 )

@@ -70,6 +70,8 @@ __all__ = [
     "CONSTRAINTS_MAX",
     "FEATURE",
     "Decisions",
+    "Inputs",
+    "inputs",
     "ledger_for",
     "ledger_json",
     "remembered",
@@ -359,12 +361,13 @@ def _live_side(state: RelayState, session: Session) -> tuple[PendingCard | None,
 
 @dataclass
 class Decisions:
-    """The feature's running part: the line observer and the base snapshots other features
-    give (``bases``: a session's latest snapshot ledger, set by the snapshots feature)."""
+    """The feature's running part: the line observer; ``base_of``, the ledger of a session's
+    latest snapshot (set by relay/features/snapshots.py: decisions outlive the events that age
+    out); ``listeners``, told after a pin or a mark changed (session id, what changed)."""
 
     reader: LineReader
-    bases: dict[str, Callable[[str], Awaitable[Ledger | None]]] = field(default_factory=dict)
-    listeners: list[Callable[[str, str], Awaitable[None]]] = field(default_factory=list)
+    base_of: Callable[[str], Awaitable[Ledger | None]] | None = None
+    listeners: list[Callable[[Session, str], Awaitable[None]]] = field(default_factory=list)
 
     async def close(self) -> None:
         self.reader.trackers.clear()
@@ -380,7 +383,19 @@ class Built:
     remembered: frozenset[str]
 
 
-async def _build(state: RelayState, session: Session) -> Built:
+@dataclass(frozen=True)
+class Inputs:
+    """What a session's ledger is built from: its stored events (oldest first) and what the
+    relay knows beside them; the pins and marks as the page shows them."""
+
+    events: list[NumberedEvent]
+    relay: RelaySide
+    pins: list[dict[str, Any]]
+    remembered: frozenset[str]
+
+
+async def inputs(state: RelayState, session: Session) -> Inputs:
+    """The inputs of ``build_ledger`` / ``take_snapshot`` for the session, read now."""
     rows = await state.store.read_events(session.id, session.oldest_seq, session.last_seq)
     events = _events(rows)
     kept = await state.store.reading(lambda conn: _read_kept(conn, session.id))
@@ -393,15 +408,15 @@ async def _build(state: RelayState, session: Session) -> Built:
         card=card,
         held=tuple(held),
     )
+    return Inputs(events, relay, kept.pins, kept.remembered)
+
+
+async def _build(state: RelayState, session: Session) -> Built:
+    found = await inputs(state, session)
     part = state.part(Decisions)
-    base = None
-    if part is not None:
-        for get_base in part.bases.values():
-            base = await get_base(session.id)
-            if base is not None:
-                break
-    ledger = build_ledger(events, relay, base)
-    return Built(session, ledger, kept.pins, kept.remembered)
+    base = await part.base_of(session.id) if part is not None and part.base_of else None
+    ledger = build_ledger(found.events, found.relay, base)
+    return Built(session, ledger, found.pins, found.remembered)
 
 
 async def ledger_for(state: RelayState, session_id: str) -> Ledger:
@@ -515,7 +530,7 @@ async def _changed(state: RelayState, session: Session, what: str) -> None:
     part = state.part(Decisions)
     for listener in part.listeners if part is not None else []:
         try:
-            await listener(session.id, what)
+            await listener(session, what)
         except Exception:  # a follower's failure must not undo the change
             _log.exception("after a ledger change of session %s", session.id)
 
