@@ -34,6 +34,7 @@ from relay.deps import send_command
 from relay.errors import RelayError
 from relay.feature import Feature
 from relay.features import decisions
+from relay.features.search import index_decisions
 from relay.handoff import (
     HANDOFF_MAX_TOKENS_DEFAULT,
     HANDOFF_MIN_TOKENS,
@@ -75,6 +76,8 @@ EVENT_INPUT_MAX_BYTES: Final = 64_000
 TURN_STATES: Final = frozenset({"idle", "waiting"})
 _MARKS: Final = (f'"marker":"{MarkerKind.COMPACTED}"', f'"marker":"{MarkerKind.CLEARED}"')
 HANDOFF_SETTING: Final = "handoff_max_tokens"
+# Decisions whose context (the question, the tool) is searched with them (a plan is too long).
+SEARCHED_CONTEXT: Final = frozenset({"answer", "typed_answer", "rejected", "rule"})
 
 TABLES: Final = (
     """CREATE TABLE IF NOT EXISTS ledger_snapshots (
@@ -274,6 +277,7 @@ class Snapshots:
             )
 
         await state.store.write(keep)
+        await index(state, session.id, snapshot.ledger)
         link = state.live.link(after.device_id)
         if isinstance(link, DeviceLink) and not link.closed:
             # The Mac's archive keeps it too (a Mac linked to another node, or offline, is
@@ -291,6 +295,11 @@ class Snapshots:
 
     async def pins_changed(self, session: Session, what: str) -> None:
         if what == "constraints":
+            base = await latest(self.state, session.id)
+            found = await decisions.inputs(self.state, session)
+            events = [e for e in found.events if e.kind is not EventKind.SNAPSHOT]
+            ledger = take_snapshot(events, (), found.relay, base).ledger
+            await index(self.state, session.id, ledger)
             await self._handoff(session)
 
     async def base_of(self, session_id: str) -> Ledger | None:
@@ -299,6 +308,23 @@ class Snapshots:
 
     async def close(self) -> None:
         await self.tasks.close()
+
+
+def search_text(ledger: Ledger) -> str:
+    """What search keeps of a ledger: each decision (with what it answers, for answers and
+    rules) and each constraint, one per line."""
+    lines = []
+    for decision in ledger.decisions:
+        about = decision.context if decision.kind in SEARCHED_CONTEXT else ""
+        lines.append(f"{about} {decision.text}".strip())
+    lines.extend(c.text for c in ledger.constraints)
+    return "\n".join(lines)
+
+
+async def index(state: RelayState, session_id: str, ledger: Ledger) -> None:
+    """The session's decisions and constraints into the search index."""
+    text = search_text(ledger)
+    await state.store.write(lambda conn: index_decisions(conn, session_id, text))
 
 
 def _nothing_new(base: Snapshot | None, snapshot: Snapshot) -> bool:

@@ -6,8 +6,10 @@ after a pin changes. Captured Claude Code 2.1.332 transcripts, pushed by a scrip
 from __future__ import annotations
 
 import asyncio
+import sqlite3
 import uuid
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -168,3 +170,80 @@ def test_a_large_snapshot_event_carries_its_counts() -> None:
     assert len(str(shown)) < EVENT_INPUT_MAX_BYTES
     small = Snapshot(("end",), Ledger(through_seq=3), (), Exchange(()), 3)
     assert event_input(small) == {**small.to_json(), "complete": True}
+
+
+async def found(client: httpx.AsyncClient, query: str) -> list[str]:
+    body = (await client.get("/api/search", params={"q": query})).json()
+    return [item["id"] for item in body["here"] + body["elsewhere"]]
+
+
+def test_decisions_and_constraints_are_searched(relay: RelayServer, account: Account) -> None:
+    session_id = str(uuid.uuid4())
+
+    async def run() -> None:
+        async with mac(relay, account.device_token) as link, phone(relay, account) as client:
+            await link.send_lines(session_id, "c1", lines_of("f_ask_question"), cwd=CWD)
+            assert await found(client, "decision:blue") == []
+            await turn(link, session_id)
+            # The answer and the question it answers, after the snapshot of that turn.
+            await until(lambda: found(client, "decision:blue"), "the decision searched")
+            assert await found(client, "decision:colour") == [session_id]
+            made = await client.post(
+                f"/api/sessions/{session_id}/constraints", json={"text": "No quokkas in prod"}
+            )
+            assert made.status_code == 200
+            await until(lambda: found(client, "constraint:quokkas"), "the constraint searched")
+            removed = await client.delete(
+                f"/api/sessions/{session_id}/constraints/{made.json()['id']}"
+            )
+            assert removed.status_code == 200
+            await until(lambda: _none(found(client, "quokkas")), "the constraint gone")
+
+    asyncio.run(run())
+
+
+async def _none(result: Awaitable[list[str]]) -> bool:
+    return not await result
+
+
+def test_an_index_made_before_decisions_gets_the_field_and_keeps_its_files(
+    make_relay: Callable[..., RelayServer],
+) -> None:
+    first = make_relay()
+    account = first.account("old")
+    session_id = str(uuid.uuid4())
+
+    async def push() -> None:
+        async with mac(first, account.device_token) as link:
+            await link.send_lines(session_id, "c1", lines_of("e_write_edit_permission"), cwd=CWD)
+
+    asyncio.run(push())
+    path = first.state.store.path
+    data_dir = first.config.str("data_dir")
+    first.stop()
+    assert path is not None
+    with sqlite3.connect(path) as db:  # the index as an earlier relay made it
+        row = db.execute(
+            "SELECT rowid, title, summary, files, tools, mac, folder, date, session_id"
+            " FROM session_fts"
+        ).fetchall()
+        assert row and "hello" in row[0][3]
+        db.execute("DROP TABLE session_fts")
+        db.execute(
+            "CREATE VIRTUAL TABLE session_fts USING fts5(title, summary, files, tools, mac,"
+            " folder, date, session_id UNINDEXED, tokenize = 'unicode61 remove_diacritics 2',"
+            " prefix = '2 3')"
+        )
+        db.executemany("INSERT INTO session_fts (rowid, title, summary, files, tools, mac,"
+                       " folder, date, session_id) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)", row)  # fmt: skip
+    again = RelayServer(Path(data_dir)).start()
+    try:
+
+        async def check() -> None:
+            async with phone(again, account) as client:
+                assert await found(client, "file:hello") == [session_id]
+                assert await found(client, "decision:anything") == []
+
+        asyncio.run(check())
+    finally:
+        again.stop()
