@@ -88,6 +88,9 @@ class EventKind(StrEnum):
     MARKER = "marker"
     # auto mode's classifier refused a tool call: ``text`` is its reason, ``tool_use_id`` the call
     DENIAL = "denial"
+    # the relay's snapshot of the session's decisions ledger (relay/features/snapshots.py):
+    # ``text`` its one line, ``input`` relay/snapshot.Snapshot's JSON (or its counts when large)
+    SNAPSHOT = "snapshot"
 
 
 class MarkerKind(StrEnum):
