@@ -30,6 +30,7 @@ from relay.features import (
     outbox,
     permissions,
     push,
+    resume,
     retention,
     search,
     subagents,
@@ -244,6 +245,7 @@ FEATURES: tuple[Feature, ...] = (
     fulltext.FEATURE,  # the whole text of an event the relay cut, read again from its Mac
     outbox.FEATURE,  # messages queued for an offline Mac
     moves.FEATURE,  # a session moved to another Mac
+    resume.FEATURE,  # resume scopes and the reopen card's figures
 )
 
 
