@@ -24,7 +24,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from agent import attachments, autopass
+from agent import attachments, autopass, startfail
 from agent import denials as denialrules
 from agent import grants as grantrules
 from agent import held as heldrules
@@ -43,7 +43,7 @@ from agent.cards import (
 )
 from agent.errors import CommandFailed, DialogOpen, MuxError, NotLinked, PaneGone
 from agent.files import write_json
-from agent.mux import Pane, session_name
+from agent.mux import LastScreen, Pane, session_name
 from agent.registry import SessionRecord
 from agent.screen import render
 from agent.seams import Multiplexer
@@ -63,7 +63,17 @@ from agent.transcript import TranscriptFollower
 from wire import policy as policyrules
 from wire.config import Config
 from wire.markers import bridge_line
-from wire.protocol import AnswerCardArgs, GrantInfo, HeldMessage, MarkerKind, SessionInfo
+from wire.protocol import (
+    MAX_FAILURE_LINE_CHARS,
+    MAX_FAILURE_LINES,
+    MAX_FAILURE_TEXT_CHARS,
+    AnswerCardArgs,
+    GrantInfo,
+    HeldMessage,
+    MarkerKind,
+    SessionInfo,
+    StartFailureInfo,
+)
 
 _log = logging.getLogger("agent")
 
@@ -159,6 +169,44 @@ def _restore_settings_model(path: Path, before: object) -> None:
         _log.info("put the default model in %s back as it was", path)
 
 
+MAX_EXIT_NUMBER = 255  # an exit status or a signal number past this is not one
+
+
+def _exit_number(value: int | None) -> int | None:
+    return value if value is not None and 0 <= value <= MAX_EXIT_NUMBER else None
+
+
+def failure_info(found: startfail.StartFailure) -> StartFailureInfo:
+    """A start failure as the relay is told of it (wire/protocol.py's limits)."""
+    reason = found.lines[0] if found.lines else "Claude Code ended without a word"
+    return StartFailureInfo(
+        code=found.code,
+        reason=reason[:MAX_FAILURE_TEXT_CHARS],
+        action=found.action[:MAX_FAILURE_TEXT_CHARS],
+        last_lines=[line[:MAX_FAILURE_LINE_CHARS] for line in found.lines[:MAX_FAILURE_LINES]],
+        status=_exit_number(found.status),
+        signal=_exit_number(found.signal),
+    )
+
+
+def failure_error(info: StartFailureInfo) -> str:
+    """The failure in one sentence: the session's ``error`` on the phone."""
+    reason = info.reason.rstrip(" .")
+    return f"Claude Code stopped before the session started ({reason}). {info.action}"
+
+
+async def read_start_failure(mux: Multiplexer, name: str, mac: str) -> StartFailureInfo:
+    """Why the claude of the dead pane ``name`` ended before its session was live."""
+    try:
+        last = await mux.last_screen(name)
+    except PaneGone:
+        last = LastScreen("", "", "", 0)
+    found = startfail.explain_exit(
+        last.screen, last.history, last.status or None, mac=mac, width=last.width
+    )
+    return failure_info(found)
+
+
 def _now_iso() -> str:
     return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
@@ -200,6 +248,8 @@ class Runtime:
     moving: bool = False  # in a move to or from another Mac: its held messages wait
     launching: bool = False  # its terminal is being (re)made: screen reads wait
     error: str | None = None  # why its last launch failed (shown on the phone), None once up
+    failure: StartFailureInfo | None = None  # its claude ended before it was live: why
+    was_live: bool = False  # its claude's session started (SessionStart), or outlived an agent
     # The latest mode line read on its screen, and when: a screen without one (a dialog, a
     # notice in the footer) says nothing of the mode, so an older hook's does not win then.
     screen_mode: str | None = None
@@ -237,6 +287,7 @@ class Runtime:
         self.model_changed_at = None
         self.pass_failed.clear()
         self.pane_alive = True
+        self.was_live = False
         self.computed = None
         self.sent.clear()
         self.next_screen = 0
@@ -245,6 +296,7 @@ class Runtime:
         """Its terminal outlived the previous agent: it is up, past its first frame and its
         start-up dialogs."""
         self.pane_alive = True
+        self.was_live = True
         self.first_frame_at = now - FIRST_FRAME_QUIET
         self.trust_passed = True
 
@@ -276,6 +328,7 @@ class SessionDriver(Runtime):
     claude_home: Path = field(kw_only=True)  # where Claude Code keeps its status files
     host: SessionHost = field(kw_only=True)
     data_dir: Path | None = field(default=None, kw_only=True)  # the agent's: attachments there
+    mac_name: str = field(default=startfail.DEFAULT_MAC, kw_only=True)  # named in what to do
 
     # -- hooks -----------------------------------------------------------------------------
 
@@ -369,6 +422,7 @@ class SessionDriver(Runtime):
             "permission_mode": record.permission_mode,
             "model": self.model_now or record.model,
             "error": self.error,
+            "failure": self.failure.model_dump() if self.failure else None,
             # A dead claude's grants are over (the next launch resets them)
             "grants": [grantrules.info(g) for g in grantrules.of_record(record)]
             if self.pane_alive
@@ -388,6 +442,8 @@ class SessionDriver(Runtime):
                 fields["held"] = list(record.held)
             elif key == "grants":
                 fields["grants"] = [GrantInfo.model_validate(g) for g in value]
+            elif key == "failure":
+                fields["failure"] = self.failure
             else:
                 fields[key] = value
         info = SessionInfo(**fields)
@@ -422,8 +478,22 @@ class SessionDriver(Runtime):
                 self.screen_at = now
                 if facts.mode is not None:
                     self.screen_mode, self.screen_mode_at = facts.mode, now
+        if self.hooks.session_started_at is not None:
+            self.was_live = True
         if was_alive and not self.pane_alive:
             _log.info("session %s ended (its terminal is gone)", record.id)
+            if not self.was_live:
+                # claude ended before its session was live (a login, a flag, a config): why, in
+                # its own words, stays on the session until a start works; its held messages
+                # stay held, and it is not revived (a message reopens it).
+                self.failure = await read_start_failure(self.mux, self.name, self.mac_name)
+                self.error = failure_error(self.failure)
+                record.alive = False
+                record.held = [
+                    m.model_copy(update={"state": "held"}) if m.state == "typing" else m
+                    for m in record.held
+                ]
+                _log.warning("session %s: %s", record.id, self.error)
             self.host.end_allow_all(now, record)
             await self.mux.kill(self.name)
             record.alive = False if record.ended_by_person or record.resting else record.alive

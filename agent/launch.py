@@ -270,13 +270,19 @@ class LaunchPlan:
 
 
 def resumes(record: LaunchRecord, start: Start, disk: OnDisk) -> bool:
-    """Whether claude is asked to resume the record's conversation rather than start one."""
+    """Whether claude is asked to resume the record's conversation rather than start one.
+
+    Only a conversation whose transcript is on this Mac's disk is resumed: ``--resume`` of one
+    that is not (2.1.332 writes a transcript only at the first prompt, so a claude that ended
+    before one, or never started, left none) exits at once with "No conversation found", at
+    every later start. Such a conversation starts afresh under its id (``--session-id``), as
+    its first start would have. A revived session with no conversation at all resumes claude's
+    own (``unnamed``: its SessionStart hook names it)."""
     if start is Start.NEW:
         return False
-    if start is Start.REVIVE:
-        return True
-    has = record.conversation_id is not None
-    return has and (disk.conversation if start is Start.ARRIVE else True)
+    if record.conversation_id is None:
+        return start is Start.REVIVE
+    return disk.conversation
 
 
 def fork_source(record: LaunchRecord, disk: OnDisk) -> str | None:

@@ -61,6 +61,7 @@ class ClaudeSetup:
     claude_home: Path  # where Claude Code keeps its transcripts and status files
     extra_args: tuple[str, ...] = ()  # the person's own claude arguments (agent --claude-arg)
     env: Mapping[str, str] | None = None  # the sessions' base environment (None: the agent's)
+    mac_name: str = "this Mac"  # this Mac's name, as a start failure's action names it
 
 
 @dataclass(frozen=True)
@@ -188,6 +189,7 @@ class Sessions:
                 claude_home=self.setup.claude_home,
                 host=self._driver_host,
                 data_dir=self.data,
+                mac_name=self.setup.mac_name,
             )
             if record.fork_conversation and record.fork_copy:
                 # A fork's history first: the conversation it forked, as it was then.
@@ -278,6 +280,7 @@ class Sessions:
         finally:
             rt.launching = False
         rt.error = None
+        rt.failure = None
         return rt
 
     def on_disk(self, record: SessionRecord) -> OnDisk:

@@ -96,9 +96,22 @@ def test_a_fork_forks_its_parents_conversation_until_it_has_a_transcript_of_its_
     assert own == LaunchPlan("resume", resume=SESSION, scope="full")
     # A fork that moved on to another conversation (/clear) is never forked again.
     cleared = Record(conversation_id=CONVERSATION, fork_conversation=PARENT)
-    assert plan_launch(cleared, Start.REOPEN, NOTHING) == LaunchPlan(
+    assert plan_launch(cleared, Start.REOPEN, ALL) == LaunchPlan(
         "resume", resume=CONVERSATION, scope="full"
     )
+    assert plan_launch(cleared, Start.REOPEN, NOTHING) == LaunchPlan(
+        "fresh", session_id=CONVERSATION
+    )
+
+
+@pytest.mark.parametrize("start", [Start.REOPEN, Start.REVIVE, Start.ARRIVE])
+def test_a_conversation_never_saved_here_starts_afresh_under_its_id(start: Start) -> None:
+    # claude exited before its first prompt (a failed login, say): no transcript, and
+    # `--resume` would answer "No conversation found" at every later start.
+    for conversation in (SESSION, CONVERSATION):
+        plan = plan_launch(Record(conversation_id=conversation), start, NOTHING)
+        assert plan == LaunchPlan("fresh", session_id=conversation)
+        assert argv(plan) == ["--session-id", conversation]
 
 
 def test_every_plan_makes_a_command_line_claude_takes() -> None:
