@@ -419,6 +419,7 @@ class SessionDriver(Runtime):
             "preview": preview,
             "cwd": record.cwd,
             "conversation_id": record.conversation_id,
+            "resume_scope": record.resumed_scope,
             "permission_mode": record.permission_mode,
             "model": self.model_now or record.model,
             "error": self.error,

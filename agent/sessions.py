@@ -320,6 +320,7 @@ class Sessions:
         # Typed before held messages once claude is idle; a lead left from a start that never
         # got that far gives way to this start's.
         record.lead = list(plan.lead)
+        record.resumed_scope = plan.scope
         with contextlib.suppress(MuxError):
             await self.mux.kill(rt.name)  # a dead pane left from an earlier life
         try:
