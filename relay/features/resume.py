@@ -206,7 +206,9 @@ class ResumeState:
     async def tell_mac(self, session: Session) -> bool:
         """Send the session's effective scope (and, for ``fresh``, a handoff built now) to its
         Mac; False when the Mac could not be told (offline): it keeps what it had."""
-        scope = await self.effective(session)
+        # The scope somebody set (the session's, else the account's); None: nobody did, so the
+        # Mac resumes in full and leaves Claude Code's own chooser to the person.
+        scope = self.scopes.get(session.id) or await self.account_scope(session.account_id)
         handoff = await self.handoff(session) if scope == "fresh" else None
         args = SetResumeArgs(
             scope=scope,
