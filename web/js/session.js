@@ -2,6 +2,7 @@
 // held messages, the in-progress preview and the composer; its cost, permissions, pin and title.
 // A read-only view (#/s/<id>/read) and an archived session have no way to send.
 
+import { reopenDialog, scopeAction } from "./reopen.js";
 import { del, get, post, patch } from "./api.js";
 import * as cache from "./cache.js";
 import { renderCard } from "./cards.js";
@@ -705,7 +706,8 @@ export class SessionView {
       this.snap = { ...this.snap, ...snap };
       this.renderMeta();
     }));
-    if (stopped) list.push({ label: t("reopen"), run: () => this.life("reopen") });
+    list.push(scopeAction({ ...s, id: this.id }, (snap) => { this.snap = { ...this.snap, ...snap }; }));
+    if (stopped) list.push({ label: t("reopen"), run: () => reopenDialog({ ...s, id: this.id }, () => this.refreshSnapshot()) });
     if (!s.locked && s.mark !== "resting" && s.state !== "ended") list.push({ label: t("rest"), run: () => this.life("rest", t("confirm_rest")) });
     if (!s.locked && s.mark !== "ended") list.push({ label: t("end"), danger: true, run: () => this.life("end", t("confirm_end")) });
     actionSheet(this.title(), list);
