@@ -1,6 +1,7 @@
 // The other screens: start a new session, and settings (language, notifications, paired phones,
 // Macs, log out).
 
+import { scopeSetting } from "./reopen.js";
 import { del, get, post } from "./api.js";
 import { ago, folderName, h, shortPath } from "./dom.js";
 import { LANGS, getLang, setLang, t } from "./i18n.js";
@@ -134,6 +135,7 @@ export function renderSettings(app) {
         info.claude_version ? t("claude_version", { v: info.claude_version }) : ""].filter(Boolean).join(" · "))));
   }
   page.append(h("section", null, h("h2", null, t("macs")), macs));
+  page.append(scopeSetting());
   page.append(retentionSection(app));
   page.append(h("section.insights", null, h("h2", null, mt("title")), h("p.muted", null, mt("note")),
     h("a.button", { href: "#/memory", id: "set-memory" }, mt("title"))));

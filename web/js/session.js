@@ -2,6 +2,7 @@
 // held messages, the in-progress preview and the composer; its cost, permissions, pin and title.
 // A read-only view (#/s/<id>/read) and an archived session have no way to send.
 
+import { reopenDialog, scopeAction } from "./reopen.js";
 import { del, get, post, patch } from "./api.js";
 import * as cache from "./cache.js";
 import { renderCard } from "./cards.js";
@@ -693,12 +694,13 @@ export class SessionView {
     });
     const list = [
       ...inGroup("everyday", [
-        !archived && stopped ? { label: t("reopen"), run: () => this.life("reopen") } : null,
+        !archived && stopped ? { label: t("reopen"), run: () => reopenDialog({ ...s, id: this.id }, () => this.refreshSnapshot()) } : null,
         // A stopped session takes them at its next start.
         ...(archived ? [] : modeModelActions({ ...s, id: this.id }, (snap) => {
           this.snap = { ...this.snap, ...snap };
           this.renderMeta();
         })),
+        ...(archived ? [] : [scopeAction({ ...s, id: this.id }, (snap) => { this.snap = { ...this.snap, ...snap }; })]),
         ...filesActions(this.id),
         !archived ? { label: t("fork"), run: () => this.fork() } : null,
         move || null,
