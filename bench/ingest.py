@@ -4,7 +4,10 @@ A MacLink (the real agent-link protocol) pushes N fresh transcript lines in batc
 is awaited until the relay's ack, which it sends only after the SQLite COMMIT (durable). The
 relay runs as its own process (`claude-bridge relay`).
 
-    .venv/bin/python -m bench.ingest [--lines 20000] [--batch 200] [--mix events|all|chat]
+    .venv/bin/python -m bench.ingest [--lines 20000] [--batch 200] [--mix events|all|chat] [--profile]
+
+``--profile`` runs the relay under cProfile (every thread: bench/profiled.py) and prints where its
+time went; the figures of a profiled run are lower than a plain run's (the profiler's own cost).
 """
 
 from __future__ import annotations
@@ -12,9 +15,11 @@ from __future__ import annotations
 import argparse
 import asyncio
 import sys
+import tempfile
 import time
 import uuid
 from dataclasses import dataclass
+from pathlib import Path
 
 if __package__ in (None, ""):
     sys.path.insert(0, str(__import__("pathlib").Path(__file__).resolve().parent.parent))
@@ -31,6 +36,18 @@ from bench._common import (
 )
 
 GOAL_EVENTS_PER_S = 5000
+
+
+class ProfiledRelay(RelayProcess):
+    """The relay under cProfile (bench/profiled.py); its stats are written to ``stats`` on stop."""
+
+    def __init__(self, stats: Path) -> None:
+        super().__init__()
+        self.stats = stats
+
+    def command(self) -> list[str]:
+        relay = super().command()
+        return [sys.executable, "-m", "bench.profiled", str(self.stats), *relay[1:]]
 
 
 @dataclass
@@ -121,15 +138,35 @@ def rows(result: IngestResult, goal: bool = True) -> list[Row]:
     return out
 
 
-def run(lines: int = 20000, batch: int = 200, mixes: tuple[str, ...] = ("events",)) -> list[Row]:
+def run(
+    lines: int = 20000,
+    batch: int = 200,
+    mixes: tuple[str, ...] = ("events",),
+    profile: bool = False,
+) -> list[Row]:
     out: list[Row] = []
     for i, mix in enumerate(mixes):
-        log(f"[ingest] starting a relay; pushing {lines:,} lines ({mix} mix) in batches of {batch}")
-        with RelayProcess() as relay:
-            result = asyncio.run(asyncio.wait_for(push(relay, lines, batch, mix), timeout=600))
-        report(result)
-        out += rows(result, goal=(i == 0))
+        log(f"[ingest] starting a relay; pushing {lines:,} lines ({mix} mix) in batches of {batch}"
+            + (" under cProfile" if profile else ""))  # fmt: skip
+        with tempfile.TemporaryDirectory(prefix="cb-bench-profile-") as folder:
+            stats = Path(folder) / "relay.prof"
+            with ProfiledRelay(stats) if profile else RelayProcess() as relay:
+                result = asyncio.run(asyncio.wait_for(push(relay, lines, batch, mix), timeout=600))
+            report(result)
+            if profile:
+                print_profile(stats)
+        out += rows(result, goal=(i == 0) and not profile)
     return out
+
+
+def print_profile(stats: Path) -> None:
+    from bench.profiled import summary
+
+    if not stats.is_file():
+        log("[ingest] the relay wrote no profile (did it stop cleanly?)")
+        return
+    print("\nthe relay's profile (every thread, start-up and warm-up included), by own time:")
+    print(summary(stats), flush=True)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -142,10 +179,13 @@ def main(argv: list[str] | None = None) -> int:
                         help="which lines: events (captured lines that make events, default), all "
                              "(every captured line), chat (made-up prompts/replies); repeatable")  # fmt: skip
     parser.add_argument("--quick", action="store_true", help="2,000 lines")
+    parser.add_argument("--profile", action="store_true",
+                        help="run the relay under cProfile and print where its time went "
+                             "(slower: the figures are not the goal's)")  # fmt: skip
     args = parser.parse_args(argv)
     install_signal_cleanup()
     lines = 2000 if args.quick else args.lines
-    table = run(lines, args.batch, tuple(args.mix or ["events"]))
+    table = run(lines, args.batch, tuple(args.mix or ["events"]), profile=args.profile)
     print()
     print(markdown_table(table))
     return 0

@@ -110,6 +110,9 @@ class LineFacts:
     tools_used: list[str] | None = None  # tools-used lines
     agent_id: str | None = None  # sidechain (subagent) agentId
     files_touched: list[str] = field(default_factory=list)  # paths from tool_use inputs
+    subtype: str | None = None  # a system line's subtype (stop_hook_summary, turn_duration…)
+    # The text of a compaction summary (a user line with isCompactSummary), which is not shown
+    compact_summary: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -874,5 +877,22 @@ def convert_line(
         tools_used=ctx.tools_used,
         agent_id=agent_id,
         files_touched=ctx.files,
+        subtype=_str(line.get("subtype")) if line_type == "system" else None,
+        compact_summary=_compact_summary(line) if line_type == "user" else None,
     )
     return Conversion(ctx.events, facts)
+
+
+def _compact_summary(line: _JsonObj) -> str | None:
+    """The summary text of a compaction summary line (its content's text blocks joined)."""
+    if line.get("isCompactSummary") is not True:
+        return None
+    message = line.get("message")
+    content = message.get("content") if isinstance(message, dict) else None
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        return "\n".join(
+            str(b.get("text", "")) for b in content if isinstance(b, dict) and b.get("text")
+        )
+    return None

@@ -17,7 +17,7 @@ The tests share their fixtures through one pytest plug-in (tests/support/plugin.
 tests/conftest.py) and their helpers through the modules of tests/support/: no module of the tests
 (or of the benchmarks) imports a test module (``tests.<part>.test_*``) or a conftest, inside
 functions either. tests/ mirrors the code: each test module in the folder of the part it tests
-(tests/wire/, agent/, relay/ and its packages, cli/, web/, and e2e/), each folder a package, only
+(tests/wire/, agent/, relay/ and its packages, cli/, web/, e2e/, and bench/ for the benchmarks), each folder a package, only
 the repository-wide rules at the top, and no file named after a round of work.
 """
 
@@ -792,7 +792,8 @@ def test_the_wire_scans_see_wire_and_would_find_what_they_forbid() -> None:
 # folder is a package, so two test files of one base name in two parts are two modules. A file
 # is named after what it tests, never after a round of work.
 
-TEST_PARTS = ("wire", "agent", "relay", "cli", "web", "e2e")
+# bench: the benchmarks' own logic (tests/bench/)
+TEST_PARTS = ("wire", "agent", "relay", "cli", "web", "e2e", "bench")
 TOP_RULES = frozenset({"test_architecture.py", "test_docs.py"})  # read the whole repository
 TESTS = ROOT / "tests"
 NOT_CODE = ("fixtures",)  # captures: data, not Python packages

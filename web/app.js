@@ -6,6 +6,7 @@
 
 import { extraHeaders, get, onReachability, setReadOnly } from "./js/api.js";
 import * as cache from "./js/cache.js";
+import * as contact from "./js/connection.js";
 import { $, h } from "./js/dom.js";
 import { FilesView } from "./js/files.js";
 import { renderNewSession, renderSettings } from "./js/forms.js";
@@ -39,6 +40,7 @@ class App {
     onReachability((ok) => { if (ok !== this.relayOk) { this.relayOk = ok; this.updateBand(); } });
     setInterval(() => { if (this.screen === "overview") this.drawOverview(); this.updateBand(); }, 30000);
     watchWidth(this);
+    contact.watchSilence(() => this.updateBand());
   }
 
   async boot() {
@@ -52,7 +54,7 @@ class App {
       return;
     }
     const saved = await cache.getItem("overview");
-    if (saved && this.accountState !== "open") this.applySnapshot(saved, false);
+    if (saved && this.accountState !== "open") { contact.restored(saved.saved_at); this.applySnapshot(saved, false); }
     this.route();
     await this.checkLogin();
   }
@@ -100,6 +102,7 @@ class App {
       resync: () => this.stream.restart(),
       revoked: () => { this.stream.close(); this.loggedOut(); },
     }, {
+      onHeard: () => contact.heard(),
       onState: (state) => {
         this.accountState = state;
         if (state === "open") this.relayOk = true;
@@ -131,7 +134,7 @@ class App {
     const before = this.sessions;
     this.sessions = new Map((data.sessions || []).map((s) => [s.id, { ...before.get(s.id), ...s }]));
     // The snapshot holds the list's fields (summary, stage, pinned): no list to read again.
-    if (live) cache.setItem("overview", data);
+    if (live) cache.setItem("overview", { ...data, saved_at: Date.now() });
     if (this.view && this.sessions.has(this.view.id) && live) this.view.onSession(this.sessions.get(this.view.id));
     this.changed();
   }
@@ -155,7 +158,7 @@ class App {
     clearTimeout(this.saveTimer);
     this.saveTimer = setTimeout(() => {
       if (this.accountState === "open") {
-        cache.setItem("overview", { devices: [...this.devices.values()], sessions: [...this.sessions.values()] });
+        cache.setItem("overview", { devices: [...this.devices.values()], sessions: [...this.sessions.values()], saved_at: Date.now() });
       }
     }, 500);
     if (this.screen === "overview") this.drawOverview();
@@ -275,8 +278,17 @@ class App {
     let text = "";
     let kind = "";
     const sessionState = this.view ? this.view.streamState : "open";
+    const now = contact.assess({ paired: this.paired, relayOk: this.relayOk, account: this.accountState });
+    if (now.lost !== Boolean(this.lost)) {
+      // heard again or not any more: every Mac's and session's state is drawn again
+      this.lost = now.lost;
+      if (this.screen === "overview") this.drawOverview();
+      if (this.view) this.view.renderMeta();
+    }
     if (this.paired === false) {
       text = "";
+    } else if (now.lost) {
+      text = contact.bandText(); kind = now.kind;
     } else if (!this.relayOk) {
       text = t("band_unreachable"); kind = "unreachable";
     } else if (this.accountState !== "open" || sessionState !== "open") {
@@ -287,9 +299,10 @@ class App {
     this.band.hidden = !text;
     this.band.textContent = text;
     this.band.dataset.kind = kind;
-    const live = !text && this.paired && this.accountState === "open";
-    this.live.textContent = live ? t("live") : this.paired === false ? "" : t("connecting");
+    const live = now.live && !text;
+    this.live.textContent = this.paired === false ? "" : live ? contact.words("live") : contact.pillText();
     this.live.className = "live" + (live ? " on" : "");
+    this.live.dataset.kind = live ? "live" : now.kind;
   }
 }
 

@@ -141,6 +141,8 @@ class Usage:
 
     def beyond(self, other: Usage) -> Usage:
         """What this has that ``other`` does not, field by field (never negative)."""
+        if self == other:  # a response's next line repeats its usage: the usual case
+            return ZERO
         values = [max(0, a - b) for a, b in zip(self.as_row(), other.as_row(), strict=True)]
         values[4] = min(values[4], values[3])
         return Usage(*values)

@@ -554,38 +554,12 @@ def _add(values: tuple[str, ...], new: Iterable[str], cap: int) -> tuple[str, ..
     return tuple(out)
 
 
-def _line_json(record: LineRecord) -> dict[str, Any] | None:
-    try:
-        value = json.loads(record.text)
-    except ValueError:
-        return None
-    return value if isinstance(value, dict) else None
-
-
 def _compact_summary_text(record: LineRecord, conversion: Conversion) -> str | None:
-    if conversion.facts.line_type != "user" or "isCompactSummary" not in record.text:
-        return None
-    line = _line_json(record)
-    if line is None or line.get("isCompactSummary") is not True:
-        return None
-    message = line.get("message")
-    content = message.get("content") if isinstance(message, dict) else None
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        return "\n".join(
-            str(b.get("text", "")) for b in content if isinstance(b, dict) and b.get("text")
-        )
-    return None
+    return conversion.facts.compact_summary  # read as the line was parsed (relay/convert.py)
 
 
 def _is_turn_end(record: LineRecord, conversion: Conversion) -> bool:
-    if conversion.facts.line_type != "system":
-        return False
-    if not any(subtype in record.text for subtype in TURN_END_SUBTYPES):
-        return False
-    line = _line_json(record)
-    return line is not None and line.get("subtype") in TURN_END_SUBTYPES
+    return conversion.facts.subtype in TURN_END_SUBTYPES
 
 
 def digest_lines(

@@ -102,8 +102,7 @@ def plan_batch(
                 continue
             known.add(line.uuid)
             plan.new_uuids.append(line.uuid)
-        line = readable(line)
-        size = len(line.text.encode("utf-8", "surrogatepass"))
+        line, size = readable_sized(line)
         if size > limits.max_line_bytes:
             plan.rejected.append(
                 f"line at offset {line.offset} is {size} bytes (limit {limits.max_line_bytes})"
@@ -134,24 +133,40 @@ def numbered_events(
     numbers: Sequence[int],
     pending: Sequence[tuple[LineRecord, DisplayEvent]],
 ) -> list[tuple[int, str]]:
-    """Each event as the JSON of a NumberedEvent (built directly: this runs for every event)."""
+    """Each event as the JSON of a NumberedEvent, built directly (this runs for every event):
+    the event's own JSON (pydantic's serializer) with the numbering's fields appended, the same
+    object ``NumberedEvent(...).model_dump_json(exclude_none=True)`` describes."""
     out: list[tuple[int, str]] = []
+    same = json.dumps(
+        {"session_id": session_id, "epoch": epoch, "conversation_id": conversation_id},
+        ensure_ascii=False,
+        separators=(",", ":"),
+    )[1:-1]
     for seq, (line, event) in zip(numbers, pending, strict=True):
-        data = event.model_dump(mode="json", exclude_none=True)
-        data.update(
-            session_id=session_id,
-            seq=seq,
-            epoch=epoch,
-            conversation_id=conversation_id,
-            offset=line.offset,
-        )
-        out.append((seq, json.dumps(data, ensure_ascii=False, separators=(",", ":"))))
+        own = event.model_dump_json(exclude_none=True)
+        out.append((seq, f'{own[:-1]},{same},"seq":{seq},"offset":{line.offset}}}'))
     return out
 
 
 # A JSON escape of a UTF-16 surrogate, or a lone one itself. Claude Code (JavaScript) writes a
 # pair as the character, so an escaped one in a transcript is nearly always lone: rare, checked.
 _SURROGATE = re.compile(r"\\u[dD][89a-fA-F][0-9a-fA-F]{2}|[\ud800-\udfff]")
+
+
+def readable_sized(line: LineRecord) -> tuple[LineRecord, int]:
+    """:func:`readable` and the size of its text in UTF-8 bytes, cheaply for the usual line.
+
+    Encoding finds a lone surrogate itself (strict UTF-8 refuses it) and gives the size; an
+    escaped one needs a backslash-u-d: only a line holding one is searched with the pattern."""
+    try:
+        size = len(line.text.encode("utf-8"))
+    except UnicodeEncodeError:
+        pass  # a lone surrogate: repaired below
+    else:
+        if "\\ud" not in line.text and "\\uD" not in line.text:
+            return line, size
+    line = readable(line)
+    return line, len(line.text.encode("utf-8", "surrogatepass"))
 
 
 def readable(line: LineRecord) -> LineRecord:

@@ -9,6 +9,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from relay.convert import (
     DEFAULT_LIMITS,
@@ -791,3 +793,40 @@ def test_a_line_with_a_non_finite_number_is_unreadable_not_an_event_a_phone_cann
     events = convert_line(text).events
     assert [e.marker for e in events] == [MarkerKind.UNREADABLE]
     assert "not valid JSON" in events[0].text
+
+
+# ---------------------------------------------------------------------------
+# Facts the features read instead of parsing a line again
+# ---------------------------------------------------------------------------
+
+
+@settings(max_examples=100, derandomize=True, database=None, deadline=None)
+@given(summary=st.text(min_size=1), as_blocks=st.booleans(), subtype=st.text(max_size=30))
+def test_the_compaction_summary_and_system_subtype_are_facts_of_the_parse(
+    summary: str, as_blocks: bool, subtype: str
+) -> None:
+    content: Any = [{"type": "text", "text": summary}] if as_blocks else summary
+    compact = {
+        "type": "user",
+        "isCompactSummary": True,
+        "message": {"role": "user", "content": content},
+    }
+    facts = convert_line(json.dumps(compact)).facts
+    assert facts.compact_summary == summary
+    assert (
+        convert_line(json.dumps({**compact, "isCompactSummary": False})).facts.compact_summary
+        is None
+    )
+    system = {"type": "system", "subtype": subtype, "content": "x"}
+    assert convert_line(json.dumps(system)).facts.subtype == subtype
+    assert convert_line(json.dumps({**compact, "subtype": subtype})).facts.subtype is None
+
+
+def test_the_captured_turn_ends_carry_their_subtype() -> None:
+    subtypes = {
+        convert_line(raw).facts.subtype
+        for path in fixture_files()
+        for raw in path.read_text(encoding="utf-8").splitlines()
+        if raw.strip() and '"type":"system"' in raw
+    }
+    assert {"turn_duration"} <= subtypes or {"stop_hook_summary"} <= subtypes

@@ -42,7 +42,9 @@ from wire.protocol import (
     SetModeArgs,
     SetModelArgs,
     SetPolicyArgs,
+    SetResumeArgs,
     TranscriptLineArgs,
+    WriteMemoryArgs,
     relay_message,
 )
 
@@ -112,7 +114,19 @@ EXAMPLES: list[tuple[CommandArgs, dict[str, Any]]] = [
     (EndArgs(), {}),
     (RestArgs(), {}),
     (ReopenArgs(), {}),
+    (
+        ReopenArgs(scope="fresh", handoff="## Decisions", decisions=2),
+        {"scope": "fresh", "handoff": "## Decisions", "decisions": 2},
+    ),
+    (
+        SetResumeArgs(scope="summary", handoff=None, decisions=0),
+        {"scope": "summary", "decisions": 0},
+    ),
     (CancelHeldArgs(message_id="abc_1"), {"message_id": "abc_1"}),
+    (
+        WriteMemoryArgs(cwd="/w", file="CLAUDE.md", facts=["Use uv"], dry_run=True),
+        {"cwd": "/w", "file": "CLAUDE.md", "facts": ["Use uv"], "dry_run": True},
+    ),
     (
         SetPolicyArgs(policy={"allow_all": False, "categories": {"read": "allow"}, "tools": {}}),
         {"policy": {"allow_all": False, "categories": {"read": "allow"}, "tools": {}}},

@@ -13,8 +13,23 @@ from hypothesis import strategies as st
 from relay import seq as seqrules
 from relay.convert import DEFAULT_LIMITS
 from relay.errors import BadRequest
-from relay.store.batch import BatchPlan, Limits, Stored, plan_batch
-from wire.protocol import MAX_SEQ, MAX_TRANSCRIPT_OFFSET, LineRecord
+from relay.store.batch import (
+    BatchPlan,
+    Limits,
+    Stored,
+    numbered_events,
+    plan_batch,
+    readable,
+    readable_sized,
+)
+from wire.protocol import (
+    MAX_SEQ,
+    MAX_TRANSCRIPT_OFFSET,
+    DisplayEvent,
+    EventKind,
+    LineRecord,
+    NumberedEvent,
+)
 
 LIMITS = Limits(max_line_bytes=10_000, events_kept=1_000, conversion=DEFAULT_LIMITS)
 PROPERTIES = settings(max_examples=150, derandomize=True, database=None, deadline=None)
@@ -189,3 +204,71 @@ def test_the_same_batch_sent_again_after_it_was_stored_numbers_nothing(
     assert again.events == [] and again.numbering == first.numbering
     # Every line is at or below the mark the first batch left: a duplicate now.
     assert again.duplicates == len(lines) == len(again.dropped)
+
+
+# -- the quick paths give what the plain ones give --------------------------------------------------
+
+json_values = st.recursive(
+    st.none()
+    | st.booleans()
+    | st.integers(min_value=-(2**80), max_value=2**80)
+    | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text(max_size=5), inner, max_size=3)
+    ),
+    max_leaves=8,
+)
+
+
+@PROPERTIES
+@given(
+    text=st.text(),
+    tool_input=st.dictionaries(st.text(max_size=8), json_values, max_size=4) | st.none(),
+    offset=st.integers(min_value=0, max_value=MAX_TRANSCRIPT_OFFSET - 1),
+    seq=st.integers(min_value=1, max_value=MAX_SEQ),
+    conversation=st.text(min_size=1, max_size=20),
+)
+def test_a_numbered_event_is_the_json_of_its_numbered_event_model(
+    text: str, tool_input: dict[str, object] | None, offset: int, seq: int, conversation: str
+) -> None:
+    text = text.encode("utf-8", "replace").decode("utf-8")  # a stored text has no surrogate
+    event = DisplayEvent(kind=EventKind.TOOL_USE, text=text, tool="Bash", input=tool_input)
+    line = LineRecord(offset=offset, text="{}")
+    [(number, data)] = numbered_events("s1", conversation, 'ep"é', [seq], [(line, event)])
+    model = NumberedEvent(
+        **event.model_dump(), session_id="s1", seq=seq, epoch="ep\"é",
+        conversation_id=conversation, offset=offset,
+    )  # fmt: skip
+    assert number == seq
+    assert json.loads(data) == json.loads(model.model_dump_json(exclude_none=True))
+    assert NumberedEvent.model_validate_json(data) == model
+
+
+@PROPERTIES
+@given(
+    st.text(
+        alphabet=st.sampled_from(
+            ["a", "é", '"', "\\", "u", "d", "D", "8", "f", "\ud800", "\udfff", "😀"]
+        )
+    )
+)
+def test_the_quick_size_and_surrogate_check_matches_the_pattern(text: str) -> None:
+    for raw in (
+        text,
+        json.dumps({"type": "user", "t": text}),
+        json.dumps({"t": text}, ensure_ascii=False),
+    ):
+        line = LineRecord(offset=0, text=raw)
+        quick, size = readable_sized(line)
+        plain = readable(line)
+        assert quick == plain
+        assert size == len(plain.text.encode("utf-8", "surrogatepass"))
+        plain.text.encode("utf-8")  # nothing left that UTF-8 cannot hold
+
+
+def test_an_escaped_lone_surrogate_is_repaired_on_the_quick_path_too() -> None:
+    line = LineRecord(offset=0, text='{"type":"user","message":{"content":"a\\ud800b"}}')
+    repaired, size = readable_sized(line)
+    assert "\\ud800" not in repaired.text and "\ufffd" in repaired.text
+    assert size == len(repaired.text.encode("utf-8"))
