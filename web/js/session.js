@@ -8,6 +8,7 @@ import { renderCard } from "./cards.js";
 import { Conversation } from "./conversation.js";
 import { ago, costText, folderName, h, shortPath } from "./dom.js";
 import { showAudit } from "./audit.js";
+import { memoryActions } from "./memory.js";
 import { showCost, showPolicy } from "./extras.js";
 import { stateLabel, t } from "./i18n.js";
 import { LiveStream } from "./live.js";
@@ -685,6 +686,7 @@ export class SessionView {
       { label: s.pinned ? t("unpin") : t("pin"), run: () => this.pin(!s.pinned) },
       ...looks,
       ...filesActions(this.id),
+      ...memoryActions(s.cwd),
       { label: t("group"), run: async () => { const v = await promptBox(t("group_label"), s.group || ""); if (v !== null) this.change({ group: v.trim() }); } },
       { label: s.locked ? t("unlock") : t("lock"), run: () => this.change({ locked: !s.locked }) },
       { label: t("move_up"), run: () => this.move(-1) },
