@@ -7,6 +7,7 @@ import { ago, folderName, h, shortPath } from "./dom.js";
 import { LANGS, getLang, setLang, t } from "./i18n.js";
 import { retentionSection } from "./extras.js";
 import { mt } from "./memory.js";
+import { rt } from "./report.js";
 import { confirmBox, showError, toast } from "./ui.js";
 import { troubleNote, whyNoStart } from "./standing.js";
 import { MODES, defaultOptionLabel, modeName, startsIn } from "./modes.js";
@@ -138,7 +139,8 @@ export function renderSettings(app) {
   page.append(scopeSetting());
   page.append(retentionSection(app));
   page.append(h("section.insights", null, h("h2", null, mt("title")), h("p.muted", null, mt("note")),
-    h("a.button", { href: "#/memory", id: "set-memory" }, mt("title"))));
+    h("a.button", { href: "#/memory", id: "set-memory" }, mt("title")),
+    h("a.button", { href: "#/report", id: "set-report" }, rt("title"))));
 
   const logout = h("button.danger", { type: "button", id: "logout" }, t("logout"));
   logout.addEventListener("click", async () => {

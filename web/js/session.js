@@ -9,6 +9,7 @@ import { renderCard } from "./cards.js";
 import { Conversation } from "./conversation.js";
 import { ago, costText, folderName, h, shortPath } from "./dom.js";
 import { showAudit } from "./audit.js";
+import { memoryActions } from "./memory.js";
 import { showCost, showPolicy } from "./extras.js";
 import { stateLabel, t } from "./i18n.js";
 import { LiveStream } from "./live.js";
@@ -702,6 +703,7 @@ export class SessionView {
         })),
         ...(archived ? [] : [scopeAction({ ...s, id: this.id }, (snap) => { this.snap = { ...this.snap, ...snap }; })]),
         ...filesActions(this.id),
+        ...memoryActions(s.cwd),
         !archived ? { label: t("fork"), run: () => this.fork() } : null,
         move || null,
       ]),
