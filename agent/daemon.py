@@ -51,6 +51,7 @@ from agent.hooksettings import build_settings, hook_command_path, write_settings
 from agent.launch import ClaudeBinary
 from agent.life import SessionLife
 from agent.link import RelayLink
+from agent.memoryfiles import MemoryFiles
 from agent.messages import Messages
 from agent.moving import Moving
 from agent.mux import Mux, Pane
@@ -139,7 +140,7 @@ class Agent:
         self.binary = ClaudeBinary(options.claude, self._tell_version)
         setup = ClaudeSetup(
             options.claude, self.settings_path, options.claude_home, options.claude_args,
-            options.env,
+            options.env, options.device_name,
         )  # fmt: skip
         self.sessions = Sessions(
             self.registry, self.archive, self.mux, config, self.data, setup,
@@ -179,6 +180,7 @@ class Agent:
                 *Controls(self.sessions).handlers(),
                 *permissions.handlers(),
                 *SessionFiles(self.sessions, options.claude_home).handlers(),
+                *MemoryFiles(self.sessions).handlers(),
                 *self.moving.handlers(),
             ]
         )
@@ -452,7 +454,10 @@ class Agent:
                 # a pane missing from an older list is looked for again before it counts as gone.
                 if rt.launching:
                     continue
+                # A list from before the session's latest launch may show the pane of its
+                # previous claude (dead, under the same name): never read as this one's.
                 stale = panes is None or woken or now - panes_at > PANES_TTL
+                stale = stale or panes_at <= rt.record.launched_at
                 if stale or rt.name not in (panes or {}):
                     panes_at = time.time()
                     panes = await self.mux.panes()

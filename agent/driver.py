@@ -24,7 +24,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from agent import attachments, autopass
+from agent import attachments, autopass, startfail
 from agent import denials as denialrules
 from agent import grants as grantrules
 from agent import held as heldrules
@@ -43,7 +43,7 @@ from agent.cards import (
 )
 from agent.errors import CommandFailed, DialogOpen, MuxError, NotLinked, PaneGone
 from agent.files import write_json
-from agent.mux import Pane, session_name
+from agent.mux import LastScreen, Pane, session_name
 from agent.registry import SessionRecord
 from agent.screen import render
 from agent.seams import Multiplexer
@@ -63,7 +63,17 @@ from agent.transcript import TranscriptFollower
 from wire import policy as policyrules
 from wire.config import Config
 from wire.markers import bridge_line
-from wire.protocol import AnswerCardArgs, GrantInfo, HeldMessage, MarkerKind, SessionInfo
+from wire.protocol import (
+    MAX_FAILURE_LINE_CHARS,
+    MAX_FAILURE_LINES,
+    MAX_FAILURE_TEXT_CHARS,
+    AnswerCardArgs,
+    GrantInfo,
+    HeldMessage,
+    MarkerKind,
+    SessionInfo,
+    StartFailureInfo,
+)
 
 _log = logging.getLogger("agent")
 
@@ -71,6 +81,7 @@ FIRST_FRAME_QUIET = 1.0  # keys in the first ~0.5 s after the first frame are dr
 CARD_CONFIRM_TIMEOUT = 4.0  # how long an answered card may stay on screen before keys are retried
 CARD_RETRY_AFTER = 0.8
 DIALOG_SETTLE = 0.4  # a key sent within ~10 ms of a dialog appearing is dropped: wait a little
+LEAD_SETTLE = 2.0  # s after a resume's lead was typed before an idle screen lets held ones go
 TYPE_CONFIRM = 1.5  # how long a paste or an Enter may take to show on screen
 ESCAPE_CONFIRM = 1.5  # how long Esc may take to stop a turn or close a dialog on screen
 KEY_GAP = 0.06  # between key groups, so each is drawn before the next (multi-step answers)
@@ -158,6 +169,44 @@ def _restore_settings_model(path: Path, before: object) -> None:
         _log.info("put the default model in %s back as it was", path)
 
 
+MAX_EXIT_NUMBER = 255  # an exit status or a signal number past this is not one
+
+
+def _exit_number(value: int | None) -> int | None:
+    return value if value is not None and 0 <= value <= MAX_EXIT_NUMBER else None
+
+
+def failure_info(found: startfail.StartFailure) -> StartFailureInfo:
+    """A start failure as the relay is told of it (wire/protocol.py's limits)."""
+    reason = found.lines[0] if found.lines else "Claude Code ended without a word"
+    return StartFailureInfo(
+        code=found.code,
+        reason=reason[:MAX_FAILURE_TEXT_CHARS],
+        action=found.action[:MAX_FAILURE_TEXT_CHARS],
+        last_lines=[line[:MAX_FAILURE_LINE_CHARS] for line in found.lines[:MAX_FAILURE_LINES]],
+        status=_exit_number(found.status),
+        signal=_exit_number(found.signal),
+    )
+
+
+def failure_error(info: StartFailureInfo) -> str:
+    """The failure in one sentence: the session's ``error`` on the phone."""
+    reason = info.reason.rstrip(" .")
+    return f"Claude Code stopped before the session started ({reason}). {info.action}"
+
+
+async def read_start_failure(mux: Multiplexer, name: str, mac: str) -> StartFailureInfo:
+    """Why the claude of the dead pane ``name`` ended before its session was live."""
+    try:
+        last = await mux.last_screen(name)
+    except PaneGone:
+        last = LastScreen("", "", "", 0)
+    found = startfail.explain_exit(
+        last.screen, last.history, last.status or None, mac=mac, width=last.width
+    )
+    return failure_info(found)
+
+
 def _now_iso() -> str:
     return datetime.now(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
@@ -193,9 +242,14 @@ class Runtime:
     pass_failed: set[str] = field(default_factory=set)  # dialogs that would not pass: cards
     model_changed_at: float | None = None  # the phone changed the model (its confirmation passes)
     held_not_before: float = 0.0  # after a revive, held messages wait a little
+    # When a resume's lead was typed: held messages follow once the screen is idle again (a
+    # /compact may be over before the screen is read busy, so no idle transition would come).
+    after_lead_at: float | None = None
     moving: bool = False  # in a move to or from another Mac: its held messages wait
     launching: bool = False  # its terminal is being (re)made: screen reads wait
     error: str | None = None  # why its last launch failed (shown on the phone), None once up
+    failure: StartFailureInfo | None = None  # its claude ended before it was live: why
+    was_live: bool = False  # its claude's session started (SessionStart), or outlived an agent
     # The latest mode line read on its screen, and when: a screen without one (a dialog, a
     # notice in the footer) says nothing of the mode, so an older hook's does not win then.
     screen_mode: str | None = None
@@ -233,6 +287,7 @@ class Runtime:
         self.model_changed_at = None
         self.pass_failed.clear()
         self.pane_alive = True
+        self.was_live = False
         self.computed = None
         self.sent.clear()
         self.next_screen = 0
@@ -241,8 +296,14 @@ class Runtime:
         """Its terminal outlived the previous agent: it is up, past its first frame and its
         start-up dialogs."""
         self.pane_alive = True
+        self.was_live = True
         self.first_frame_at = now - FIRST_FRAME_QUIET
         self.trust_passed = True
+
+
+def lead_settled(after_lead_at: float | None, state: str, now: float) -> bool:
+    """A resume's lead was typed a while ago and the screen is idle: what waits behind it may go."""
+    return after_lead_at is not None and state == "idle" and now >= after_lead_at + LEAD_SETTLE
 
 
 @dataclass(frozen=True)
@@ -267,6 +328,7 @@ class SessionDriver(Runtime):
     claude_home: Path = field(kw_only=True)  # where Claude Code keeps its status files
     host: SessionHost = field(kw_only=True)
     data_dir: Path | None = field(default=None, kw_only=True)  # the agent's: attachments there
+    mac_name: str = field(default=startfail.DEFAULT_MAC, kw_only=True)  # named in what to do
 
     # -- hooks -----------------------------------------------------------------------------
 
@@ -360,6 +422,7 @@ class SessionDriver(Runtime):
             "permission_mode": record.permission_mode,
             "model": self.model_now or record.model,
             "error": self.error,
+            "failure": self.failure.model_dump() if self.failure else None,
             # A dead claude's grants are over (the next launch resets them)
             "grants": [grantrules.info(g) for g in grantrules.of_record(record)]
             if self.pane_alive
@@ -379,6 +442,8 @@ class SessionDriver(Runtime):
                 fields["held"] = list(record.held)
             elif key == "grants":
                 fields["grants"] = [GrantInfo.model_validate(g) for g in value]
+            elif key == "failure":
+                fields["failure"] = self.failure
             else:
                 fields[key] = value
         info = SessionInfo(**fields)
@@ -413,8 +478,22 @@ class SessionDriver(Runtime):
                 self.screen_at = now
                 if facts.mode is not None:
                     self.screen_mode, self.screen_mode_at = facts.mode, now
+        if self.hooks.session_started_at is not None:
+            self.was_live = True
         if was_alive and not self.pane_alive:
             _log.info("session %s ended (its terminal is gone)", record.id)
+            if not self.was_live:
+                # claude ended before its session was live (a login, a flag, a config): why, in
+                # its own words, stays on the session until a start works; its held messages
+                # stay held, and it is not revived (a message reopens it).
+                self.failure = await read_start_failure(self.mux, self.name, self.mac_name)
+                self.error = failure_error(self.failure)
+                record.alive = False
+                record.held = [
+                    m.model_copy(update={"state": "held"}) if m.state == "typing" else m
+                    for m in record.held
+                ]
+                _log.warning("session %s: %s", record.id, self.error)
             self.host.end_allow_all(now, record)
             await self.mux.kill(self.name)
             record.alive = False if record.ended_by_person or record.resting else record.alive
@@ -467,7 +546,10 @@ class SessionDriver(Runtime):
             interval = DIALOG_WATCH_INTERVAL  # its card waits for the dialog: catch it drawn
         self.next_screen = now + float(interval)
         await self.send_update()
-        if previous != computed.state and computed.state == "idle":
+        if (previous != computed.state and computed.state == "idle") or lead_settled(
+            self.after_lead_at, computed.state, now
+        ):
+            self.after_lead_at = None
             await self.deliver_held(reason="idle")
         elif self.card is not None and self.card.kind == "stuck" and previous == "busy":
             await self.deliver_held(reason="interrupted")  # the turn ended by Esc
@@ -602,6 +684,10 @@ class SessionDriver(Runtime):
 
     async def deliver_held(self, reason: str) -> None:
         record = self.record
+        if record.lead:
+            # A resume's own first words (the handoff, /compact) go before any held message.
+            await self.type_lead(reason)
+            return
         waiting = heldrules.due(record.held, reason)
         if not waiting or not self.pane_alive or self.moving:
             return
@@ -615,6 +701,35 @@ class SessionDriver(Runtime):
         if decision in (heldrules.Delivery.REOPEN_THEN_TYPE,):
             return
         await self.type_messages(waiting, dismiss=decision is heldrules.Delivery.DISMISS_THEN_TYPE)
+
+    async def type_lead(self, reason: str) -> None:
+        """Type the first of the record's lead (agent/launch.py's plan: the handoff of a fresh
+        resume, ``/compact`` of a summary one) alone, once claude is idle with no dialog; the
+        held messages wait for the turn it starts to end (the next idle)."""
+        record = self.record
+        if not self.pane_alive or self.moving or reason not in heldrules.TURN_ENDED:
+            return
+        if self.state != "idle" or self.card is not None:
+            return
+        if time.time() < self.held_not_before:
+            await asyncio.sleep(self.held_not_before - time.time())
+        async with self.keys:
+            if not record.lead:
+                return
+            text = record.lead[0]
+            try:
+                await self._quiet_after_first_frame()
+                typed = await self._paste_and_submit(text)
+            except (PaneGone, DialogOpen):
+                typed = False
+            if typed:
+                record.lead = record.lead[1:]
+                self.after_lead_at = time.time()
+                self.host.save()
+            else:
+                _log.info("session %s: the resume's first words wait for the screen", record.id)
+        self.wake_screen.set()
+        await self.send_update()
 
     async def type_messages(
         self,

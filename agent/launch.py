@@ -22,7 +22,8 @@ from typing import Literal, Protocol, get_args
 from agent.errors import BadClaudeArgs as BadClaudeArgs
 from agent.errors import ClaudeMissing as ClaudeMissing
 from wire.claude_versions import version_warning as version_warning
-from wire.protocol import MODEL_NAME, PermissionMode
+from wire.markers import SUMMARY_MARKER, fresh_marker
+from wire.protocol import MODEL_NAME, RESUME_SCOPES, PermissionMode, ResumeScope
 
 _log = logging.getLogger("agent")
 
@@ -216,6 +217,27 @@ class LaunchRecord(Protocol):
     def conversation_id(self) -> str | None: ...
     @property
     def fork_conversation(self) -> str | None: ...
+    @property
+    def resume_scope(self) -> str | None: ...
+    @property
+    def handoff(self) -> str | None: ...
+    @property
+    def handoff_decisions(self) -> int: ...
+
+
+COMPACT_COMMAND = "/compact"  # Claude Code's own compaction, typed before held messages
+
+
+@dataclass(frozen=True)
+class ResumeChoice:
+    """A one-off scope for this start (the phone's reopen with a scope), instead of the
+    session's own; ``new_id``: the id a fresh conversation gets (made by the caller: the plan
+    is pure)."""
+
+    scope: ResumeScope | None = None
+    handoff: str | None = None
+    decisions: int | None = None
+    new_id: str | None = None
 
 
 LaunchHow = Literal["fresh", "resume", "fork", "unnamed"]
@@ -228,13 +250,19 @@ class LaunchPlan:
     ``fresh``: a new conversation named ``session_id`` (``--session-id``); ``resume``: the
     conversation ``resume`` (``--resume``); ``fork``: ``resume`` copied into a new conversation
     named ``session_id`` (``--fork-session``); ``unnamed``: neither flag, claude names it and
-    its SessionStart hook tells. ``first_conversation``: the conversation this launch makes the
-    record's first one (a session that has none yet), else None."""
+    its SessionStart hook tells. ``first_conversation``: the conversation this launch starts and
+    makes the record's current one (a session that has none yet, or a ``fresh`` resume), else
+    None. ``scope``: how a stopped session's conversation comes back (None: not a resume);
+    ``lead``: typed alone, in order, before held messages once claude is idle (the handoff, or
+    ``/compact``); ``marker``: the bridge's line saying how it came back."""
 
     how: LaunchHow
     session_id: str | None = None
     resume: str | None = None
     first_conversation: str | None = None
+    scope: ResumeScope | None = None
+    lead: tuple[str, ...] = ()
+    marker: str | None = None
 
     @property
     def fork(self) -> bool:
@@ -242,13 +270,19 @@ class LaunchPlan:
 
 
 def resumes(record: LaunchRecord, start: Start, disk: OnDisk) -> bool:
-    """Whether claude is asked to resume the record's conversation rather than start one."""
+    """Whether claude is asked to resume the record's conversation rather than start one.
+
+    Only a conversation whose transcript is on this Mac's disk is resumed: ``--resume`` of one
+    that is not (2.1.332 writes a transcript only at the first prompt, so a claude that ended
+    before one, or never started, left none) exits at once with "No conversation found", at
+    every later start. Such a conversation starts afresh under its id (``--session-id``), as
+    its first start would have. A revived session with no conversation at all resumes claude's
+    own (``unnamed``: its SessionStart hook names it)."""
     if start is Start.NEW:
         return False
-    if start is Start.REVIVE:
-        return True
-    has = record.conversation_id is not None
-    return has and (disk.conversation if start is Start.ARRIVE else True)
+    if record.conversation_id is None:
+        return start is Start.REVIVE
+    return disk.conversation
 
 
 def fork_source(record: LaunchRecord, disk: OnDisk) -> str | None:
@@ -260,8 +294,53 @@ def fork_source(record: LaunchRecord, disk: OnDisk) -> str | None:
     return None if disk.own_transcript else record.fork_conversation
 
 
-def plan_launch(record: LaunchRecord, start: Start, disk: OnDisk) -> LaunchPlan:
-    """How the session's claude opens its conversation this time. Pure."""
+def scope_of(record: LaunchRecord, choice: ResumeChoice) -> ResumeScope:
+    """The scope a resume uses: this start's, else the session's, else ``full``."""
+    if choice.scope is not None:
+        return choice.scope
+    kept = record.resume_scope
+    return next((scope for scope in RESUME_SCOPES if scope == kept), "full")
+
+
+def resume_plan(record: LaunchRecord, conversation: str, choice: ResumeChoice) -> LaunchPlan:
+    """How a stopped session's conversation comes back, by its resume scope:
+
+    * ``full``: ``--resume`` of the whole conversation;
+    * ``summary``: ``--resume``, then Claude Code's own ``/compact`` before held messages;
+    * ``fresh``: a new conversation (``--session-id <new id>``), a marker line "resumed fresh
+      from N decisions", and the handoff as its first message. Without a handoff (the relay
+      has not sent one yet) or a new id there is nothing to start fresh from: it resumes in full.
+    """
+    scope = scope_of(record, choice)
+    if scope == "fresh":
+        handoff = choice.handoff if choice.handoff is not None else record.handoff
+        decisions = choice.decisions if choice.decisions is not None else record.handoff_decisions
+        if handoff and handoff.strip() and choice.new_id:
+            return LaunchPlan(
+                "fresh",
+                session_id=choice.new_id,
+                first_conversation=choice.new_id,
+                scope="fresh",
+                lead=(handoff,),
+                marker=fresh_marker(decisions),
+            )
+        scope = "full"
+    if scope == "summary":
+        return LaunchPlan(
+            "resume",
+            resume=conversation,
+            scope="summary",
+            lead=(COMPACT_COMMAND,),
+            marker=SUMMARY_MARKER,
+        )
+    return LaunchPlan("resume", resume=conversation, scope="full")
+
+
+def plan_launch(
+    record: LaunchRecord, start: Start, disk: OnDisk, choice: ResumeChoice | None = None
+) -> LaunchPlan:
+    """How the session's claude opens its conversation this time (``choice``: a one-off
+    resume scope, and the new conversation's id should it start fresh). Pure."""
     resume = resumes(record, start, disk)
     # --session-id names the first conversation of a session that has none yet.
     first = record.id if not resume and record.conversation_id is None else None
@@ -269,7 +348,7 @@ def plan_launch(record: LaunchRecord, start: Start, disk: OnDisk) -> LaunchPlan:
     if forked is not None:
         return LaunchPlan("fork", session_id=record.id, resume=forked, first_conversation=first)
     if resume and record.conversation_id is not None:
-        return LaunchPlan("resume", resume=record.conversation_id)
+        return resume_plan(record, record.conversation_id, choice or ResumeChoice())
     if resume:
         return LaunchPlan("unnamed")
     conversation = record.conversation_id or record.id

@@ -21,7 +21,7 @@ from agent import worktree as worktrees
 from agent.commands import Handler
 from agent.driver import SessionDriver, policy_of, set_policy
 from agent.errors import CommandFailed
-from agent.launch import Start
+from agent.launch import ResumeChoice, Start
 from agent.registry import SessionRecord, is_session_id
 from wire import pastetext
 from wire import policy as policyrules
@@ -32,6 +32,7 @@ from wire.protocol import (
     EndArgs,
     ReopenArgs,
     RestArgs,
+    SetResumeArgs,
 )
 
 _log = logging.getLogger("agent")
@@ -48,10 +49,11 @@ class LifeHost(Protocol):
     def transcript_file(self, record: SessionRecord) -> Path: ...
     def copy_of(self, session_id: str, conversation_id: str) -> Path: ...
     async def launch(self, record: SessionRecord, start: Start) -> SessionDriver: ...
-    async def reopen(self, record: SessionRecord) -> None: ...
+    async def reopen(self, record: SessionRecord, choice: ResumeChoice | None = None) -> None: ...
     async def end(self, record: SessionRecord, *, resting: bool) -> None: ...
     async def forget(self, session_id: str) -> SessionRecord | None: ...
     def offer_folders(self) -> None: ...
+    def save(self) -> None: ...
 
 
 def check_session_id(session_id: str) -> None:
@@ -87,6 +89,7 @@ class SessionLife:
             (EndArgs, self.end),
             (RestArgs, self.rest),
             (ReopenArgs, self.reopen),
+            (SetResumeArgs, self.set_resume),
             (DeleteHistoryArgs, self.delete_history),
         ]
 
@@ -182,8 +185,20 @@ class SessionLife:
         return {}
 
     async def reopen(self, session_id: str, args: ReopenArgs) -> dict[str, Any]:
-        await self.sessions.reopen(self.sessions.record(session_id))
+        record = self.sessions.record(session_id)
+        choice = ResumeChoice(scope=args.scope, handoff=args.handoff, decisions=args.decisions)
+        await self.sessions.reopen(record, choice)
         return {}
+
+    async def set_resume(self, session_id: str, args: SetResumeArgs) -> dict[str, Any]:
+        """The session's resume scope and handoff, kept for its every start (saved at once:
+        a revive after a reboot reads them)."""
+        record = self.sessions.record(session_id)
+        record.resume_scope = args.scope
+        record.handoff = args.handoff
+        record.handoff_decisions = args.decisions
+        self.sessions.save()
+        return {"scope": args.scope or "full", "handoff": args.handoff is not None}
 
     async def delete_history(self, session_id: str, args: DeleteHistoryArgs) -> dict[str, Any]:
         """The relay deleted the session (retention, or a person's DELETE): stop its claude,

@@ -47,6 +47,9 @@ EXIT_POLL = 0.05
 _SAFE = re.compile(r"^[A-Za-z0-9_@%+=:,./-]+$")
 _BLOCK = re.compile(r"^%(begin|end|error) (\d+) (\d+) (\d+)$")
 SIZE_FORMAT = "#{pane_width}\t#{pane_height}\t#{cursor_x}\t#{cursor_y}"
+DEAD_FORMAT = "#{pane_dead_status}\t#{pane_width}"
+DEAD_STATUS_WAIT = 0.5  # for tmux to give a dead pane's exit status (it may never: then none)
+HISTORY_LINES = 2000  # of a dead pane's scrollback read (startfail reads as many at most)
 # The key names the agent presses (tmux's names: BTab is Shift+Tab) and an option's digits. tmux
 # types any other word given to send-keys as its characters: text never goes that way.
 KEY_NAMES = frozenset({"Enter", "Escape", "Tab", "BTab", "Up", "Down", "Left", "Right", "Space"})
@@ -68,6 +71,19 @@ class Pane:
     height: int
     cursor: tuple[int, int]
     command: str
+
+
+@dataclass(frozen=True)
+class LastScreen:
+    """A dead pane as its program left it (agent/startfail.py reads it): the screen, the same
+    with its scrollback (tmux scrolls the screen up one line as the pane dies, so a one-line
+    message may be only there), the exit status as tmux gave it ("" when it missed it) and
+    the pane's width."""
+
+    screen: str
+    history: str
+    status: str
+    width: int
 
 
 @dataclass(frozen=True)
@@ -128,6 +144,10 @@ def parse_panes(lines: Sequence[str]) -> dict[str, Pane]:
             command=command,
         )
     return panes
+
+
+def _no_status(info: Sequence[str]) -> bool:
+    return not (info and info[0].partition("\t")[0].strip())
 
 
 def parse_size(lines: Sequence[str], name: str) -> tuple[int, int, tuple[int, int]]:
@@ -312,6 +332,10 @@ class Mux:
             # Keep the pane after claude exits, so its last screen and exit can be read.
             self.server.cmd("set-option", "-t", name, "remain-on-exit", "on")
 
+        # For every pane of this server (its own, never the person's tmux): a claude that exits
+        # within a moment of its start, before the session's own option is set, stays readable.
+        with contextlib.suppress(MuxError):
+            await self.control.run("set-option", "-g", "remain-on-exit", "on")
         try:
             await asyncio.to_thread(create)
         except libtmux.exc.LibTmuxException as exc:
@@ -342,6 +366,30 @@ class Mux:
         except MuxError as exc:
             raise PaneGone(f"cannot read {name}: {exc}") from exc
         return Capture("\n".join(rows), width, height, cursor)
+
+    async def last_screen(self, name: str) -> LastScreen:
+        """What a dead pane shows, plain (no colours), with its scrollback; PaneGone when the
+        pane itself is gone."""
+        try:
+            info = await self.control.run("display-message", "-p", "-t", name, DEAD_FORMAT)
+            deadline = asyncio.get_running_loop().time() + DEAD_STATUS_WAIT
+            while _no_status(info) and asyncio.get_running_loop().time() < deadline:
+                # tmux may not have reaped the program yet: its status comes a moment later
+                await asyncio.sleep(EXIT_POLL)
+                info = await self.control.run("display-message", "-p", "-t", name, DEAD_FORMAT)
+            screen = await self.control.run("capture-pane", "-p", "-t", name)
+            history = await self.control.run(
+                "capture-pane", "-p", "-S", f"-{HISTORY_LINES}", "-E", "-", "-t", name
+            )
+        except MuxError as exc:
+            raise PaneGone(f"cannot read {name}: {exc}") from exc
+        status, _, width = (info[0] if info else "").partition("\t")
+        return LastScreen(
+            "\n".join(screen),
+            "\n".join(history),
+            status.strip(),
+            int(width) if width.strip().isdigit() else 0,
+        )
 
     async def send_keys(self, name: str, groups: Sequence[Sequence[str]]) -> None:
         """Press key groups as `keys_for` gives them, in order; a group ``["-l", text]`` is text

@@ -71,6 +71,14 @@ class SessionRecord:
     # trusted the folder here: Claude Code's trust dialog is theirs to answer on the phone,
     # never passed by the agent (agent/autopass.py), at every start until then.
     arrived_from: str | None = None
+    # How the stopped session starts again (set_resume; agent/launch.py's plan_launch): its
+    # resume scope (None: full), the handoff a fresh start types first and the count of
+    # decisions it holds; ``lead``: what is typed, alone and in order, before held messages
+    # once the started claude is idle (the handoff, or ``/compact``), kept till it is typed.
+    resume_scope: str | None = None
+    handoff: str | None = None
+    handoff_decisions: int = 0
+    lead: list[str] = field(default_factory=list)
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)

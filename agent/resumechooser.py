@@ -43,6 +43,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
+from wire.protocol import ResumeScope
+
 __all__ = [
     "LABELS",
     "ChooserChoice",
@@ -58,7 +60,6 @@ __all__ = [
     "read_offer",
 ]
 
-ResumeScope = Literal["full", "summary", "fresh"]
 # The chooser's own values for its options (its Esc is "dismiss", which no scope presses).
 ChooserChoice = Literal["compact", "continue", "never"]
 

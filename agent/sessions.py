@@ -16,11 +16,13 @@ hook port) is a ``SessionsHost``.
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import logging
 import os
 import secrets
 import shutil
 import time
+import uuid
 from collections.abc import Awaitable, Callable, Coroutine, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,7 +34,7 @@ from agent.archive import DiskArchive
 from agent.driver import SessionDriver, SessionHost, policy_of, queue_marker, set_policy
 from agent.errors import CommandFailed, MuxError, reason
 from agent.hooksettings import hook_env
-from agent.launch import OnDisk, Start, claude_argv, plan_launch, session_env
+from agent.launch import OnDisk, ResumeChoice, Start, claude_argv, plan_launch, session_env
 from agent.modes import latest_model
 from agent.mux import session_name
 from agent.registry import Registry, SessionRecord, is_session_id, revive_candidates
@@ -59,6 +61,7 @@ class ClaudeSetup:
     claude_home: Path  # where Claude Code keeps its transcripts and status files
     extra_args: tuple[str, ...] = ()  # the person's own claude arguments (agent --claude-arg)
     env: Mapping[str, str] | None = None  # the sessions' base environment (None: the agent's)
+    mac_name: str = "this Mac"  # this Mac's name, as a start failure's action names it
 
 
 @dataclass(frozen=True)
@@ -186,6 +189,7 @@ class Sessions:
                 claude_home=self.setup.claude_home,
                 host=self._driver_host,
                 data_dir=self.data,
+                mac_name=self.setup.mac_name,
             )
             if record.fork_conversation and record.fork_copy:
                 # A fork's history first: the conversation it forked, as it was then.
@@ -258,21 +262,25 @@ class Sessions:
 
     # -- life: launch, reopen, revive, end ---------------------------------------------------
 
-    async def launch(self, record: SessionRecord, start: Start) -> SessionDriver:
+    async def launch(
+        self, record: SessionRecord, start: Start, choice: ResumeChoice | None = None
+    ) -> SessionDriver:
         """Start the session's claude in a new terminal (a dead one left from an earlier life
-        goes first). Why it failed is the session's error on the phone until a launch works."""
+        goes first). Why it failed is the session's error on the phone until a launch works.
+        ``choice``: a one-off resume scope (else the session's own, set_resume)."""
         if not record.secret:
             record.secret = secrets.token_urlsafe(32)
         rt = self.driver(record)
         rt.launching = True
         try:
-            await self._start_claude(rt, start)
+            await self._start_claude(rt, start, choice or ResumeChoice())
         except Exception as exc:
             rt.error = reason(exc)
             raise
         finally:
             rt.launching = False
         rt.error = None
+        rt.failure = None
         return rt
 
     def on_disk(self, record: SessionRecord) -> OnDisk:
@@ -282,7 +290,7 @@ class Sessions:
         own = transcript_path(home, record.cwd, record.id).exists()
         return OnDisk(conversation=conversation, own_transcript=own)
 
-    async def _start_claude(self, rt: SessionDriver, start: Start) -> None:
+    async def _start_claude(self, rt: SessionDriver, start: Start, choice: ResumeChoice) -> None:
         record = rt.record
         if not Path(record.cwd).is_dir():
             # tmux would start claude in another folder without a word.
@@ -290,7 +298,10 @@ class Sessions:
                 "folder_gone", f"the folder {record.cwd} no longer exists on this Mac"
             )
         await self._host.check_claude()
-        plan = plan_launch(record, start, self.on_disk(record))
+        new_id = choice.new_id or str(uuid.uuid4())  # used only by a fresh resume
+        plan = plan_launch(
+            record, start, self.on_disk(record), dataclasses.replace(choice, new_id=new_id)
+        )
         argv = claude_argv(
             self.setup.claude,
             str(self.setup.settings),
@@ -303,8 +314,12 @@ class Sessions:
         )
         if plan.first_conversation is not None:
             record.conversation_id = plan.first_conversation
+            record.transcript_path = None  # the new one's is where Claude Code puts it
             record.conversation_ids.append(plan.first_conversation)
             rt.follower.follow(plan.first_conversation, self.transcript_file(record))
+        # Typed before held messages once claude is idle; a lead left from a start that never
+        # got that far gives way to this start's.
+        record.lead = list(plan.lead)
         with contextlib.suppress(MuxError):
             await self.mux.kill(rt.name)  # a dead pane left from an earlier life
         try:
@@ -323,6 +338,10 @@ class Sessions:
         record.launched_at = now
         record.last_alive_at = now
         rt.relaunched()
+        if plan.marker is not None:
+            self.add_marker(record, MarkerKind.RESUMED, plan.marker)
+        if plan.scope is not None:
+            _log.info("session %s resumes %s (%s)", record.id, plan.scope, plan.how)
         self.save()
 
     def _env(self, record: SessionRecord) -> dict[str, str]:
@@ -337,11 +356,12 @@ class Sessions:
             ),
         )  # fmt: skip
 
-    async def reopen(self, record: SessionRecord) -> None:
-        """Start the session's claude again, in its conversation, unless it runs."""
+    async def reopen(self, record: SessionRecord, choice: ResumeChoice | None = None) -> None:
+        """Start the session's claude again, by its resume scope (or ``choice``'s, this once),
+        unless it runs."""
         if self.driver(record).pane_alive:
             return
-        await self.launch(record, Start.REOPEN)
+        await self.launch(record, Start.REOPEN, choice)
 
     async def attach_running(self) -> None:
         """Carry on with the sessions whose terminals outlived the previous agent."""

@@ -536,6 +536,12 @@ class RelayClient:
         page: AuditPage = self._call("GET", "/api/audit", params=dict(query))
         return page
 
+    def report(self, since: str | None, until: str | None) -> dict[str, Any]:
+        """The usage report (relay/features/report.py): its JSON as the relay sent it."""
+        params = {k: v for k, v in (("since", since), ("until", until)) if v}
+        body: dict[str, Any] = self._call("GET", "/api/report", params=params)
+        return body
+
     def page_link(self, session_id: str, *, read_only: bool = False) -> str:
         return f"{self.url}/#/s/{quote(session_id, safe='')}" + ("/read" if read_only else "")
 

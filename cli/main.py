@@ -11,6 +11,7 @@ claude-bridge cost FILE…         tokens and USD of transcript files taken as o
 claude-bridge open --session ID|-N  resume, start (with that id) or read a session
 claude-bridge sessions           list sessions, newest created first
 claude-bridge audit              every decision on a card: who or which rule, which card, answer
+claude-bridge report             usage: starts, resumes by scope, tokens re-read, search success
 claude-bridge doctor             check everything the bridge needs, each with its fix
 claude-bridge attach SESSION     join this terminal to a session running on this Mac
 claude-bridge claude [ARGS…]     a drop-in for claude: started through the agent, seen on the phone
@@ -42,6 +43,7 @@ from cli import (
     policy,
     rename,
     replay,
+    report,
     retention,
     serve,
     session_cost,
@@ -76,6 +78,7 @@ COMMANDS: tuple[CommandModule, ...] = (
     policy,
     retention,  # pin, unpin, retention
     audit,
+    report,
     fork,
     move,
     delete,

@@ -26,10 +26,12 @@ from relay.features import (
     files,
     fulltext,
     grants,
+    memory,
     moves,
     outbox,
     permissions,
     push,
+    report,
     retention,
     search,
     subagents,
@@ -244,6 +246,8 @@ FEATURES: tuple[Feature, ...] = (
     fulltext.FEATURE,  # the whole text of an event the relay cut, read again from its Mac
     outbox.FEATURE,  # messages queued for an offline Mac
     moves.FEATURE,  # a session moved to another Mac
+    memory.FEATURE,  # memory candidates, written to a project's CLAUDE.md with a tap
+    report.FEATURE,  # the usage report: starts, resumes, searches, memory, expiries
 )
 
 

@@ -31,6 +31,7 @@ from typing import Final
 from relay.ledger import Constraint, Decision, Ledger, OpenItem
 from relay.recent_work import HANDOFF_OPENING, Exchange, Piece
 from relay.tokens import max_units, text_units, tokens_of_units
+from wire.markers import fresh_marker
 
 __all__ = [
     "HANDOFF_MAX_TOKENS_DEFAULT",
@@ -110,9 +111,8 @@ class Handoff:
 
 
 def marker_text(decisions: int) -> str:
-    """The marker line of a conversation resumed fresh."""
-    noun = "decision" if decisions == 1 else "decisions"
-    return f"resumed fresh from {decisions} {noun}"
+    """The marker line of a conversation resumed fresh (the agent writes it: wire/markers.py)."""
+    return fresh_marker(decisions)
 
 
 def _decision_line(decision: Decision) -> str:

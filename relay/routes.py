@@ -36,7 +36,7 @@ from relay.deps import (
 from relay.errors import BadRequest, Conflict, NotFound, PayloadTooLarge, Unprocessable
 from relay.history import fetch_page
 from relay.live import Link
-from relay.sse import account_updates, last_event_id, session_events
+from relay.sse import account_updates, heartbeat, last_event_id, session_events
 from relay.state import RelayState, iso
 from relay.store import Principal, new_session_id
 from wire.protocol import (
@@ -389,8 +389,15 @@ def _stream_headers(state: RelayState) -> dict[str, str]:
     return {
         "Cache-Control": "no-store",
         "X-Accel-Buffering": "no",
-        "X-CB-Keepalive": f"{state.config.float('sse_keepalive'):g}",
+        "X-CB-Keepalive": f"{_beat_every(state):g}",
+        "X-CB-Heartbeat": f"{state.config.float('stream_heartbeat_interval'):g}",
     }
+
+
+def _beat_every(state: RelayState) -> float:
+    """Seconds between the streams' heartbeats: they are the keep-alive too, so a byte comes at
+    least this often."""
+    return min(state.config.float("sse_keepalive"), state.config.float("stream_heartbeat_interval"))
 
 
 @router.get("/sessions/{session_id}/stream")
@@ -409,7 +416,8 @@ async def session_stream(
     seqrules.page_after(session.numbering, start, 1, epoch)
     return EventSourceResponse(
         session_events(state, principal, session, start),
-        ping=state.config.float("sse_keepalive"),
+        ping=_beat_every(state),
+        ping_message_factory=heartbeat,
         headers=_stream_headers(state),
     )
 
@@ -418,7 +426,8 @@ async def session_stream(
 async def account_stream(principal: Phone, state: State) -> EventSourceResponse:
     return EventSourceResponse(
         account_updates(state, principal),
-        ping=state.config.float("sse_keepalive"),
+        ping=_beat_every(state),
+        ping_message_factory=heartbeat,
         headers=_stream_headers(state),
     )
 
@@ -542,6 +551,44 @@ async def cancel_held(
     if not _MESSAGE_ID.fullmatch(message_id):
         raise NotFound(f"no held message {message_id[:80]!r}", code="unknown_message")
     return await send_command(state, session, CancelHeldArgs(message_id=message_id))
+
+
+# The id a held message sent now is typed under: its own id with this end (the Mac keeps one
+# message per id, so a retry of the same "send now" is never typed twice).
+_NOW_SUFFIX = "-now"
+
+
+@router.post("/sessions/{session_id}/held/{message_id}/now")
+async def send_held_now(
+    session_id: str, message_id: str, principal: Phone, state: State
+) -> dict[str, Any]:
+    """Send a held message now, on its own request: it is taken back and sent again as "Send
+    now" (the turn is interrupted; the messages held with it are typed with it, as one block)."""
+    session = await session_or_404(state, principal, session_id)
+    if not _MESSAGE_ID.fullmatch(message_id):
+        raise NotFound(f"no held message {message_id[:80]!r}", code="unknown_message")
+    live = state.live.sessions.get(session.id)
+    held = (
+        next((m for m in (live.held or []) if m.id == message_id and m.state == "held"), None)
+        if live is not None
+        else None
+    )
+    if held is None:
+        raise Conflict(
+            "that message is not held any more (already typed or cancelled): nothing to send",
+            code="message_gone",
+        )
+    await send_command(state, session, CancelHeldArgs(message_id=message_id))
+    extra: dict[str, Any] = {}
+    if held.attachments:
+        extra["attachments"] = [a.id for a in held.attachments]
+    args = SendArgs(
+        text=held.text,
+        now=True,
+        message_id=message_id[: 64 - len(_NOW_SUFFIX)] + _NOW_SUFFIX,
+        **extra,
+    )
+    return await send_command(state, session, args)
 
 
 @router.post("/sessions/{session_id}/interrupt")

@@ -12,6 +12,7 @@ import time
 from collections.abc import AsyncIterator
 from typing import Any
 
+from sse_starlette import ServerSentEvent
 from starlette.requests import HTTPConnection
 
 from relay import seq as seqrules
@@ -25,6 +26,12 @@ from relay.store import Principal, Session
 
 def _json(data: object) -> str:
     return dumps(data)  # never NaN / Infinity: JSON.parse on the page would fail
+
+
+def heartbeat() -> ServerSentEvent:
+    """The streams' keep-alive as an event the page sees (a comment is hidden from it): the relay
+    is alive and writing now. ``at`` is the relay's clock, for nothing but a person reading it."""
+    return ServerSentEvent(event="heartbeat", data=_json({"at": round(time.time(), 3)}))
 
 
 def last_event_id(conn: HTTPConnection) -> int | None:

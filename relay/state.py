@@ -33,7 +33,7 @@ def iso(ts: float | None) -> str | None:
 
 
 # What a change of is worth storing in ``last_known`` (the activity line changes too often).
-_KNOWN_KEYS = ("state", "needs_you", "card_kind")
+_KNOWN_KEYS = ("state", "needs_you", "card_kind", "failure")
 
 
 def known_of(info: SessionInfo) -> dict[str, Any] | None:
@@ -45,7 +45,18 @@ def known_of(info: SessionInfo) -> dict[str, Any] | None:
         "activity": info.activity,
         "needs_you": info.card is not None,
         "card_kind": info.card.kind if info.card else None,
+        # Why its claude could not start: still said while the Mac is offline.
+        "failure": info.failure.model_dump() if info.failure else None,
     }
+
+
+def first_message_pending(last_seq: int, live: SessionInfo | None) -> bool:
+    """Whether a session is still starting for the person: nothing in its history yet and a
+    message (the prompt it was started with) still waiting to be typed. Claude Code shows its
+    prompt (the Mac says "idle") a moment before the first message is typed."""
+    if last_seq > 0 or live is None:
+        return False
+    return any(m.state in ("held", "typing") for m in live.held or [])
 
 
 @dataclass
@@ -105,6 +116,8 @@ class RelayState:
         if not online and mark is None:
             mark = "offline"
         state = live.state if (live and online and live.state) else "ended"
+        if state == "idle" and first_message_pending(session.last_seq, live):
+            state = "starting"  # claude is up, but what it was started with is not typed yet
         body: dict[str, Any] = {
             "id": session.id,
             "device_id": session.device_id,
@@ -121,6 +134,8 @@ class RelayState:
             "card": live.card.model_dump() if live and online and live.card else None,
             "needs_you": bool(live and online and live.card),
             "error": live.error if live and online else None,  # the Mac could not start it
+            # claude ended before the session was live: {code, reason, action, last_lines …}
+            "failure": self._failure(session.id, live, online),
             # What the Mac last said, kept while it is offline: its state is unknown, not stopped.
             "last_known": None if online else self._last_known(session.id, live),
             "created_at": iso(session.created_at),
@@ -145,6 +160,15 @@ class RelayState:
             body["preview"] = live.preview if live and online else None
             body["model"] = live.model if live else None
         return body
+
+    def _failure(
+        self, session_id: str, live: SessionInfo | None, online: bool
+    ) -> dict[str, Any] | None:
+        if online:
+            return live.failure.model_dump() if live and live.failure else None
+        known = self._last_known(session_id, live) or {}
+        failure = known.get("failure")
+        return failure if isinstance(failure, dict) else None
 
     def _last_known(self, session_id: str, live: SessionInfo | None) -> dict[str, Any] | None:
         known = known_of(live) if live is not None else None

@@ -1,15 +1,17 @@
 // The control page: an account stream (/api/stream) for every Mac and session, a stream for the
 // session on screen, a phone cache for when either is unreachable, a band saying what is wrong.
 // Screens: #/ overview, #/s/<id> session (#/s/<id>/read read-only; …/agent/<agent id> a
-// subagent's history), #/new, #/settings.
+// subagent's history), #/new, #/settings, #/memory[/<project>] (memory candidates).
 
 import { extraHeaders, get, onReachability, setReadOnly } from "./js/api.js";
 import * as cache from "./js/cache.js";
+import * as contact from "./js/connection.js";
 import { $, h } from "./js/dom.js";
 import { FilesView } from "./js/files.js";
 import { renderNewSession, renderSettings } from "./js/forms.js";
 import { t } from "./js/i18n.js";
 import { LiveStream } from "./js/live.js";
+import { MemoryView } from "./js/memory.js";
 import { renderOverview } from "./js/overview.js";
 import { SearchPanel } from "./js/search.js";
 import { SessionView } from "./js/session.js";
@@ -36,6 +38,7 @@ class App {
     onReachability((ok) => { if (ok !== this.relayOk) { this.relayOk = ok; this.updateBand(); } });
     setInterval(() => { if (this.screen === "overview") this.drawOverview(); this.updateBand(); }, 30000);
     watchWidth(this);
+    contact.watchSilence(() => this.updateBand());
   }
 
   async boot() {
@@ -49,7 +52,7 @@ class App {
       return;
     }
     const saved = await cache.getItem("overview");
-    if (saved && this.accountState !== "open") this.applySnapshot(saved, false);
+    if (saved && this.accountState !== "open") { contact.restored(saved.saved_at); this.applySnapshot(saved, false); }
     this.route();
     await this.checkLogin();
   }
@@ -97,6 +100,7 @@ class App {
       resync: () => this.stream.restart(),
       revoked: () => { this.stream.close(); this.loggedOut(); },
     }, {
+      onHeard: () => contact.heard(),
       onState: (state) => {
         this.accountState = state;
         if (state === "open") this.relayOk = true;
@@ -128,7 +132,7 @@ class App {
     const before = this.sessions;
     this.sessions = new Map((data.sessions || []).map((s) => [s.id, { ...before.get(s.id), ...s }]));
     // The snapshot holds the list's fields (summary, stage, pinned): no list to read again.
-    if (live) cache.setItem("overview", data);
+    if (live) cache.setItem("overview", { ...data, saved_at: Date.now() });
     if (this.view && this.sessions.has(this.view.id) && live) this.view.onSession(this.sessions.get(this.view.id));
     this.changed();
   }
@@ -152,7 +156,7 @@ class App {
     clearTimeout(this.saveTimer);
     this.saveTimer = setTimeout(() => {
       if (this.accountState === "open") {
-        cache.setItem("overview", { devices: [...this.devices.values()], sessions: [...this.sessions.values()] });
+        cache.setItem("overview", { devices: [...this.devices.values()], sessions: [...this.sessions.values()], saved_at: Date.now() });
       }
     }, 500);
     if (this.screen === "overview") this.drawOverview();
@@ -202,6 +206,10 @@ class App {
       this.view.renderMeta();
     } else if (parts[0] === "new") {
       this.show("new", renderNewSession(this), t("ns_title"));
+    } else if (parts[0] === "memory") {
+      this.sub = new MemoryView(this, parts[1]);
+      this.backTo = "#/settings";
+      this.show("memory", this.sub.el, this.sub.title());
     } else if (parts[0] === "settings") {
       this.show("settings", renderSettings(this), t("settings"));
     } else {
@@ -264,8 +272,17 @@ class App {
     let text = "";
     let kind = "";
     const sessionState = this.view ? this.view.streamState : "open";
+    const now = contact.assess({ paired: this.paired, relayOk: this.relayOk, account: this.accountState });
+    if (now.lost !== Boolean(this.lost)) {
+      // heard again or not any more: every Mac's and session's state is drawn again
+      this.lost = now.lost;
+      if (this.screen === "overview") this.drawOverview();
+      if (this.view) this.view.renderMeta();
+    }
     if (this.paired === false) {
       text = "";
+    } else if (now.lost) {
+      text = contact.bandText(); kind = now.kind;
     } else if (!this.relayOk) {
       text = t("band_unreachable"); kind = "unreachable";
     } else if (this.accountState !== "open" || sessionState !== "open") {
@@ -276,9 +293,10 @@ class App {
     this.band.hidden = !text;
     this.band.textContent = text;
     this.band.dataset.kind = kind;
-    const live = !text && this.paired && this.accountState === "open";
-    this.live.textContent = live ? t("live") : this.paired === false ? "" : t("connecting");
+    const live = now.live && !text;
+    this.live.textContent = this.paired === false ? "" : live ? contact.words("live") : contact.pillText();
     this.live.className = "live" + (live ? " on" : "");
+    this.live.dataset.kind = live ? "live" : now.kind;
   }
 }
 

@@ -203,6 +203,13 @@ SETTINGS: tuple[Setting, ...] = (
         "relay",
     ),
     Setting(
+        "stream_heartbeat_interval",
+        4.0,
+        "Seconds between heartbeat events on the page's streams; the page says Live only while "
+        "one came in the last 10 s (a frozen relay keeps its sockets open but sends nothing).",
+        "relay",
+    ),
+    Setting(
         "outbox_retry_interval",
         5.0,
         "Seconds between attempts to deliver messages queued on the relay for an offline Mac.",

@@ -12,7 +12,23 @@ from typing import Final
 
 from wire.protocol import MarkerKind
 
-__all__ = ["BRIDGE_CONVERSATION", "BRIDGE_LINE_TYPE", "BRIDGE_MARKERS", "bridge_line"]
+__all__ = [
+    "BRIDGE_CONVERSATION",
+    "BRIDGE_LINE_TYPE",
+    "BRIDGE_MARKERS",
+    "SUMMARY_MARKER",
+    "bridge_line",
+    "fresh_marker",
+]
+
+SUMMARY_MARKER: Final = "resumed from a summary (Claude Code's /compact)"
+
+
+def fresh_marker(decisions: int) -> str:
+    """The marker line of a conversation resumed fresh (relay/handoff.py's ``marker_text``)."""
+    noun = "decision" if decisions == 1 else "decisions"
+    return f"resumed fresh from {decisions} {noun}"
+
 
 # The line shape the agent writes for its own markers, in the
 # conversation named BRIDGE_CONVERSATION, so they are numbered and stored like any other line.
@@ -27,6 +43,7 @@ BRIDGE_MARKERS: Final[frozenset[str]] = frozenset(
         MarkerKind.ALLOW_ALL,
         MarkerKind.GRANT,
         MarkerKind.MOVED,
+        MarkerKind.RESUMED,
     }
 )
 

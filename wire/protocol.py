@@ -19,6 +19,8 @@ from typing import Annotated, Any, ClassVar, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
+from wire.memory_section import FACT_MAX_CHARS
+
 PROTOCOL_VERSION = 1
 
 # Limits on every integer from the wire. Seqs and offsets reach the page, so they stay within
@@ -105,6 +107,7 @@ class MarkerKind(StrEnum):
     ALLOW_ALL = "allow_all"  # "allow all" started or ended (agent)
     GRANT = "grant"  # a grant given, revoked or ended with its claude process (agent)
     MOVED = "moved"  # 🚚 the session moved to this Mac from another (agent)
+    RESUMED = "resumed"  # a stopped session started again lean: fresh or from a summary (agent)
     INFO = "info"
 
 
@@ -287,6 +290,29 @@ class GrantInfo(_Model):
     granted_at: float = Field(ge=0, le=1e11, allow_inf_nan=False)
 
 
+MAX_FAILURE_LINES = 8  # the lines of Claude Code's own message a start failure carries
+MAX_FAILURE_LINE_CHARS = 300
+MAX_FAILURE_TEXT_CHARS = 1000  # its reason and its action
+FAILURE_CODE = r"^[a-z][a-z_]{0,63}$"
+
+
+class StartFailureInfo(_Model):
+    """Why a session's claude ended before its session was ever live (agent/startfail.py):
+    ``code`` (``claude_not_logged_in``, ``claude_bad_flag`` … ``claude_exited``), ``reason``
+    (Claude Code's own words, the first meaningful line), ``action`` (what the person does,
+    naming the Mac), ``last_lines`` (the message as it was on the pane's last screen) and the
+    exit ``status`` / ``signal`` when known."""
+
+    code: str = Field(pattern=FAILURE_CODE)
+    reason: str = Field(max_length=MAX_FAILURE_TEXT_CHARS)
+    action: str = Field(max_length=MAX_FAILURE_TEXT_CHARS)
+    last_lines: list[Annotated[str, Field(max_length=MAX_FAILURE_LINE_CHARS)]] = Field(
+        default_factory=list, max_length=MAX_FAILURE_LINES
+    )
+    status: int | None = Field(default=None, ge=0, le=255)
+    signal: int | None = Field(default=None, ge=0, le=255)
+
+
 class SessionInfo(_Model):
     """What the Mac reports about a session's live side (never stored as state)."""
 
@@ -303,6 +329,9 @@ class SessionInfo(_Model):
     permission_mode: str | None = None
     model: str | None = None
     error: str | None = None  # why the Mac could not (re)start the session; None once it runs
+    # claude ended before the session was live: why, in its words, and what to do (None: it
+    # did not, or a later start works). ``error`` then holds the same, in one sentence.
+    failure: StartFailureInfo | None = None
     # The grants of the running claude process, all of them (a field left out: unchanged).
     grants: list[GrantInfo] | None = Field(default=None, max_length=64)
 
@@ -461,6 +490,7 @@ CommandName = Literal[
     "set_model",
     "save_attachment",
     "revoke_grant",
+    "set_resume",
     # Moving a session to another Mac (relay/features/moves.py, agent/moving.py)
     "move_probe",
     "move_export",
@@ -469,6 +499,8 @@ CommandName = Literal[
     "move_write",
     "move_place",
     "move_finish",
+    # Memory with a tap (relay/features/memory.py, agent/memoryfiles.py)
+    "write_memory",
 ]
 
 # Limits of a command's args (docs/protocol.md §9), checked by the agent: args outside them are
@@ -555,8 +587,33 @@ class RestArgs(ArgsModel):
     name: ClassVar[CommandName] = "rest"
 
 
+# How a stopped session starts again (issue 23): ``full`` resumes the whole conversation
+# (``claude --resume``), ``summary`` resumes it then runs Claude Code's own ``/compact`` before
+# the held messages, ``fresh`` starts a new conversation whose first message is the handoff.
+ResumeScope = Literal["full", "summary", "fresh"]
+RESUME_SCOPES: tuple[ResumeScope, ...] = ("full", "summary", "fresh")
+MAX_DECISIONS_COUNT = 1_000_000
+
+
 class ReopenArgs(ArgsModel):
+    """Start a stopped session again. ``scope``/``handoff``: this once, instead of the ones the
+    session keeps (set_resume)."""
+
     name: ClassVar[CommandName] = "reopen"
+    scope: ResumeScope | None = None
+    handoff: str | None = Field(default=None, max_length=MAX_MESSAGE_CHARS)
+    decisions: int | None = Field(default=None, ge=0, le=MAX_DECISIONS_COUNT)
+
+
+class SetResumeArgs(ArgsModel):
+    """The session's resume scope (None: ``full``, the person has not picked) and the handoff a
+    ``fresh`` start types first, with the count of decisions it holds (the marker line's N).
+    Kept in the Mac's registry and used at every start of the stopped session."""
+
+    name: ClassVar[CommandName] = "set_resume"
+    scope: ResumeScope | None = None
+    handoff: str | None = Field(default=None, max_length=MAX_MESSAGE_CHARS)
+    decisions: int = Field(default=0, ge=0, le=MAX_DECISIONS_COUNT)
 
 
 class CancelHeldArgs(ArgsModel):
@@ -772,6 +829,25 @@ class MoveFinishArgs(ArgsModel):
     epoch_start: Annotated[int, Field(ge=1, le=MAX_SEQ + 1)] = 1
 
 
+MemoryFileName = Literal["CLAUDE.local.md", "CLAUDE.md"]  # the first is the default
+MAX_MEMORY_FACTS = 200  # facts one memory section holds
+
+
+class WriteMemoryArgs(ArgsModel):
+    """Write the facts the person accepted into the product's section of ``file`` in ``cwd``
+    (the session's working folder or a folder inside it), wire/memory_section.py; answers the
+    change as a unified diff and the file's path. ``dry_run``: only the diff, nothing written.
+    ``facts`` are the whole section (what it holds afterwards, in order)."""
+
+    name: ClassVar[CommandName] = "write_memory"
+    cwd: str = Field(min_length=1, max_length=MAX_CWD_CHARS)
+    file: MemoryFileName = "CLAUDE.local.md"
+    facts: list[Annotated[str, Field(min_length=1, max_length=FACT_MAX_CHARS)]] = Field(
+        default_factory=list, max_length=MAX_MEMORY_FACTS
+    )
+    dry_run: bool = False
+
+
 CommandArgs = (
     CreateSessionArgs
     | SendArgs
@@ -793,6 +869,7 @@ CommandArgs = (
     | SetModelArgs
     | SaveAttachmentArgs
     | RevokeGrantArgs
+    | SetResumeArgs
     | MoveProbeArgs
     | MoveExportArgs
     | MoveAcceptArgs
@@ -800,6 +877,7 @@ CommandArgs = (
     | MoveWriteArgs
     | MovePlaceArgs
     | MoveFinishArgs
+    | WriteMemoryArgs
 )
 # Each command's args model, by name.
 COMMAND_ARGS: dict[CommandName, type[CommandArgs]] = {

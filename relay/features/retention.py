@@ -60,7 +60,7 @@ from relay.db import Connection, database_errors
 from relay.deps import Phone, State, refuse_read_only, relay_state, session_or_404
 from relay.errors import Conflict, RelayError
 from relay.feature import Feature
-from relay.features import audit
+from relay.features import audit, report
 from relay.live import Link
 from relay.state import RelayState, iso
 from relay.store import Principal, Session, sessions
@@ -549,6 +549,7 @@ class Retention:
                 " ON CONFLICT (account_id) DO UPDATE SET report = excluded.report",
                 list(texts.items()),
             )
+            report.record_retention(conn, now, reports)
 
         await self.state.store.write(store_reports)
         p = applied.plan

@@ -90,7 +90,7 @@ from relay.db.migrations import MIGRATION_LOCK
 from relay.deps import Phone, State, refuse_read_only
 from relay.errors import BadRequest, NotFound
 from relay.feature import Feature
-from relay.features import titles
+from relay.features import report, titles
 from relay.hookspecs import NewLines
 from relay.state import RelayState, iso
 from relay.store import Session, Store
@@ -1232,7 +1232,13 @@ async def search_route(
         cwd=cwd or None,
         limit=size,
     )
-    return await search(state, principal.account_id, q, filters)
+    found = await search(state, principal.account_id, q, filters)
+    # A search with words is counted by the usage report; a result opened from it within two
+    # minutes makes it one that worked (POST /api/search/opened with this id).
+    found["search_id"] = (
+        await report.record_search(state, principal.account_id) if q.strip() else None
+    )
+    return found
 
 
 @router.get("/sessions/{session_id}/summary")

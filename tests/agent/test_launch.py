@@ -15,12 +15,14 @@ from agent.launch import (
     BadClaudeArgs,
     LaunchPlan,
     OnDisk,
+    ResumeChoice,
     Start,
     check_claude_args,
     claude_argv,
     plan_launch,
     session_env,
 )
+from wire.markers import SUMMARY_MARKER
 
 SESSION = str(uuid.UUID(int=1))
 CONVERSATION = str(uuid.UUID(int=2))
@@ -34,6 +36,9 @@ class Record:
     id: str = SESSION
     conversation_id: str | None = None
     fork_conversation: str | None = None
+    resume_scope: str | None = None
+    handoff: str | None = None
+    handoff_decisions: int = 0
 
 
 def argv(plan: LaunchPlan) -> list[str]:
@@ -51,7 +56,7 @@ def test_a_new_session_starts_its_first_conversation_under_its_own_id() -> None:
 @pytest.mark.parametrize("start", [Start.REOPEN, Start.REVIVE])
 def test_a_session_with_a_conversation_resumes_it(start: Start) -> None:
     plan = plan_launch(Record(conversation_id=CONVERSATION), start, ALL)
-    assert plan == LaunchPlan("resume", resume=CONVERSATION)
+    assert plan == LaunchPlan("resume", resume=CONVERSATION, scope="full")
     assert argv(plan) == ["--resume", CONVERSATION]
 
 
@@ -70,7 +75,7 @@ def test_a_revived_session_without_a_conversation_lets_claude_name_it() -> None:
 def test_a_moved_session_resumes_only_a_conversation_that_arrived() -> None:
     record = Record(conversation_id=CONVERSATION)
     arrived = plan_launch(record, Start.ARRIVE, OnDisk(conversation=True, own_transcript=False))
-    assert arrived == LaunchPlan("resume", resume=CONVERSATION)
+    assert arrived == LaunchPlan("resume", resume=CONVERSATION, scope="full")
     # Never prompted on the other Mac: no transcript came, it starts afresh under that id.
     missing = plan_launch(record, Start.ARRIVE, NOTHING)
     assert missing == LaunchPlan("fresh", session_id=CONVERSATION)
@@ -88,10 +93,25 @@ def test_a_fork_forks_its_parents_conversation_until_it_has_a_transcript_of_its_
     assert again == LaunchPlan("fork", session_id=SESSION, resume=PARENT)
     # Once claude wrote the fork's own transcript, that is what it resumes.
     own = plan_launch(started, Start.REOPEN, OnDisk(conversation=True, own_transcript=True))
-    assert own == LaunchPlan("resume", resume=SESSION)
+    assert own == LaunchPlan("resume", resume=SESSION, scope="full")
     # A fork that moved on to another conversation (/clear) is never forked again.
     cleared = Record(conversation_id=CONVERSATION, fork_conversation=PARENT)
-    assert plan_launch(cleared, Start.REOPEN, NOTHING) == LaunchPlan("resume", resume=CONVERSATION)
+    assert plan_launch(cleared, Start.REOPEN, ALL) == LaunchPlan(
+        "resume", resume=CONVERSATION, scope="full"
+    )
+    assert plan_launch(cleared, Start.REOPEN, NOTHING) == LaunchPlan(
+        "fresh", session_id=CONVERSATION
+    )
+
+
+@pytest.mark.parametrize("start", [Start.REOPEN, Start.REVIVE, Start.ARRIVE])
+def test_a_conversation_never_saved_here_starts_afresh_under_its_id(start: Start) -> None:
+    # claude exited before its first prompt (a failed login, say): no transcript, and
+    # `--resume` would answer "No conversation found" at every later start.
+    for conversation in (SESSION, CONVERSATION):
+        plan = plan_launch(Record(conversation_id=conversation), start, NOTHING)
+        assert plan == LaunchPlan("fresh", session_id=conversation)
+        assert argv(plan) == ["--session-id", conversation]
 
 
 def test_every_plan_makes_a_command_line_claude_takes() -> None:
@@ -113,6 +133,66 @@ def test_every_plan_makes_a_command_line_claude_takes() -> None:
                 if plan.first_conversation is not None:
                     assert record.conversation_id is None
                     assert plan.first_conversation == record.id
+
+
+NEW = str(uuid.UUID(int=4))
+HANDOFF = "This session continues earlier work.\n## Decisions\n- answered: use sqlite"
+
+
+@pytest.mark.parametrize("start", [Start.REOPEN, Start.REVIVE, Start.ARRIVE])
+def test_a_fresh_scope_starts_a_new_conversation_with_the_handoff_first(start: Start) -> None:
+    record = Record(
+        conversation_id=CONVERSATION, resume_scope="fresh", handoff=HANDOFF, handoff_decisions=3
+    )
+    plan = plan_launch(record, start, ALL, ResumeChoice(new_id=NEW))
+    assert plan == LaunchPlan(
+        "fresh",
+        session_id=NEW,
+        first_conversation=NEW,
+        scope="fresh",
+        lead=(HANDOFF,),
+        marker="resumed fresh from 3 decisions",
+    )
+    assert argv(plan) == ["--session-id", NEW]
+
+
+def test_a_summary_scope_resumes_then_compacts_before_held_messages() -> None:
+    record = Record(conversation_id=CONVERSATION, resume_scope="summary")
+    plan = plan_launch(record, Start.REOPEN, ALL, ResumeChoice(new_id=NEW))
+    assert plan == LaunchPlan(
+        "resume", resume=CONVERSATION, scope="summary", lead=("/compact",), marker=SUMMARY_MARKER
+    )
+    assert argv(plan) == ["--resume", CONVERSATION]
+
+
+def test_a_one_off_scope_beats_the_sessions_own() -> None:
+    record = Record(conversation_id=CONVERSATION, resume_scope="summary", handoff="old")
+    full = plan_launch(record, Start.REOPEN, ALL, ResumeChoice(scope="full", new_id=NEW))
+    assert full == LaunchPlan("resume", resume=CONVERSATION, scope="full")
+    fresh = plan_launch(
+        record,
+        Start.REOPEN,
+        ALL,
+        ResumeChoice(scope="fresh", handoff="new handoff", decisions=1, new_id=NEW),
+    )
+    assert fresh.lead == ("new handoff",) and fresh.marker == "resumed fresh from 1 decision"
+
+
+def test_fresh_without_a_handoff_or_an_unknown_scope_resumes_in_full() -> None:
+    nothing = Record(conversation_id=CONVERSATION, resume_scope="fresh")
+    plan = plan_launch(nothing, Start.REOPEN, ALL, ResumeChoice(new_id=NEW))
+    assert plan == LaunchPlan("resume", resume=CONVERSATION, scope="full")
+    odd = Record(conversation_id=CONVERSATION, resume_scope="everything")
+    assert plan_launch(odd, Start.REOPEN, ALL).scope == "full"
+
+
+@pytest.mark.parametrize("scope", ["full", "summary", "fresh"])
+def test_a_scope_never_touches_a_new_session_or_a_fork(scope: str) -> None:
+    choice = ResumeChoice(new_id=NEW)
+    fresh = Record(resume_scope=scope, handoff=HANDOFF)
+    assert plan_launch(fresh, Start.NEW, NOTHING, choice).lead == ()
+    fork = Record(fork_conversation=PARENT, resume_scope=scope, handoff=HANDOFF)
+    assert plan_launch(fork, Start.NEW, NOTHING, choice).how == "fork"
 
 
 def test_claude_argv_for_new_resumed_and_moded_sessions() -> None:

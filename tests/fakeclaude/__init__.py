@@ -22,7 +22,9 @@ time before an answer; ``FAKECLAUDE_NOTIFY_SECONDS`` (6) Notification hook for a
 dialog; ``FAKECLAUDE_HINT_SECONDS`` (10) how long ``← for agents`` and the effort line show;
 ``FAKECLAUDE_SPLIT_WRITES`` (``assistant``; ``all`` / ``off``) which transcript lines are
 written in two pieces, ``FAKECLAUDE_SPLIT_DELAY`` (0.05) the pause between the pieces;
-``FAKECLAUDE_LOAD_SECONDS`` (0) a blank screen before anything starts (a cold start).
+``FAKECLAUDE_LOAD_SECONDS`` (0) a blank screen before anything starts (a cold start);
+``FAKECLAUDE_START_EXIT`` a file: while it exists, its text is printed and the fake exits at once
+with ``FAKECLAUDE_START_EXIT_STATUS`` (1), as the real one refuses to start (no login, a bad flag).
 
 Prompts are matched by keyword (``scenarios.py``): RUN_BASH, WRITE_FILE, ASK_ME, ASK_TWO,
 MAKE_PLAN, SLOW, SUBAGENT, anything else; plus ``/clear``, ``/compact``, ``/exit``.

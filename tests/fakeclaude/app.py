@@ -941,6 +941,13 @@ def main(argv: list[str] | None = None) -> int:
     # A cold start of the real binary (a first run after an install) shows a blank screen
     # for seconds before its first frame.
     time.sleep(env_float("FAKECLAUDE_LOAD_SECONDS", 0.0))
+    # Claude Code refusing to start (a fresh HOME offline, a bad flag, …): the words the real
+    # one prints, from a file while it exists (deleting it "fixes the login"), then an exit.
+    refusal = os.environ.get("FAKECLAUDE_START_EXIT")
+    if refusal and Path(refusal).is_file():
+        sys.stdout.write(Path(refusal).read_text(encoding="utf-8"))
+        sys.stdout.flush()
+        return int(os.environ.get("FAKECLAUDE_START_EXIT_STATUS", "1"))
     if opts.continue_ and not opts.resume:
         folder = (
             Path(os.environ.get("HOME") or Path.home()) / ".claude" / "projects" / slug(os.getcwd())

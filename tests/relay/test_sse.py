@@ -321,3 +321,40 @@ def test_a_login_past_its_stream_limit_closes_its_oldest_and_never_locks_itself_
                 assert json.loads(news.data)["state"] == "busy"
 
     asyncio.run(run())
+
+
+def test_streams_carry_a_heartbeat_event_the_page_can_see(make_relay: Any) -> None:
+    """A frozen relay keeps its sockets open and sends nothing: the page tells it from a quiet one
+    by the heartbeat events (not comments, which a page's EventSource hides)."""
+    server: RelayServer = make_relay(stream_heartbeat_interval=0.2)
+    acct = server.account()
+    session_id = str(uuid.uuid4())
+
+    async def run() -> tuple[dict[str, str], list[str], int, int]:
+        async with (
+            mac(server, acct.device_token) as link,
+            client_for(server, acct.phone_token) as c,
+        ):
+            await link.send_lines(session_id, "conv", user_lines(0, 1))
+            async with (
+                c.stream("GET", "/api/stream") as account,
+                c.stream("GET", f"/api/sessions/{session_id}/stream") as session,
+            ):
+                raw: list[str] = []
+                async for line in account.aiter_lines():
+                    raw.append(line)
+                    if raw.count("event: heartbeat") >= 2:
+                        break
+                reader = SSEReader(session)
+                await read_until(reader, 1)
+                await asyncio.sleep(0.7)
+                with contextlib.suppress(TimeoutError):
+                    await reader.next(0.3)
+                return dict(account.headers), raw, reader.heartbeats, reader.comments
+
+    headers, raw, beats, comments = asyncio.run(run())
+    assert headers["x-cb-heartbeat"] == "0.2"
+    assert headers["x-cb-keepalive"] == "0.2"  # the heartbeat is the keep-alive when sooner
+    beat = raw[raw.index("event: heartbeat") + 1]
+    assert beat.startswith("data: ") and json.loads(beat[6:])["at"] > 0
+    assert beats >= 2 and comments >= beats

@@ -15,7 +15,7 @@ from pydantic import BaseModel
 from agent.daemon import Agent, AgentOptions
 from agent.errors import MuxError, PaneGone
 from agent.hookserver import HookAnswer, OnHook, SecretFor
-from agent.mux import Capture, Pane
+from agent.mux import Capture, LastScreen, Pane
 from agent.seams import OnLinked, OnUnlinked
 from wire import config
 from wire.client import Archive, CommandHandler
@@ -42,6 +42,7 @@ class FakeMux:
         self.pasted: list[tuple[str, str, bool]] = []
         self.killed: list[str] = []
         self.fail_launch: str | None = None  # a MuxError message for the next new_session
+        self.dead_status: dict[str, str] = {}  # a dead pane's exit status, as tmux gives it
 
     async def new_session(
         self,
@@ -67,6 +68,13 @@ class FakeMux:
         if found is None:
             raise PaneGone(f"no pane {name}")
         return Capture(self.screens.get(name, ""), found.width, found.height, found.cursor)
+
+    async def last_screen(self, name: str) -> LastScreen:
+        found = self.panes_by_name.get(name)
+        if found is None:
+            raise PaneGone(f"no pane {name}")
+        screen = self.screens.get(name, "")
+        return LastScreen(screen, screen, self.dead_status.get(name, ""), found.width)
 
     async def send_keys(self, name: str, groups: Sequence[Sequence[str]]) -> None:
         self.keys.append((name, [list(g) for g in groups]))

@@ -149,18 +149,18 @@ class Bridge:
         }
 
     def start_agent(self, **overrides: Any) -> Agent:
-        options = AgentOptions(
-            data_dir=self.data,
-            relay_url=self.relay.url,
-            token=self.account.device_token,
-            claude=self.claude,
-            mux_program=shutil.which("tmux") or "tmux",
-            mux_socket=self.socket,
-            claude_home=self.home / ".claude",
-            device_name="e2e mac",
-            env=self.env(),
-            **overrides,
-        )
+        given: dict[str, Any] = {
+            "data_dir": self.data,
+            "relay_url": self.relay.url,
+            "token": self.account.device_token,
+            "claude": self.claude,
+            "mux_program": shutil.which("tmux") or "tmux",
+            "mux_socket": self.socket,
+            "claude_home": self.home / ".claude",
+            "device_name": "e2e mac",
+            "env": self.env(),
+        }
+        options = AgentOptions(**{**given, **overrides})
         config = configmod.load(environ={})
         ready = threading.Event()
         errors: list[BaseException] = []

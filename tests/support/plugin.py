@@ -58,6 +58,8 @@ BACKEND_MODULES = frozenset(
         "relay/features/test_retention.py",
         "relay/features/test_files.py",
         "relay/features/test_fulltext.py",
+        "relay/features/test_memory.py",
+        "relay/features/test_report.py",
         "agent/test_approvals.py",
         # sessions in and out (fork, delete)
         "agent/test_fork.py",

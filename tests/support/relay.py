@@ -157,12 +157,14 @@ class SSEMessage:
 
 
 class SSEReader:
-    """A plain SSE client over httpx: one frame at a time, comments (keep-alives) counted."""
+    """A plain SSE client over httpx: one frame at a time, keep-alives counted and skipped (the
+    ``heartbeat`` events of relay/sse.py in ``heartbeats``, and with comments in ``comments``)."""
 
     def __init__(self, response: httpx.Response) -> None:
         self.response = response
         self._lines = response.aiter_lines()
         self.comments = 0
+        self.heartbeats = 0
 
     async def next(self, timeout: float = 10.0) -> SSEMessage:
         return await asyncio.wait_for(self._next(), timeout)
@@ -172,7 +174,11 @@ class SSEReader:
         data: list[str] = []
         async for line in self._lines:
             if line == "":
-                if data:
+                if data and event == "heartbeat":
+                    self.heartbeats += 1
+                    self.comments += 1
+                    event, ident, data = "message", None, []
+                elif data:
                     return SSEMessage(event, "\n".join(data), ident)
                 continue
             if line.startswith(":"):

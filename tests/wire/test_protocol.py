@@ -42,6 +42,7 @@ from wire.protocol import (
     SetModeArgs,
     SetModelArgs,
     SetPolicyArgs,
+    SetResumeArgs,
     TranscriptLineArgs,
     relay_message,
 )
@@ -112,6 +113,14 @@ EXAMPLES: list[tuple[CommandArgs, dict[str, Any]]] = [
     (EndArgs(), {}),
     (RestArgs(), {}),
     (ReopenArgs(), {}),
+    (
+        ReopenArgs(scope="fresh", handoff="## Decisions", decisions=2),
+        {"scope": "fresh", "handoff": "## Decisions", "decisions": 2},
+    ),
+    (
+        SetResumeArgs(scope="summary", handoff=None, decisions=0),
+        {"scope": "summary", "decisions": 0},
+    ),
     (CancelHeldArgs(message_id="abc_1"), {"message_id": "abc_1"}),
     (
         SetPolicyArgs(policy={"allow_all": False, "categories": {"read": "allow"}, "tools": {}}),

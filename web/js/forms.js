@@ -5,6 +5,7 @@ import { del, get, post } from "./api.js";
 import { ago, folderName, h, shortPath } from "./dom.js";
 import { LANGS, getLang, setLang, t } from "./i18n.js";
 import { retentionSection } from "./extras.js";
+import { mt } from "./memory.js";
 import { confirmBox, showError, toast } from "./ui.js";
 
 const MODES = ["default", "acceptEdits", "plan", "auto", "manual", "dontAsk", "bypassPermissions"];
@@ -115,6 +116,8 @@ export function renderSettings(app) {
   }
   page.append(h("section", null, h("h2", null, t("macs")), macs));
   page.append(retentionSection(app));
+  page.append(h("section.insights", null, h("h2", null, mt("title")), h("p.muted", null, mt("note")),
+    h("a.button", { href: "#/memory", id: "set-memory" }, mt("title"))));
 
   const logout = h("button.danger", { type: "button", id: "logout" }, t("logout"));
   logout.addEventListener("click", async () => {

@@ -17,13 +17,15 @@ export class LiveStream {
    * @param {() => string} url  the address to (re)open, built at each attempt
    * @param {Record<string, (data: any) => void>} handlers  SSE event → handler
    * @param {{onState?: (s: string) => void, check?: () => Promise<boolean>}} options
-   *   onState: "connecting" | "open" | "error"; check: resolves false to stop reopening
+   *   onState: "connecting" | "open" | "error"; check: resolves false to stop reopening;
+   *   onHeard: every event (the relay's heartbeat too) and every opening: the relay is writing now
    */
-  constructor(url, handlers, { onState, check } = {}) {
+  constructor(url, handlers, { onState, check, onHeard } = {}) {
     this.url = url;
     this.handlers = handlers;
     this.onState = onState || (() => {});
     this.check = check;
+    this.onHeard = onHeard || (() => {});
     this.state = "connecting";
     this.delay = 1000;
     this.timer = null;
@@ -93,6 +95,7 @@ export class LiveStream {
       if (every > 0) this.keepalive = every;
       this.alive();
       this.delay = 1000;
+      this.onHeard();
       this.setState("open");
       const reader = response.body.pipeThrough(new TextDecoderStream()).getReader();
       let buffer = "";
@@ -121,6 +124,7 @@ export class LiveStream {
     const name = (frame.match(/^event: ?(.*)$/m) || [])[1] || "message";
     const lines = [...frame.matchAll(/^data: ?(.*)$/gm)].map((m) => m[1]);
     if (!lines.length) return; // a keep-alive comment
+    this.onHeard(); // the heartbeat event (relay/sse.py) has no handler: it only counts here
     let parsed;
     try { parsed = JSON.parse(lines.join("\n")); } catch (_) { return; }
     if (this.handlers[name]) this.handlers[name](parsed);

@@ -6,10 +6,15 @@ import { stateLabel, t } from "./i18n.js";
 import { placeBand } from "./versionband.js";
 import { offlineLabel, stillNeedsYou } from "./offline.js";
 import { targetName } from "./move.js";
+import { contactLost, unknownLabel } from "./connection.js";
 
 const byOrder = (a, b) => a.position - b.position || String(a.created_at).localeCompare(String(b.created_at));
 
 export function sessionState(session, devices) {
+  if (contactLost()) {
+    // The relay is not heard: the last known state, greyed, "unknown since" (never "Mac offline").
+    return { state: session.state, mark: "unknown", needsYou: stillNeedsYou(session), stale: true };
+  }
   const device = devices.get(session.device_id);
   const offline = device ? !device.online : session.mark === "offline";
   return {
@@ -22,7 +27,7 @@ export function sessionState(session, devices) {
 /** One session in a list; ``found`` (a search result) adds its Mac, date and files; ``withMac``
  * (in "needs you", the only place a waiting session is listed) adds its Mac. */
 export function row(session, devices, found = false, withMac = false) {
-  const { state, mark, needsYou } = sessionState(session, devices);
+  const { state, mark, needsYou, stale } = sessionState(session, devices);
   const label = state === "unknown" ? offlineLabel(devices.get(session.device_id)) : state === session.state ? stateLabel(session) : t("st_" + state);
   const title = session.title || folderName(session.cwd) || session.id.slice(0, 8);
   const device = devices.get(session.device_id);
@@ -34,8 +39,8 @@ export function row(session, devices, found = false, withMac = false) {
   const moving = session.move && session.move.state === "moving" ? session.move : null;
   return h("li", null, h("a.session-row", { href: "#/s/" + encodeURIComponent(session.id), class: needsYou ? "needs-row" : "", dataset: { id: session.id, state } },
     h("span.badges", null,
-      h("span.badge", { class: "st-" + state + (session.activity ? " act-" + session.activity : "") }, label),
-      mark ? h("span.badge.mark", { class: "mk-" + mark }, t("mk_" + mark)) : null,
+      h("span.badge", { class: "st-" + state + (session.activity && !stale ? " act-" + session.activity : "") + (stale ? " stale" : "") }, label),
+      mark ? h("span.badge.mark", { class: "mk-" + mark }, stale ? unknownLabel() : t("mk_" + mark)) : null,
       archived ? h("span.badge.mark.archived", null, t("archived")) : null,
       session.pinned ? h("span.pin", { title: t("pinned"), "aria-label": t("pinned"), role: "img" }, "📌") : null,
       session.locked ? h("span.lock", { title: t("locked"), "aria-label": t("locked") }, "🔒") : null),
@@ -76,8 +81,9 @@ export function renderOverview(app) {
     const section = h("section.mac", { "aria-label": device.name || device.id, dataset: { device: device.id } },
       h("header.mac-head", null,
         h("h2", null, device.name || device.id),
-        h("span.conn", { class: device.online ? "on" : "off" },
-          device.online ? t("online") : t("offline_seen", { ago: ago(device.last_seen, t) }))));
+        contactLost() ? h("span.conn.unknown", null, unknownLabel(true))
+          : h("span.conn", { class: device.online ? "on" : "off" },
+            device.online ? t("online") : t("offline_seen", { ago: ago(device.last_seen, t) }))));
     placeBand(section.firstElementChild, device);
     if (!all.length) section.append(h("p.muted.pad", null, t("no_sessions")));
     const ordered = [...groups.entries()].sort(([a], [b]) => (b === "") - (a === "") || a.localeCompare(b));

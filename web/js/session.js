@@ -12,6 +12,8 @@ import { showCost, showPolicy } from "./extras.js";
 import { stateLabel, t } from "./i18n.js";
 import { LiveStream } from "./live.js";
 import { offerQueue, offlineLabel, queuedItems } from "./offline.js";
+import { contactLost, unknownLabel } from "./connection.js";
+import { heldButtons, sendHeldNow } from "./heldactions.js";
 import { actionSheet, confirmBox, promptBox, showError, toast } from "./ui.js";
 import { placeBand } from "./versionband.js";
 import { filesActions } from "./files.js";
@@ -423,7 +425,7 @@ export class SessionView {
   }
 
   macOffline() {
-    if (!this.snap) return false;
+    if (!this.snap || contactLost()) return false; // unknown, not offline, while the relay is not heard
     const device = this.app.devices.get(this.snap.device_id);
     if (device) return !device.online;
     return this.snap.mark === "offline";
@@ -440,12 +442,13 @@ export class SessionView {
     this.app.setTitle(this.title());
     if (!s) return;
     const offline = this.macOffline();
+    const stale = contactLost(); // the relay is not heard: the last known state, greyed
     const state = offline ? "unknown" : s.state;
-    this.badge.className = "badge st-" + state + (s.activity ? " act-" + s.activity : "");
+    this.badge.className = "badge st-" + state + (s.activity && !stale ? " act-" + s.activity : "") + (stale ? " stale" : "");
     this.badge.textContent = offline ? offlineLabel(this.device()) : stateLabel(s);
-    const mark = offline ? "offline" : s.mark;
+    const mark = stale ? "unknown" : offline ? "offline" : s.mark;
     this.markBadge.hidden = !mark;
-    this.markBadge.textContent = mark ? t("mk_" + mark) : "";
+    this.markBadge.textContent = stale ? unknownLabel() : mark ? t("mk_" + mark) : "";
     this.markBadge.className = "badge mark mk-" + (mark || "");
     this.pinBadge.hidden = !s.pinned;
     this.costButton.textContent = costText(s.cost, t);
@@ -514,10 +517,13 @@ export class SessionView {
     const items = [...this.sending.filter((m) => !known.has(m.id)).map((m) => ({ ...m, state: "sending" })), ...settled];
     this.heldBox.hidden = !items.length;
     if (!items.length) { this.heldBox.replaceChildren(); return; }
+    const waiting = this.held.filter((m) => m.state === "held").length;
+    const ctx = { sessionId: this.id, others: Math.max(0, waiting - 1), readOnly: this.readOnly || this.archived(), done: () => this.refreshSnapshot() };
     this.heldBox.replaceChildren(
       h("h2.held-title", { title: t("held_hint") }, t("held_title")),
       h("ul.held-list", null, items.map((m) => h("li.held-item", { class: "hs-" + m.state, dataset: { id: m.id, state: m.state } },
-        h("span.held-text", null, m.text), ...heldDetails(m), m.whole ? m.whole() : null, h("span.held-state", null, m.label || t("hs_" + m.state))))));
+        h("span.held-text", null, m.text), ...heldDetails(m), m.whole ? m.whole() : null, h("span.held-state", null, m.label || t("hs_" + m.state)),
+        heldButtons(m, ctx)))));
   }
 
   renderComposer() {
@@ -550,6 +556,13 @@ export class SessionView {
     const now = when === "now";
     const files = this.attachments.files();
     const text = this.input.value.trim() || files.map((f) => f.name).join(", ");
+    const waiting = this.held.filter((m) => m.state === "held");
+    if (!text && now && waiting.length) {
+      // "Send now" with nothing typed: what is held goes now (the newest carries the others).
+      try { await sendHeldNow(this.id, waiting[waiting.length - 1].id, waiting.length - 1); }
+      catch (error) { this.refused(error); } finally { this.refreshSnapshot(); }
+      return;
+    }
     if (!text) { this.input.focus(); return; }
     // A retry keeps its id: never typed twice.
     const local = this.failed?.text === text ? this.failed : { id: this.newId(), text, when };
