@@ -120,6 +120,7 @@ def test_every_api_route_refuses_missing_revoked_expired_and_device_tokens(
         "agent_id": "a1",
         "grant_id": "g1",
         "seq": 1,
+        "candidate_id": "m1",
     }
     bodies: dict[tuple[str, str], Any] = {
         ("POST", "/api/sessions"): {"device_id": account.device_id, "cwd": "/tmp"},

@@ -44,6 +44,7 @@ from wire.protocol import (
     SetPolicyArgs,
     SetResumeArgs,
     TranscriptLineArgs,
+    WriteMemoryArgs,
     relay_message,
 )
 
@@ -122,6 +123,10 @@ EXAMPLES: list[tuple[CommandArgs, dict[str, Any]]] = [
         {"scope": "summary", "decisions": 0},
     ),
     (CancelHeldArgs(message_id="abc_1"), {"message_id": "abc_1"}),
+    (
+        WriteMemoryArgs(cwd="/w", file="CLAUDE.md", facts=["Use uv"], dry_run=True),
+        {"cwd": "/w", "file": "CLAUDE.md", "facts": ["Use uv"], "dry_run": True},
+    ),
     (
         SetPolicyArgs(policy={"allow_all": False, "categories": {"read": "allow"}, "tools": {}}),
         {"policy": {"allow_all": False, "categories": {"read": "allow"}, "tools": {}}},
