@@ -46,6 +46,7 @@ from agent.daemon import AgentOptions
 from agent.hookserver import HookAnswer, HookServer, OnHook, SecretFor
 from bench._common import Row, install_signal_cleanup, markdown_table
 from bench.e2e_latency import _wait, _wait_drawn, percentile, start_agent
+from bench.machine import machine_line
 from tests.support.bridge import API_KEY, REPO, seed_home
 from tests.support.relay import RelayServer, SSEReader, free_port
 
@@ -324,6 +325,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--fake", action="store_true", help="the tests' fake Claude Code")
     args = parser.parse_args(argv)
     install_signal_cleanup()
+    print(machine_line(), flush=True)
     found = run(3 if args.quick else args.rounds, args.fake)
     print()
     print(markdown_table(found))

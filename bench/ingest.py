@@ -192,6 +192,9 @@ def main(argv: list[str] | None = None) -> int:
                              "(slower: the figures are not the goal's)")  # fmt: skip
     args = parser.parse_args(argv)
     install_signal_cleanup()
+    from bench.machine import machine_line
+
+    print(machine_line(), flush=True)
     lines = 2000 if args.quick else args.lines
     table = run(lines, args.batch, tuple(args.mix or ["events"]), profile=args.profile)
     print()
