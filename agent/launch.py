@@ -389,12 +389,16 @@ def fork_source(record: LaunchRecord, disk: OnDisk) -> str | None:
     return None if disk.own_transcript else record.fork_conversation
 
 
+def scope_or_none(value: object) -> ResumeScope | None:
+    """``value`` when it is a resume scope, else None (a registry written by another version)."""
+    return next((scope for scope in RESUME_SCOPES if scope == value), None)
+
+
 def scope_of(record: LaunchRecord, choice: ResumeChoice) -> ResumeScope:
     """The scope a resume uses: this start's, else the session's, else ``full``."""
     if choice.scope is not None:
         return choice.scope
-    kept = record.resume_scope
-    return next((scope for scope in RESUME_SCOPES if scope == kept), "full")
+    return scope_or_none(record.resume_scope) or "full"
 
 
 def resume_plan(record: LaunchRecord, conversation: str, choice: ResumeChoice) -> LaunchPlan:

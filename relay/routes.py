@@ -60,7 +60,6 @@ from wire.protocol import (
     InterruptArgs,
     MessageWhen,
     PermissionMode,
-    ReopenArgs,
     RestArgs,
     SaveAttachmentArgs,
     SendArgs,
@@ -634,20 +633,15 @@ async def rest(session_id: str, principal: Phone, state: State) -> dict[str, Any
     return await _change_life(state, principal, session_id, RestArgs(), mark="resting")
 
 
-@router.post("/sessions/{session_id}/reopen")
-async def reopen(session_id: str, principal: Phone, state: State) -> dict[str, Any]:
-    return await _change_life(state, principal, session_id, ReopenArgs(), mark=None)
-
-
 async def _change_life(
     state: RelayState,
     principal: Principal,
     session_id: str,
-    args: EndArgs | RestArgs | ReopenArgs,
+    args: EndArgs | RestArgs,
     mark: str | None,
 ) -> dict[str, Any]:
     session = await session_or_404(state, principal, session_id)
-    if session.locked and not isinstance(args, ReopenArgs):
+    if session.locked:
         raise Conflict("this session is locked; unlock it first", code="session_locked")
     answer = await send_command(state, session, args)
     session = await state.store.update_session(principal.account_id, session_id, mark=mark)

@@ -88,6 +88,9 @@ class EventKind(StrEnum):
     MARKER = "marker"
     # auto mode's classifier refused a tool call: ``text`` is its reason, ``tool_use_id`` the call
     DENIAL = "denial"
+    # the relay's snapshot of the session's decisions ledger (relay/features/snapshots.py):
+    # ``text`` its one line, ``input`` relay/snapshot.Snapshot's JSON (or its counts when large)
+    SNAPSHOT = "snapshot"
 
 
 class MarkerKind(StrEnum):
@@ -323,6 +326,13 @@ class StartFailureInfo(_Model):
     signal: int | None = Field(default=None, ge=0, le=255)
 
 
+# How a stopped session starts again (issue 23): ``full`` resumes the whole conversation
+# (``claude --resume``), ``summary`` resumes it then runs Claude Code's own ``/compact`` before
+# the held messages, ``fresh`` starts a new conversation whose first message is the handoff.
+ResumeScope = Literal["full", "summary", "fresh"]
+RESUME_SCOPES: tuple[ResumeScope, ...] = ("full", "summary", "fresh")
+
+
 class SessionInfo(_Model):
     """What the Mac reports about a session's live side (never stored as state)."""
 
@@ -331,6 +341,9 @@ class SessionInfo(_Model):
     title: str | None = None
     conversation_id: str | None = None
     state: Literal["starting", "idle", "busy", "waiting", "ended"] | None = None
+    # How its claude's latest start came back: the resume scope used (None: a new session's
+    # first start, or an older agent).
+    resume_scope: ResumeScope | None = None
     activity: str | None = None  # e.g. "coding"
     card: Card | None = None  # a field left out means "unchanged"
     clear_card: bool = False  # the card closed
@@ -344,6 +357,9 @@ class SessionInfo(_Model):
     failure: StartFailureInfo | None = None
     # The grants of the running claude process, all of them (a field left out: unchanged).
     grants: list[GrantInfo] | None = Field(default=None, max_length=64)
+    # How this start of a stopped session brought its conversation back (sent with ``starting``;
+    # None: a new session's first start). The usage report counts resumes by it.
+    resume_scope: Literal["full", "summary", "fresh"] | None = None
 
 
 # ---------------------------------------------------------------------------
@@ -597,11 +613,6 @@ class RestArgs(ArgsModel):
     name: ClassVar[CommandName] = "rest"
 
 
-# How a stopped session starts again (issue 23): ``full`` resumes the whole conversation
-# (``claude --resume``), ``summary`` resumes it then runs Claude Code's own ``/compact`` before
-# the held messages, ``fresh`` starts a new conversation whose first message is the handoff.
-ResumeScope = Literal["full", "summary", "fresh"]
-RESUME_SCOPES: tuple[ResumeScope, ...] = ("full", "summary", "fresh")
 MAX_DECISIONS_COUNT = 1_000_000
 
 
