@@ -32,6 +32,8 @@ RELAY_FILES = frozenset(
         "vapid.tmp",
         "push.json",
         "push.tmp",
+        "cli-token",  # relay/localtoken.py
+        "cli-token.tmp",
     }
 )
 
