@@ -35,6 +35,7 @@ from relay.features import (
     retention,
     search,
     subagents,
+    textsearch,
     titles,
     usage,
 )
@@ -244,6 +245,7 @@ FEATURES: tuple[Feature, ...] = (
     retention.FEATURE,  # expiry on a schedule
     files.FEATURE,  # a session's folder and git changes, read from its Mac
     fulltext.FEATURE,  # the whole text of an event the relay cut, read again from its Mac
+    textsearch.FEATURE,  # search in conversations: the messages' own words
     outbox.FEATURE,  # messages queued for an offline Mac
     moves.FEATURE,  # a session moved to another Mac
     memory.FEATURE,  # memory candidates, written to a project's CLAUDE.md with a tap

@@ -5,6 +5,7 @@ import { get } from "./api.js";
 import { h } from "./dom.js";
 import { t } from "./i18n.js";
 import { row } from "./overview.js";
+import { conversationSearch } from "./textsearch.js";
 
 function fill(select, options) {
   const keep = select.value;
@@ -86,6 +87,9 @@ export class SearchPanel {
       this.results.replaceChildren(...(params.has("device_id") || params.has("cwd")
         ? [part("here", t("here"), body.here, more.here), part("elsewhere", t("elsewhere"), body.elsewhere, more.elsewhere)]
         : [part("all", "", [...body.here, ...body.elsewhere], more.here || more.elsewhere)]));
+      // Nothing in titles, summaries, files…: the words may be in the messages themselves.
+      const words = params.get("q");
+      if (words.length >= 2 && !body.here.length && !body.elsewhere.length) this.results.append(conversationSearch(this.app, words));
     } catch (error) {
       if (error.name !== "AbortError") this.status.textContent = error.code === "unreachable" ? t("err_unreachable") : error.message;
     }
