@@ -23,6 +23,7 @@ from relay.errors import PayloadTooLarge, RelayError
 from relay.feature import Feature, close_all, schemas, start_all
 from relay.features import (
     audit,
+    decisions,
     files,
     fulltext,
     grants,
@@ -32,8 +33,10 @@ from relay.features import (
     permissions,
     push,
     report,
+    resume,
     retention,
     search,
+    snapshots,
     subagents,
     textsearch,
     titles,
@@ -248,8 +251,11 @@ FEATURES: tuple[Feature, ...] = (
     textsearch.FEATURE,  # search in conversations: the messages' own words
     outbox.FEATURE,  # messages queued for an offline Mac
     moves.FEATURE,  # a session moved to another Mac
+    decisions.FEATURE,  # the decisions ledger: constraints, remember marks, open items
+    snapshots.FEATURE,  # the ledger's snapshots as events; the handoff given to the Mac
     memory.FEATURE,  # memory candidates, written to a project's CLAUDE.md with a tap
     report.FEATURE,  # the usage report: starts, resumes, searches, memory, expiries
+    resume.FEATURE,  # resume scopes and the reopen card's figures
 )
 
 

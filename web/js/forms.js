@@ -1,11 +1,13 @@
 // The other screens: start a new session, and settings (language, notifications, paired phones,
 // Macs, log out).
 
+import { scopeSetting } from "./reopen.js";
 import { del, get, post } from "./api.js";
 import { ago, folderName, h, shortPath } from "./dom.js";
 import { LANGS, getLang, setLang, t } from "./i18n.js";
 import { retentionSection } from "./extras.js";
 import { mt } from "./memory.js";
+import { rt } from "./report.js";
 import { confirmBox, showError, toast } from "./ui.js";
 import { troubleNote, whyNoStart } from "./standing.js";
 import { MODES, defaultOptionLabel, modeName, startsIn } from "./modes.js";
@@ -134,9 +136,11 @@ export function renderSettings(app) {
         info.claude_version ? t("claude_version", { v: info.claude_version }) : ""].filter(Boolean).join(" · "))));
   }
   page.append(h("section", null, h("h2", null, t("macs")), macs));
+  page.append(scopeSetting());
   page.append(retentionSection(app));
   page.append(h("section.insights", null, h("h2", null, mt("title")), h("p.muted", null, mt("note")),
-    h("a.button", { href: "#/memory", id: "set-memory" }, mt("title"))));
+    h("a.button", { href: "#/memory", id: "set-memory" }, mt("title")),
+    h("a.button", { href: "#/report", id: "set-report" }, rt("title"))));
 
   const logout = h("button.danger", { type: "button", id: "logout" }, t("logout"));
   logout.addEventListener("click", async () => {

@@ -2,12 +2,14 @@
 // held messages, the in-progress preview and the composer; its cost, permissions, pin and title.
 // A read-only view (#/s/<id>/read) and an archived session have no way to send.
 
+import { reopenDialog, scopeAction } from "./reopen.js";
 import { del, get, post, patch } from "./api.js";
 import * as cache from "./cache.js";
 import { renderCard } from "./cards.js";
 import { Conversation } from "./conversation.js";
 import { ago, costText, folderName, h, shortPath } from "./dom.js";
 import { showAudit } from "./audit.js";
+import { memoryActions } from "./memory.js";
 import { showCost, showPolicy } from "./extras.js";
 import { stateLabel, t } from "./i18n.js";
 import { LiveStream } from "./live.js";
@@ -693,13 +695,15 @@ export class SessionView {
     });
     const list = [
       ...inGroup("everyday", [
-        !archived && stopped ? { label: t("reopen"), run: () => this.life("reopen") } : null,
+        !archived && stopped ? { label: t("reopen"), run: () => reopenDialog({ ...s, id: this.id }, () => this.refreshSnapshot()) } : null,
         // A stopped session takes them at its next start.
         ...(archived ? [] : modeModelActions({ ...s, id: this.id }, (snap) => {
           this.snap = { ...this.snap, ...snap };
           this.renderMeta();
         })),
+        ...(archived ? [] : [scopeAction({ ...s, id: this.id }, (snap) => { this.snap = { ...this.snap, ...snap }; })]),
         ...filesActions(this.id),
+        ...memoryActions(s.cwd),
         !archived ? { label: t("fork"), run: () => this.fork() } : null,
         move || null,
       ]),
