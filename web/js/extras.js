@@ -5,6 +5,7 @@ import { ago, append, count, h, usd } from "./dom.js";
 import { grantsSection } from "./grants.js";
 import { t } from "./i18n.js";
 import { modal, showError, toast } from "./ui.js";
+import { dateTimeText } from "./dates.js";
 
 const KINDS = ["input", "output", "cache_read", "cache_write"];
 const enc = encodeURIComponent;
@@ -146,7 +147,7 @@ export function retentionSection(app) {
         h("p.note.ret-counts", null, t("ret_counts", sessionCounts(app))),
         items.length ? h("ul.list", null, items.map(([x, what]) => h("li", null, h("span.row-title", null, name(x)), h("span.row-meta", null, what)))) : null,
         waiting ? h("p.note", null, t("ret_waiting", { n: waiting })) : null,
-        view.next_run_at ? h("p.note", null, t("ret_next", { at: new Date(view.next_run_at).toLocaleString(document.documentElement.lang) })) : null]);
+        view.next_run_at ? h("p.note", null, t("ret_next", { at: dateTimeText(view.next_run_at) })) : null]);
     } catch (error) { box.replaceChildren(h("p.error", null, error.message)); }
   };
   run.addEventListener("click", async () => {

@@ -18,7 +18,8 @@ export class SearchPanel {
   constructor(app, onActive) {
     this.app = app;
     this.onActive = onActive;
-    this.input = h("input", { type: "search", id: "search-q", placeholder: t("search_ph"), "aria-label": t("search"), autocomplete: "off", spellcheck: "false" });
+    // A text box, not type=search: the browser's own "×" would sit beside the page's clear button.
+    this.input = h("input", { type: "text", role: "searchbox", enterkeyhint: "search", id: "search-q", placeholder: t("search_ph"), "aria-label": t("search"), autocomplete: "off", spellcheck: "false" });
     this.state = fill(h("select"), ["starting", "idle", "busy", "waiting", "ended"].map((s) => [s, t("st_" + s)]));
     this.stage = fill(h("select"), [["active", t("stage_active")], ["archived", t("archived")]]);
     this.group = fill(h("select"), []);
