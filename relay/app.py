@@ -38,6 +38,7 @@ from relay.features import (
     search,
     snapshots,
     subagents,
+    textsearch,
     titles,
     usage,
 )
@@ -247,6 +248,7 @@ FEATURES: tuple[Feature, ...] = (
     retention.FEATURE,  # expiry on a schedule
     files.FEATURE,  # a session's folder and git changes, read from its Mac
     fulltext.FEATURE,  # the whole text of an event the relay cut, read again from its Mac
+    textsearch.FEATURE,  # search in conversations: the messages' own words
     outbox.FEATURE,  # messages queued for an offline Mac
     moves.FEATURE,  # a session moved to another Mac
     decisions.FEATURE,  # the decisions ledger: constraints, remember marks, open items
