@@ -8,6 +8,7 @@ import { renderCard } from "./cards.js";
 import { Conversation } from "./conversation.js";
 import { ago, costText, folderName, h, shortPath } from "./dom.js";
 import { showAudit } from "./audit.js";
+import { attachPinning, dt, showDecisions } from "./decisions.js";
 import { showCost, showPolicy } from "./extras.js";
 import { stateLabel, t } from "./i18n.js";
 import { LiveStream } from "./live.js";
@@ -44,6 +45,7 @@ export class SessionView {
     this.build();
     this.convo = new Conversation(this.list, { onAgent: (agent) => { location.hash = `#/s/${encodeURIComponent(id)}${readOnly ? "/read" : ""}/agent/${encodeURIComponent(agent)}`; },
       onFull: (seq) => get(`/api/sessions/${encodeURIComponent(id)}/events/${seq}/full`) });
+    attachPinning(this);
     this.start();
   }
 
@@ -674,6 +676,7 @@ export class SessionView {
       { label: t("cost"), run: () => showCost(this.id) },
       { label: t("perms"), run: () => showPolicy(this.id, this.readOnly || this.archived()) },
       { label: t("audit"), run: () => showAudit(this.id) },
+      { label: dt("title"), run: () => showDecisions(this) },
     ];
     if (this.readOnly) {
       actionSheet(this.title(), [...looks, { label: t("leave_read_only"), run: () => { location.hash = "#/s/" + encodeURIComponent(this.id); } }]);
