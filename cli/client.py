@@ -450,8 +450,11 @@ class RelayClient:
     def send(self, session_id: str, text: str) -> None:
         self._call("POST", f"{_session_path(session_id)}/messages", json={"text": text})
 
-    def reopen(self, session_id: str) -> None:
-        self._call("POST", f"{_session_path(session_id)}/reopen")
+    def reopen(self, session_id: str, scope: str | None = None) -> str:
+        """Start a stopped session again (``scope``: this once); the scope it used."""
+        body = {"scope": scope} if scope else None
+        answer = self._call("POST", f"{_session_path(session_id)}/reopen", json=body)
+        return str(answer.get("scope") or "full") if isinstance(answer, dict) else "full"
 
     def rename(self, session_id: str, title: str) -> SessionSnapshot:
         renamed: SessionSnapshot = self._call(

@@ -33,6 +33,7 @@ from relay.features import (
     permissions,
     push,
     report,
+    resume,
     retention,
     search,
     snapshots,
@@ -252,6 +253,7 @@ FEATURES: tuple[Feature, ...] = (
     snapshots.FEATURE,  # the ledger's snapshots as events; the handoff given to the Mac
     memory.FEATURE,  # memory candidates, written to a project's CLAUDE.md with a tap
     report.FEATURE,  # the usage report: starts, resumes, searches, memory, expiries
+    resume.FEATURE,  # resume scopes and the reopen card's figures
 )
 
 
