@@ -715,6 +715,7 @@ export class SessionView {
       ...inGroup("arrange", [
         { label: t("rename"), run: async () => { const v = await promptBox(t("rename_label"), s.title || ""); if (v !== null && v.trim()) this.change({ title: v.trim() }); } },
         { label: t("reset_title"), run: () => this.change(null, () => del(`/api/sessions/${encodeURIComponent(this.id)}/title`)) },
+        { label: t("regen_title"), run: () => this.change(null, async () => { const r = await post(`/api/sessions/${encodeURIComponent(this.id)}/title/regenerate`); toast(t("regen_title_ok", { title: r.title })); return { title: r.title }; }) },
         { label: s.pinned ? t("unpin") : t("pin"), run: () => this.pin(!s.pinned) },
         { label: t("group"), run: async () => { const v = await promptBox(t("group_label"), s.group || ""); if (v !== null) this.change({ group: v.trim() }); } },
         { label: s.locked ? t("unlock") : t("lock"), run: () => this.change({ locked: !s.locked }) },
