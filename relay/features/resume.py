@@ -17,8 +17,8 @@ effective scope changes, and again when the session stops (the handoff rebuilt t
 offline at that moment keeps what it had; a reopen from here always says the scope.
 
 Usage for the estimates is tracked as lines arrive (a line observer, O(new lines)), one small row
-per session (``resume_usage``). The handoff is built from the session's stored events with
-relay/ledger_rules.build_ledger (the decisions feature will own that ledger).
+per session (``resume_usage``). The handoff is built from the session's decisions ledger
+(relay/features/decisions.py ``handoff_for``: its pins and open items, over its latest snapshot).
 """
 
 from __future__ import annotations
@@ -35,7 +35,7 @@ from relay.db import Connection
 from relay.deps import Phone, State, refuse_read_only, send_command, session_or_404
 from relay.errors import BadRequest, RelayError
 from relay.feature import Feature
-from relay.features.snapshots import handoff_text
+from relay.features import decisions
 from relay.handoff import Handoff
 from relay.hookspecs import NewLines
 from relay.resume_estimates import UsageTrack, estimates, track_usage
@@ -169,9 +169,9 @@ class ResumeState:
         return _track(rows[0][0] if rows else None)
 
     async def handoff(self, session: Session) -> Handoff:
-        """The handoff a fresh start of the session would type first, built now: the ledger
-        with its pins over the latest snapshot (relay/features/snapshots.py)."""
-        return await handoff_text(self.state, session)
+        """The handoff a fresh start of the session would type first, built now from its
+        decisions ledger (relay/features/decisions.py: pins, open items, the latest snapshot)."""
+        return await decisions.handoff_for(self.state, session)
 
     async def reopen_figures(self, session: Session) -> dict[str, Any]:
         handoff = await self.handoff(session)
