@@ -514,6 +514,20 @@ class RelayClient:
         report: CostReport = self._call("GET", f"{_session_path(session_id)}/cost")
         return report
 
+    def decisions(self, session_id: str) -> dict[str, Any]:
+        """The session's decisions ledger (GET /api/sessions/{id}/decisions)."""
+        found: dict[str, Any] = self._call("GET", f"{_session_path(session_id)}/decisions")
+        return found
+
+    def add_constraint(self, session_id: str, text: str) -> dict[str, Any]:
+        made: dict[str, Any] = self._call(
+            "POST", f"{_session_path(session_id)}/constraints", json={"text": text}
+        )
+        return made
+
+    def remove_constraint(self, session_id: str, constraint_id: str) -> None:
+        self._call("DELETE", f"{_session_path(session_id)}/constraints/{constraint_id}")
+
     def policy(self, session_id: str) -> PolicyView:
         view: PolicyView = self._call("GET", f"{_session_path(session_id)}/policy")
         return view

@@ -247,6 +247,15 @@ async def create_session(body: NewSession, principal: Phone, state: State) -> di
     if device is None:
         raise NotFound(f"no Mac {body.device_id} in this account", code="unknown_device")
     link = state.live.require_link(device.id, device.name)
+    if device.info.get("claude_found") is False:
+        # Its agent runs, but found no Claude Code: say so and how to install it, at once.
+        hint = device.info.get("claude_install_hint")
+        raise Conflict(
+            f"Claude Code is not installed on the Mac '{device.name}'. "
+            + (hint if isinstance(hint, str) and hint else "Install it there, then try again."),
+            code="claude_missing",
+            device_id=device.id,
+        )
     session_id = session_id or new_session_id()
     await state.store.create_session(principal.account_id, device.id, session_id, body.cwd)
     policy = body.policy

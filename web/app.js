@@ -1,7 +1,8 @@
 // The control page: an account stream (/api/stream) for every Mac and session, a stream for the
 // session on screen, a phone cache for when either is unreachable, a band saying what is wrong.
 // Screens: #/ overview, #/s/<id> session (#/s/<id>/read read-only; …/agent/<agent id> a
-// subagent's history), #/new, #/settings, #/memory[/<project>] (memory candidates).
+// subagent's history), #/new, #/settings, #/memory[/<project>] (memory candidates),
+// #/report[/<days>] (the usage report).
 
 import { extraHeaders, get, onReachability, setReadOnly } from "./js/api.js";
 import * as cache from "./js/cache.js";
@@ -13,6 +14,7 @@ import { t } from "./js/i18n.js";
 import { LiveStream } from "./js/live.js";
 import { MemoryView } from "./js/memory.js";
 import { renderOverview } from "./js/overview.js";
+import { ReportView } from "./js/report.js";
 import { SearchPanel } from "./js/search.js";
 import { SessionView } from "./js/session.js";
 import { SubagentView } from "./js/subagent.js";
@@ -210,6 +212,10 @@ class App {
       this.sub = new MemoryView(this, parts[1]);
       this.backTo = "#/settings";
       this.show("memory", this.sub.el, this.sub.title());
+    } else if (parts[0] === "report") {
+      this.sub = new ReportView(this, parts[1]);
+      this.backTo = "#/settings";
+      this.show("report", this.sub.el, this.sub.title());
     } else if (parts[0] === "settings") {
       this.show("settings", renderSettings(this), t("settings"));
     } else {

@@ -88,6 +88,9 @@ class EventKind(StrEnum):
     MARKER = "marker"
     # auto mode's classifier refused a tool call: ``text`` is its reason, ``tool_use_id`` the call
     DENIAL = "denial"
+    # the relay's snapshot of the session's decisions ledger (relay/features/snapshots.py):
+    # ``text`` its one line, ``input`` relay/snapshot.Snapshot's JSON (or its counts when large)
+    SNAPSHOT = "snapshot"
 
 
 class MarkerKind(StrEnum):
@@ -261,12 +264,22 @@ class SessionPosition(_Model):
     epoch: str | None = None
 
 
+ClaudeStanding = Literal["ok", "missing", "logged_out", "unknown"]
+MAX_HINT_CHARS = 500
+
+
 class DeviceInfo(_Model):
     name: str = ""
     hostname: str = ""
     os: str = ""
     agent_version: str = ""
     claude_version: str = ""
+    # Whether the agent found Claude Code (None: an agent too old to say), how it stands
+    # (``missing``; ``logged_out``: `claude auth status` says no login; ``unknown``: it could
+    # not tell) and, when it is missing, the line that installs it.
+    claude_found: bool | None = None
+    claude_standing: ClaudeStanding | None = None
+    claude_install_hint: str = Field(default="", max_length=MAX_HINT_CHARS)
     # The working folders of this Mac's sessions, past and present, the most recent first: the
     # new-session form offers them.
     recent_folders: list[Annotated[str, Field(max_length=MAX_CWD_CHARS)]] = Field(
@@ -344,6 +357,9 @@ class SessionInfo(_Model):
     failure: StartFailureInfo | None = None
     # The grants of the running claude process, all of them (a field left out: unchanged).
     grants: list[GrantInfo] | None = Field(default=None, max_length=64)
+    # How this start of a stopped session brought its conversation back (sent with ``starting``;
+    # None: a new session's first start). The usage report counts resumes by it.
+    resume_scope: Literal["full", "summary", "fresh"] | None = None
 
 
 # ---------------------------------------------------------------------------

@@ -187,7 +187,7 @@ def _decisions_feature() -> Any:
 
 
 async def project_ledgers(
-    state: RelayState, project: str, sessions: Sequence[Session]
+    state: RelayState, account_id: str, project: str, sessions: Sequence[Session]
 ) -> list[SessionLedger]:
     """The ledgers of ``sessions`` (one project's, oldest first), with the decisions each has
     marked "remember". Asked of the decisions feature (its pins and marks) when it is there,
@@ -197,7 +197,7 @@ async def project_ledgers(
     remembered_of = getattr(decisions, "remembered", None)
     marks: Mapping[str, Iterable[str]] = {}
     if remembered_of is not None:
-        found = await _maybe(remembered_of(state, project))
+        found = await _maybe(remembered_of(state, project, account_id))
         marks = found if isinstance(found, Mapping) else {}
     out: list[SessionLedger] = []
     for session in sessions:
@@ -269,7 +269,7 @@ async def refresh(state: RelayState, account_id: str, project: str | None = None
     for name in chosen:
         sessions = projects.get(name, [])
         if sessions:
-            found.extend(propose(name, await project_ledgers(state, name, sessions)))
+            found.extend(propose(name, await project_ledgers(state, account_id, name, sessions)))
     if found:
         now = time.time()
         await state.store.write(lambda conn: _upsert(conn, account_id, found, now))

@@ -140,3 +140,23 @@ def test_args_that_do_not_fit_the_commands_model_answer_bad_args_at_once(tmp_pat
         assert record.held == held and not p.mux.pasted and not p.mux.keys
 
     with_agent(tmp_path, body)
+
+
+def test_a_start_tells_the_relay_its_resume_scope_with_starting(tmp_path: Path) -> None:
+    """The usage report counts resumes by the scope the Mac used (SessionInfo.resume_scope): a
+    new session's first start has none; a start that resumed says which."""
+    sid = str(uuid.uuid4())
+
+    async def body(p: Parts) -> None:
+        assert (await p.link.command("create_session", sid, cwd=str(tmp_path))).ok
+        record = p.agent.registry.get(sid)
+        assert record is not None
+        rt = p.agent.sessions.driver(record)
+        await rt.send_update(force=True)
+        assert p.link.updates[-1].resume_scope is None
+        rt.resume_scope = "summary"  # as _start_claude sets it from the launch plan
+        rt.sent.clear()  # a relaunch sends everything again, with ``starting``
+        await rt.send_update()
+        assert p.link.updates[-1].resume_scope == "summary"
+
+    with_agent(tmp_path, body)

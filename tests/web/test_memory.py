@@ -14,6 +14,7 @@ from tests.support.relay import Account
 from tests.support.web import (
     Phone,
     ScriptedMac,
+    actions,
     new_sid,
     tool_result_line,
     tool_use_line,
@@ -49,8 +50,9 @@ def written(scripted: ScriptedMac, dry_run: bool) -> list[Any]:
 def test_a_candidate_is_reviewed_edited_and_written_only_from_the_diff(
     phone: Phone, scripted: ScriptedMac, account: Account
 ) -> None:
+    sids = [new_sid(), new_sid()]
     for n, words in enumerate(["Use pnpm, not npm.", "use pnpm,  not npm"]):
-        scripted.send_json_lines(new_sid(), rejected(f"toolu_{n}", words), cwd=SHOP)
+        scripted.send_json_lines(sids[n], rejected(f"toolu_{n}", words), cwd=SHOP)
         scripted.send_json_lines(
             new_sid(), rejected(f"toolu_x{n}", f"Never push on day {n}"), cwd=SHOP
         )
@@ -100,3 +102,9 @@ def test_a_candidate_is_reviewed_edited_and_written_only_from_the_diff(
     fresh.locator(".mem-dismiss").click()
     expect(page.locator(".mem-item[data-state='dismissed']")).to_have_count(1)
     assert len(written(scripted, False)) == 1
+
+    # The session menu leads to its project's memory.
+    page.goto(f"/#/s/{sids[0]}")
+    actions(page, "Project memory")
+    expect(page.locator("#mem-project")).to_have_value(SHOP)
+    expect(page.locator(".mem-item[data-state='edited']")).to_have_count(1)

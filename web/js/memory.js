@@ -12,7 +12,7 @@ import { modal, showError, toast } from "./ui.js";
 
 const LABELS = {
   en: {
-    title: "Memory",
+    title: "Memory", menu: "Project memory",
     note: "Facts Claude should keep for a project, found in its sessions. Nothing is written until you accept one; it applies from each session's next start.",
     project: "Project", all: "All projects", none: "No memory candidates yet. A correction you give twice, a constraint you pin in two sessions or a decision you mark “Remember” shows up here.",
     proposed: "Proposed", decided: "Decided", fact: "Fact", file: "Write to",
@@ -26,7 +26,7 @@ const LABELS = {
     remove: "Remove from {file}", more: "{n} more places", in_file: "In {path} — applies from each session's next start",
   },
   ko: {
-    title: "메모리",
+    title: "메모리", menu: "프로젝트 메모리",
     note: "세션에서 찾은, 프로젝트에서 Claude가 기억할 사실이에요. 수락하기 전에는 아무것도 쓰지 않아요. 각 세션이 다음에 시작할 때부터 적용돼요.",
     project: "프로젝트", all: "모든 프로젝트", none: "아직 메모리 후보가 없어요. 두 번 한 수정, 두 세션에서 고정한 제약, “기억”으로 표시한 결정이 여기에 나타나요.",
     proposed: "제안됨", decided: "결정됨", fact: "사실", file: "쓸 파일",
@@ -48,6 +48,12 @@ export function mt(key, vars) {
 }
 
 const FILES = ["CLAUDE.local.md", "CLAUDE.md"];
+
+/** The session menu's way to its project's memory candidates. */
+export function memoryActions(cwd) {
+  if (!cwd) return [];
+  return [{ label: mt("menu"), run: () => { location.hash = "#/memory/" + encodeURIComponent(cwd); } }];
+}
 
 /** A unified diff as rows that wrap (a phone is narrow): +, - and context lines, nothing else. */
 export function diffView(text) {

@@ -1,7 +1,7 @@
 // Search and browse on the overview (GET /api/search), debounced; an empty query with a filter
 // browses, newest first. A Mac or folder chosen splits results: "here" and "elsewhere".
 
-import { get } from "./api.js";
+import { get, post } from "./api.js";
 import { h } from "./dom.js";
 import { t } from "./i18n.js";
 import { row } from "./overview.js";
@@ -38,6 +38,12 @@ export class SearchPanel {
       for (const f of ["input", ...this.fields]) this[f].value = "";
       this.schedule(0);
       this.input.focus();
+    });
+    // A result opened from a search tells the relay (the usage report's search success).
+    this.results.addEventListener("click", (event) => {
+      const link = event.target.closest("a.session-row");
+      if (!link || !this.searchId) return;
+      post("/api/search/opened", { search_id: this.searchId, session_id: link.dataset.id }).catch(() => {});
     });
     this.options();
   }
@@ -78,6 +84,7 @@ export class SearchPanel {
     try {
       const body = await get("/api/search?" + params, { signal: this.abort.signal });
       this.status.textContent = body.note || "";
+      this.searchId = body.search_id || null;
       const more = body.has_more || {};
       const part = (name, title, items, extra) => h("section.found", { dataset: { part: name } },
         title ? h("h2.group", null, title) : null,

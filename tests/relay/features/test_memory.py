@@ -6,16 +6,22 @@ and is never proposed again, a dismissal takes it out again, and the fates are k
 from __future__ import annotations
 
 import stat
+import sys
+import types
 from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 
+from relay.ledger import Constraint, Decision, Ledger, Source
 from tests.support.api import error_of
 from tests.support.bridge import Bridge
 from tests.support.journeys import snapshot, start_session, wait_state
+from tests.support.relay import Account, RelayServer, phone_client
 from tests.support.transcripts import tool_result_line, tool_use_line
 from tests.support.waits import wait_for
+from tests.support.web import LoopThread, ScriptedMac, new_sid, user_line
 from wire.memory_section import BEGIN_MARKER
 
 REJECTED_SAID = (
@@ -128,3 +134,40 @@ def test_accepting_while_the_mac_is_offline_says_so_and_writes_nothing(fake: Bri
                  "device_offline")  # fmt: skip
         assert candidates(phone, cwd)[0]["state"] == "proposed"
         assert not (Path(cwd) / "CLAUDE.local.md").exists()
+
+
+def test_pins_and_remember_marks_come_from_the_decisions_feature(
+    relay: RelayServer, account: Account, loop: LoopThread, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The seam (relay/features/memory.py ``project_ledgers``): the decisions feature's
+    ``ledger_for`` and ``remembered`` give the pins and marks; a constraint pinned in two
+    sessions and a decision marked "remember" are proposed, each once."""
+    mac = ScriptedMac(relay, account.device_token, loop).connect()
+    project = "/Users/ada/src/pins"
+    sids = [new_sid(), new_sid()]
+    try:
+        for sid in sids:
+            mac.send_json_lines(sid, [user_line("start", f"u-{sid[:8]}")], cwd=project)
+    finally:
+        mac.close()
+    source = Source(seq=1, at=None)
+    decision = Decision("e1.0", "typed_answer", "Postgres 16", source, context="Which database?")
+
+    async def ledger_for(state: object, session_id: str) -> Ledger:
+        pinned = (Constraint(f"c-{session_id[:4]}", "Never touch the billing folder", source),)
+        return Ledger(decisions=(decision,) if session_id == sids[0] else (), constraints=pinned)
+
+    async def remembered(state: object, where: str, account_id: str) -> dict[str, frozenset[str]]:
+        assert where == project and account_id == account.account_id
+        return {sids[0]: frozenset({"e1.0"})}
+
+    seam = types.ModuleType("relay.features.decisions")
+    seam.ledger_for = ledger_for  # type: ignore[attr-defined]
+    seam.remembered = remembered  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "relay.features.decisions", seam)
+    with phone_client(relay, account.phone_token) as phone:
+        found = {c["text"]: c["rules"] for c in candidates(phone, project)}
+    assert found == {
+        "Never touch the billing folder": ["pinned_twice"],
+        "Which database? → Postgres 16": ["remembered"],
+    }

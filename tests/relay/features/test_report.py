@@ -17,7 +17,7 @@ import httpx
 import pytest
 
 from relay.db import Connection
-from relay.features.report import buckets, parse_window, record_retention, start_kind
+from relay.features.report import buckets, parse_window, record_retention, scope_of, start_kind
 from relay.report import Window
 from relay.store import Session, Store
 from tests.support.api import error_of
@@ -176,3 +176,9 @@ def test_windows_and_the_charts_periods() -> None:
     assert len(long) <= 93 and long[-1].until == 86400 * 365
     default = parse_window(None, None, now=86400 * 100)
     assert default.until - default.since == 86400 * 30
+
+
+def test_the_scope_is_the_one_the_mac_reports_else_full() -> None:
+    told = SessionInfo(session_id="s", state="starting", resume_scope="fresh")
+    assert scope_of(told) == "fresh"
+    assert scope_of(SessionInfo(session_id="s", state="starting")) == "full"
