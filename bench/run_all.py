@@ -38,6 +38,7 @@ EXTRA = (
     "agent_latency",
     "agent_idle",
     "card_latency",
+    "resume_tokens",
 )
 BUSY_SHARE = 0.5  # a 1-minute load above this share of the CPUs makes a run "busy"
 
@@ -133,6 +134,12 @@ def _card_latency(args: argparse.Namespace) -> list[Row]:
     return card_latency.run(3 if args.quick else 10)
 
 
+def _resume_tokens(args: argparse.Namespace) -> list[Row]:
+    from bench import resume_tokens
+
+    return resume_tokens.run(*((60, 5) if args.quick else (300, 20)))
+
+
 def _quick(args: argparse.Namespace) -> str:
     return " --quick" if args.quick else ""
 
@@ -157,6 +164,7 @@ PARTS: dict[str, Part] = {
     "agent_latency": Part(_agent_latency, lambda a: "python -m bench.agent_latency" + _quick(a)),
     "agent_idle": Part(_agent_idle, lambda a: "python -m bench.agent_idle" + _quick(a)),
     "card_latency": Part(_card_latency, lambda a: "python -m bench.card_latency" + _quick(a)),
+    "resume_tokens": Part(_resume_tokens, lambda a: "python -m bench.resume_tokens" + _quick(a)),
 }
 
 
