@@ -22,6 +22,12 @@ line in the conversation saying so:
   ``Yes, switch to <model>`` / ``No, go back``. Captured: ``l_model/07`` and ``09``. Outside the
   window it stays a card: somebody else changed the model, the person decides.
 
+* **Claude Code's own resume chooser** (card kind ``resume``, agent/resumechooser.py) while
+  starting, only when the session has a resume scope the person set (its own, the account's, or
+  this reopen's): ``summary`` presses "Resume from summary", ``full`` "Resume full session
+  as-is" (never "Don't ask again"). With no scope set it is the person's card: Enter would pick
+  the summary, so nothing presses it blindly (a revive included).
+
 Anything else is a card for the person.
 """
 
@@ -30,7 +36,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Literal, Protocol
 
-PassKind = Literal["trust", "channels", "chrome", "model"]
+from agent import resumechooser
+from wire.protocol import ResumeScope
+
+PassKind = Literal["trust", "channels", "chrome", "model", "resume"]
 
 TRUST_LINE = "🔐 Folder trust was accepted so the session could start"
 CHANNELS_LINE = (
@@ -39,6 +48,7 @@ CHANNELS_LINE = (
 )
 CHROME_LINE = "🌐 The Claude in Chrome notice was passed so the session could start"
 MODEL_LINE = "🔀 Model switch confirmed: {choice}"
+RESUME_LINE = "📋 Claude Code asked how to resume: {choice} (the session's resume scope is {scope})"
 
 CHANNELS_TITLE = "Loading development channels"
 CHANNELS_YES = "I am using this for local development"
@@ -71,6 +81,7 @@ class AutoPass:
     kind: PassKind
     key: str | None  # the option to pick; None = press Enter (a notice with no options)
     line: str  # what the conversation says about it
+    choice: str | None = None  # the resume chooser's option picked (its value: compact, continue)
 
 
 def is_trust(card: CardLike) -> bool:
@@ -98,13 +109,22 @@ def decide(
     since_model_change: float | None,
     model_switch_window: float,
     folder_arrived: bool = False,
+    resume_scope: ResumeScope | None = None,
 ) -> AutoPass | None:
     """What to press for ``card``, or None when it is the person's to answer.
 
     ``starting``: no prompt was submitted since the launch. ``since_model_change``: seconds since
     the phone changed the model (None = it did not). ``folder_arrived``: the session's folder
     came from another Mac and the person has not trusted it here yet (its trust is theirs).
+    ``resume_scope``: the scope the person set for this start (None: none set).
     """
+    if starting and card.kind == "resume":
+        answer = resumechooser.answer_for(resume_scope, card.options)
+        if answer.key is None or answer.choice is None or resume_scope is None:
+            return None
+        label = resumechooser.LABELS[answer.choice]
+        line = RESUME_LINE.format(choice=label, scope=resume_scope)
+        return AutoPass("resume", answer.key, line, choice=answer.choice)
     if starting:
         if is_trust(card):
             if folder_arrived:

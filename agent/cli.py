@@ -133,7 +133,7 @@ def cmd_agent(args: argparse.Namespace) -> int:
     if args.action == "uninstall":
         return uninstall()
     from agent.daemon import AgentOptions
-    from agent.launch import ClaudeMissing, find_claude
+    from agent.launch import ClaudeMissing, find_claude, wanted_claude
     from agent.mux import MuxError, find_program
     from wire import config as configmod
 
@@ -141,8 +141,14 @@ def cmd_agent(args: argparse.Namespace) -> int:
     relay, token = resolve_link(args, folder)
     try:
         claude = find_claude(args.claude)
+    except ClaudeMissing as exc:
+        # The Mac links anyway and says so (the phone shows how to install it); each new
+        # session looks for it again.
+        print(f"claude-bridge agent: {exc}; sessions start once it is installed", flush=True)
+        claude = wanted_claude(args.claude)
+    try:
         program = find_program(args.mux)
-    except (ClaudeMissing, MuxError) as exc:
+    except MuxError as exc:
         _fail(str(exc))
     logging.basicConfig(
         level=getattr(logging, args.log_level.upper()),

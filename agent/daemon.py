@@ -48,7 +48,7 @@ from agent.files import write_json, write_text
 from agent.hookevents import HookEvents
 from agent.hookserver import HookServer, OnHook, SecretFor
 from agent.hooksettings import build_settings, hook_command_path, write_settings
-from agent.launch import ClaudeBinary
+from agent.launch import INSTALL_HINT, ClaudeBinary
 from agent.life import SessionLife
 from agent.link import RelayLink
 from agent.memoryfiles import MemoryFiles
@@ -137,7 +137,7 @@ class Agent:
         self.tasks = TaskSet("agent", _log)  # the pumps and what the parts run beside them
         self._wake_transcripts = asyncio.Event()
         self._stopping = asyncio.Event()
-        self.binary = ClaudeBinary(options.claude, self._tell_version)
+        self.binary = ClaudeBinary(options.claude, self._tell_version, options.env)
         setup = ClaudeSetup(
             options.claude, self.settings_path, options.claude_home, options.claude_args,
             options.env, options.device_name,
@@ -221,6 +221,7 @@ class Agent:
             agent_version=__version__,
             claude_version=self.binary.version,
             recent_folders=self.sessions.recent_folders(),
+            **self._claude_standing(),
         )
         self.sessions.forget_bad_ids()
         self.moving.recover()  # sessions a move left undecided: held until the relay says
@@ -324,9 +325,21 @@ class Agent:
         if not self.moving.quiet(info.session_id):
             await self.link.update(info)
 
+    def _claude_standing(self) -> dict[str, Any]:
+        """What the device record says of Claude Code here (found, standing, how to install)."""
+        found = self.binary.found
+        return {
+            "claude_found": found,
+            "claude_standing": self.binary.standing,
+            "claude_install_hint": "" if found else INSTALL_HINT,
+        }
+
     async def _tell_version(self, version: str) -> None:
-        """Claude Code was updated: the relay hears it now (a later hello carries it anyway)."""
-        self.link.device = self.link.device.model_copy(update={"claude_version": version})
+        """Claude Code was updated (or installed): the relay hears it now (a later hello carries
+        it anyway)."""
+        self.link.device = self.link.device.model_copy(
+            update={"claude_version": version, **self._claude_standing()}
+        )
         with contextlib.suppress(NotLinked):
             await self.link.send(DeviceUpdate(device=self.link.device))
 
@@ -369,6 +382,8 @@ class Agent:
         while True:
             await asyncio.sleep(REGISTRY_SAVE_EVERY)
             self.sessions.note_alive(time.time())
+            if not self.binary.found:
+                await self.binary.look_again()  # installed since? the relay hears it at once
             if self.sessions.dirty:
                 await asyncio.to_thread(self.sessions.save)
 

@@ -43,6 +43,7 @@ from agent.cards import (
 )
 from agent.errors import CommandFailed, DialogOpen, MuxError, NotLinked, PaneGone
 from agent.files import write_json
+from agent.launch import COMPACT_COMMAND
 from agent.mux import LastScreen, Pane, session_name
 from agent.registry import SessionRecord
 from agent.screen import render
@@ -71,6 +72,7 @@ from wire.protocol import (
     GrantInfo,
     HeldMessage,
     MarkerKind,
+    ResumeScope,
     SessionInfo,
     StartFailureInfo,
 )
@@ -245,6 +247,9 @@ class Runtime:
     # When a resume's lead was typed: held messages follow once the screen is idle again (a
     # /compact may be over before the screen is read busy, so no idle transition would come).
     after_lead_at: float | None = None
+    # The resume scope the person set for this start (its own, the account's, this reopen's):
+    # Claude Code's own resume chooser is answered by it; None: the chooser is the person's.
+    chooser_scope: ResumeScope | None = None
     moving: bool = False  # in a move to or from another Mac: its held messages wait
     launching: bool = False  # its terminal is being (re)made: screen reads wait
     error: str | None = None  # why its last launch failed (shown on the phone), None once up
@@ -420,6 +425,7 @@ class SessionDriver(Runtime):
             "preview": preview,
             "cwd": record.cwd,
             "conversation_id": record.conversation_id,
+            "resume_scope": record.resumed_scope,
             "permission_mode": record.permission_mode,
             "model": self.model_now or record.model,
             "error": self.error,
@@ -644,6 +650,7 @@ class SessionDriver(Runtime):
             since_model_change=since,
             model_switch_window=self.config.float("model_switch_window"),
             folder_arrived=self.record.arrived_from is not None,
+            resume_scope=self.chooser_scope,
         )
         if decision is None:
             if not prompted:
@@ -679,6 +686,10 @@ class SessionDriver(Runtime):
             self.trust_passed = True
         if decision.kind == "model":
             self.model_changed_at = None  # one change, one confirmation
+        if decision.choice == "compact":
+            # Claude Code compacts from its own summary: a /compact after it would do it twice.
+            self.record.lead = [t for t in self.record.lead if t != COMPACT_COMMAND]
+            self.host.save()
         self.host.add_marker(self.record, MarkerKind.AUTO_PASSED, decision.line)
         self.wake_screen.set()
 

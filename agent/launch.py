@@ -10,6 +10,8 @@ to name its own. agent/sessions.py looks at the disk, asks the plan and starts t
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import json
 import logging
 import os
 import re
@@ -21,9 +23,10 @@ from typing import Literal, Protocol, get_args
 
 from agent.errors import BadClaudeArgs as BadClaudeArgs
 from agent.errors import ClaudeMissing as ClaudeMissing
+from agent.errors import CommandFailed
 from wire.claude_versions import version_warning as version_warning
 from wire.markers import SUMMARY_MARKER, fresh_marker
-from wire.protocol import MODEL_NAME, RESUME_SCOPES, PermissionMode, ResumeScope
+from wire.protocol import MODEL_NAME, RESUME_SCOPES, ClaudeStanding, PermissionMode, ResumeScope
 
 _log = logging.getLogger("agent")
 
@@ -66,15 +69,57 @@ def check_claude_args(args: list[str]) -> list[str]:
     return list(args)
 
 
+INSTALL_LINE = "npm i -g @anthropic-ai/claude-code"
+INSTALL_HINT = (
+    f"Install Claude Code on this Mac ({INSTALL_LINE}), or start the agent with "
+    "--claude /path/to/claude; a new session starts once it is found."
+)
+AUTH_TIMEOUT = 10.0  # seconds `claude auth status` may take (it sends no request)
+
+
+def wanted_claude(explicit: str | None = None) -> str:
+    """The claude the agent runs, as given (``--claude``, ``$CB_CLAUDE``, else ``claude``)."""
+    return explicit or os.environ.get("CB_CLAUDE") or "claude"
+
+
 def find_claude(explicit: str | None = None) -> str:
-    candidate = explicit or os.environ.get("CB_CLAUDE") or "claude"
+    candidate = wanted_claude(explicit)
     found = shutil.which(candidate)
     if not found:
         raise ClaudeMissing(
-            f"cannot find {candidate!r}: install Claude Code (npm i -g @anthropic-ai/claude-code) "
+            f"cannot find {candidate!r}: install Claude Code ({INSTALL_LINE}) "
             "or pass --claude /path/to/claude"
         )
     return found
+
+
+async def claude_logged_in(claude: str, env: Mapping[str, str] | None) -> bool | None:
+    """``claude auth status`` (2.1.332: JSON with ``loggedIn``; no request with non-essential
+    traffic off) run with the sessions' environment: whether a login is there, None when it
+    cannot tell (an older claude, no answer)."""
+    given = dict(os.environ if env is None else env)
+    given["CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC"] = "1"
+    try:
+        proc = await asyncio.create_subprocess_exec(
+            claude, "auth", "status", "--json", env=given,
+            stdin=asyncio.subprocess.DEVNULL, stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.DEVNULL,
+        )  # fmt: skip
+    except OSError:
+        return None
+    try:
+        out, _ = await asyncio.wait_for(proc.communicate(), AUTH_TIMEOUT)
+    except TimeoutError:
+        with contextlib.suppress(ProcessLookupError):
+            proc.kill()
+        await proc.wait()
+        return None
+    try:
+        data = json.loads(out.decode("utf-8", "replace"))
+    except ValueError:
+        return None
+    found = data.get("loggedIn") if isinstance(data, dict) else None
+    return found if isinstance(found, bool) else None
 
 
 def binary_stamp(claude: str) -> tuple[int, ...] | None:
@@ -108,22 +153,55 @@ class ClaudeBinary:
     and only a changed one is asked its version again; a new version is told
     (``on_new_version``: the relay, so the phone's band follows it)."""
 
-    def __init__(self, path: str, on_new_version: Callable[[str], Awaitable[None]]) -> None:
+    def __init__(
+        self,
+        path: str,
+        on_new_version: Callable[[str], Awaitable[None]],
+        env: Mapping[str, str] | None = None,
+    ) -> None:
         self.path = path
         self.version = ""
+        self.found = True  # the binary ran and told its version
+        self.logged_in: bool | None = None  # as `claude auth status` said at start
+        self._env = env
         self._on_new_version = on_new_version
         self._stamp: tuple[int, ...] | None = None  # the binary whose version that is
 
+    @property
+    def standing(self) -> ClaudeStanding:
+        """How Claude Code stands on this Mac, as its device record says."""
+        if not self.found:
+            return "missing"
+        if self.logged_in is None:
+            return "unknown"
+        return "ok" if self.logged_in else "logged_out"
+
     async def start(self) -> None:
-        """Read the version once, at agent start (ClaudeMissing when it cannot be read)."""
+        """Read the version (and whether it has a login) once, at agent start. A claude that is
+        missing is not fatal: the Mac says so (``found``) and each launch looks for it again."""
         self._stamp = binary_stamp(self.path)
-        self.version = await claude_version(self.path)
+        try:
+            self.version = await claude_version(self.path)
+        except ClaudeMissing as exc:
+            self.found = False
+            _log.warning("%s; sessions cannot start until it is installed", exc)
+            return
         warning = version_warning(self.version)
         if warning:
             _log.warning(warning)
+        self.logged_in = await claude_logged_in(self.path, self._env)
 
     async def check(self) -> None:
-        """Before a launch: the version again, if the binary changed."""
+        """Before a launch: the version again, if the binary changed; ``claude_missing`` when
+        there is still none."""
+        if not self.found:
+            if not await self.look_again():
+                raise CommandFailed(
+                    "claude_missing",
+                    f"Claude Code is not installed on this Mac (no {self.path!r} found). "
+                    + INSTALL_HINT,
+                )
+            return
         stamp = binary_stamp(self.path)
         if stamp == self._stamp:
             return
@@ -141,6 +219,23 @@ class ClaudeBinary:
         if warning:
             _log.warning(warning)
         await self._on_new_version(version)
+
+    async def look_again(self) -> bool:
+        """Whether Claude Code is here now: it was missing, it may have been installed since (a
+        look on PATH, a process only when something is there)."""
+        path = shutil.which(self.path)
+        if path is None:
+            return False
+        try:
+            version = await claude_version(path)
+        except ClaudeMissing:
+            return False
+        self.path, self.found, self.version = path, True, version
+        self._stamp = binary_stamp(path)
+        self.logged_in = await claude_logged_in(path, self._env)
+        _log.info("Claude Code %s found at %s", version, path)
+        await self._on_new_version(version)
+        return True
 
 
 def claude_argv(
@@ -294,12 +389,16 @@ def fork_source(record: LaunchRecord, disk: OnDisk) -> str | None:
     return None if disk.own_transcript else record.fork_conversation
 
 
+def scope_or_none(value: object) -> ResumeScope | None:
+    """``value`` when it is a resume scope, else None (a registry written by another version)."""
+    return next((scope for scope in RESUME_SCOPES if scope == value), None)
+
+
 def scope_of(record: LaunchRecord, choice: ResumeChoice) -> ResumeScope:
     """The scope a resume uses: this start's, else the session's, else ``full``."""
     if choice.scope is not None:
         return choice.scope
-    kept = record.resume_scope
-    return next((scope for scope in RESUME_SCOPES if scope == kept), "full")
+    return scope_or_none(record.resume_scope) or "full"
 
 
 def resume_plan(record: LaunchRecord, conversation: str, choice: ResumeChoice) -> LaunchPlan:

@@ -79,6 +79,7 @@ class SessionRecord:
     handoff: str | None = None
     handoff_decisions: int = 0
     lead: list[str] = field(default_factory=list)
+    resumed_scope: str | None = None  # the scope its latest start used (None: not a resume)
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)

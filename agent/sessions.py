@@ -34,7 +34,15 @@ from agent.archive import DiskArchive
 from agent.driver import SessionDriver, SessionHost, policy_of, queue_marker, set_policy
 from agent.errors import CommandFailed, MuxError, reason
 from agent.hooksettings import hook_env
-from agent.launch import OnDisk, ResumeChoice, Start, claude_argv, plan_launch, session_env
+from agent.launch import (
+    OnDisk,
+    ResumeChoice,
+    Start,
+    claude_argv,
+    plan_launch,
+    scope_or_none,
+    session_env,
+)
 from agent.modes import latest_model
 from agent.mux import session_name
 from agent.registry import Registry, SessionRecord, is_session_id, revive_candidates
@@ -321,6 +329,11 @@ class Sessions:
         # Typed before held messages once claude is idle; a lead left from a start that never
         # got that far gives way to this start's.
         record.lead = list(plan.lead)
+        record.resumed_scope = plan.scope
+        # Claude Code's own resume chooser (a --resume) is answered only by a scope somebody set.
+        rt.chooser_scope = (
+            (choice.scope or scope_or_none(record.resume_scope)) if plan.resume else None
+        )
         with contextlib.suppress(MuxError):
             await self.mux.kill(rt.name)  # a dead pane left from an earlier life
         try:

@@ -69,7 +69,7 @@ LABELS = {
 }
 
 
-QUICK = ("python", "tmux", "claude", "hook", "permissions")
+QUICK = ("python", "tmux", "claude", "login", "hook", "permissions")
 """The checks that never leave this machine: ``up`` runs these before it starts."""
 
 

@@ -31,6 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from cli.checks import (
+    ClaudeLoginProbe,
     Entry,
     Folder,
     HookProbe,
@@ -39,6 +40,7 @@ from cli.checks import (
     Result,
     ServiceProbe,
     decide_claude,
+    decide_claude_login,
     decide_clock,
     decide_hook,
     decide_link,
@@ -49,6 +51,7 @@ from cli.checks import (
     decide_relay,
     decide_service,
     is_loopback,
+    parse_key_answers,
     render,
 )
 from cli.publish import PublishError, load_choice, read_running
@@ -109,6 +112,39 @@ def _libtmux_minimum() -> str:
     from libtmux.common import TMUX_MIN_VERSION  # what the agent's tmux library refuses below
 
     return str(TMUX_MIN_VERSION)
+
+
+def probe_claude_login(claude: str, environ: dict[str, str]) -> ClaudeLoginProbe:
+    """``claude auth status`` run with the environment the agent gives claude (2.1.332 prints
+    JSON and, with non-essential traffic off, sends no request), and ``~/.claude.json``."""
+    env = {**environ, "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1"}
+    home = Path(environ.get("HOME") or Path.home())
+    config = Path(environ["CLAUDE_CONFIG_DIR"]) if environ.get("CLAUDE_CONFIG_DIR") else home
+    answers = parse_key_answers(_read(config / ".claude.json"))
+    key = environ.get("ANTHROPIC_API_KEY") or None
+    try:
+        done = subprocess.run(
+            [claude, "auth", "status", "--json"], capture_output=True, text=True,
+            timeout=COMMAND_TIMEOUT_S, env=env, stdin=subprocess.DEVNULL,
+        )  # fmt: skip
+    except subprocess.TimeoutExpired:
+        return ClaudeLoginProbe(ran=False, problem=f"no answer in {COMMAND_TIMEOUT_S:.0f} s")
+    except OSError as exc:
+        return ClaudeLoginProbe(ran=False, problem=str(exc))
+    return ClaudeLoginProbe(
+        ran=True, output=done.stdout, exit_code=done.returncode, env_key=key, answers=answers
+    )
+
+
+def check_claude_login(explicit: str | None, environ: dict[str, str]) -> Result:
+    """Can Claude Code start and work with the login it has here? (Skipped without claude.)"""
+    from agent.launch import ClaudeMissing, find_claude
+
+    try:
+        path = find_claude(explicit)
+    except ClaudeMissing:
+        return Result("login", "skipped", "no Claude Code to ask (see above)")
+    return decide_claude_login(probe_claude_login(path, environ))
 
 
 def check_claude(explicit: str | None) -> Result:
@@ -462,6 +498,7 @@ def run_checks(options: Options, *, quick: bool = False) -> list[Result]:
         check_python(),
         check_mux(),
         check_claude(claude),
+        check_claude_login(claude, options.environ),
         decide_hook(probe_hook(options.environ)),
     ]
     if not quick:

@@ -450,8 +450,11 @@ class RelayClient:
     def send(self, session_id: str, text: str) -> None:
         self._call("POST", f"{_session_path(session_id)}/messages", json={"text": text})
 
-    def reopen(self, session_id: str) -> None:
-        self._call("POST", f"{_session_path(session_id)}/reopen")
+    def reopen(self, session_id: str, scope: str | None = None) -> str:
+        """Start a stopped session again (``scope``: this once); the scope it used."""
+        body = {"scope": scope} if scope else None
+        answer = self._call("POST", f"{_session_path(session_id)}/reopen", json=body)
+        return str(answer.get("scope") or "full") if isinstance(answer, dict) else "full"
 
     def rename(self, session_id: str, title: str) -> SessionSnapshot:
         renamed: SessionSnapshot = self._call(
@@ -510,6 +513,20 @@ class RelayClient:
     def cost(self, session_id: str) -> CostReport:
         report: CostReport = self._call("GET", f"{_session_path(session_id)}/cost")
         return report
+
+    def decisions(self, session_id: str) -> dict[str, Any]:
+        """The session's decisions ledger (GET /api/sessions/{id}/decisions)."""
+        found: dict[str, Any] = self._call("GET", f"{_session_path(session_id)}/decisions")
+        return found
+
+    def add_constraint(self, session_id: str, text: str) -> dict[str, Any]:
+        made: dict[str, Any] = self._call(
+            "POST", f"{_session_path(session_id)}/constraints", json={"text": text}
+        )
+        return made
+
+    def remove_constraint(self, session_id: str, constraint_id: str) -> None:
+        self._call("DELETE", f"{_session_path(session_id)}/constraints/{constraint_id}")
 
     def policy(self, session_id: str) -> PolicyView:
         view: PolicyView = self._call("GET", f"{_session_path(session_id)}/policy")

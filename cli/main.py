@@ -10,6 +10,7 @@ claude-bridge replay FILE…       push transcripts to a relay as a Mac would
 claude-bridge cost FILE…         tokens and USD of transcript files taken as one session (JSON)
 claude-bridge open --session ID|-N  resume, start (with that id) or read a session
 claude-bridge sessions           list sessions, newest created first
+claude-bridge decisions SESSION  a session's decisions, pinned constraints and open items
 claude-bridge audit              every decision on a card: who or which rule, which card, answer
 claude-bridge report             usage: starts, resumes by scope, tokens re-read, search success
 claude-bridge doctor             check everything the bridge needs, each with its fix
@@ -33,6 +34,7 @@ from typing import Any, Protocol
 from cli import (
     attach,
     audit,
+    decisions,
     delete,
     doctor,
     fork,
@@ -75,6 +77,7 @@ COMMANDS: tuple[CommandModule, ...] = (
     listing,  # sessions, search
     rename,
     session_cost,  # session-cost
+    decisions,
     policy,
     retention,  # pin, unpin, retention
     audit,

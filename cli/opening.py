@@ -1,12 +1,17 @@
 """``claude-bridge open``: a session from this terminal, by id or by creation order.
 
-claude-bridge open --session ID|-N [--device MAC] [--cwd DIR] [--read-only] [--tail N] [--json]
+claude-bridge open [SESSION | --session ID|-N] [--scope full|summary|fresh] [--device MAC] [--cwd DIR]
+                   [--read-only] [--tail N] [--json]
     ID resumes that session (reopened when it has ended, shown when it runs) or, when the relay has
     none with that id, starts one with exactly that id on MAC (default: the only online Mac) in DIR
     (default: the current folder), so a script can choose its ids up front. -1 is the session
     created last, -2 the one before (creation order: resuming a session does not make it -1).
     --read-only prints the whole conversation and sends nothing: every request carries
     ``X-CB-Read-Only: 1`` and the relay refuses any change made with it.
+    --scope says how a stopped session comes back, this once (else the session's own resume
+    scope, else the account's): ``full`` resumes the whole conversation, ``summary`` resumes it
+    and compacts it first (Claude Code's /compact), ``fresh`` starts a new conversation from the
+    session's decisions (its handoff).
 
 Exit status: 0 done; 2 with a message on every error (unknown offset, Mac offline, bad token…).
 """
@@ -50,8 +55,20 @@ def _header(session: SessionSnapshot, mac: str) -> list[str]:
     ]
 
 
+SCOPE_WORDS = {
+    "full": "the whole conversation",
+    "summary": "from a summary (Claude Code's /compact first)",
+    "fresh": "fresh: a new conversation from its decisions",
+}
+
+
 def cmd_open(args: argparse.Namespace) -> int:
-    ref = parse_ref(args.session)
+    given = args.session or args.ref
+    if not given or (args.session and args.ref and args.session != args.ref):
+        raise CommandError(
+            "say which session to open", "give its id or -N once: open ID, or open --session ID"
+        )
+    ref = parse_ref(given)
     relay = connect(args, read_only=args.read_only)
     try:
         session: SessionSnapshot | None
@@ -100,6 +117,7 @@ def _read(relay: RelayClient, session: SessionSnapshot, as_json: bool) -> int:
 def _open(
     relay: RelayClient, ref: int | str, session: SessionSnapshot | None, args: argparse.Namespace
 ) -> int:
+    used: str | None = None  # the resume scope a reopen used
     if session is None:
         assert isinstance(ref, str)
         device = pick_device(relay.devices(), args.device)
@@ -110,11 +128,14 @@ def _open(
     elif is_running(session):
         session_id = session["id"]
         action = "Already running"
+        if args.scope:
+            action += f" (--scope {args.scope} applies when a stopped session starts again)"
     else:
         session_id = session["id"]
-        relay.reopen(session_id)
+        used = relay.reopen(session_id, args.scope)
         action = "Reopened"
     snapshot = relay.session(session_id) or session or SessionSnapshot(id=session_id)
+    said = f"{action}, {SCOPE_WORDS.get(used, used)}" if used else action
     tail: list[Event] = []
     last = int(snapshot.get("last_seq") or 0)
     if last and args.tail > 0:
@@ -124,10 +145,10 @@ def _open(
             tail = []  # older events only on an offline Mac: the link below still works
     link = relay.page_link(session_id)
     if args.json:
-        body = {"action": action, "session": snapshot, "events": tail, "link": link}
+        body = {"action": action, "scope": used, "session": snapshot, "events": tail, "link": link}
         print_json(body)
         return 0
-    out = [action + ".", *_header(snapshot, mac_name(relay, snapshot.get("device_id")))]
+    out = [said + ".", *_header(snapshot, mac_name(relay, snapshot.get("device_id")))]
     if tail:
         out.append(f"Last {len(tail)} events:")
         out += [describe(e) for e in tail]
@@ -153,10 +174,18 @@ def register(sub: Subcommands) -> None:
         "exists; show its last events. --read-only prints the conversation and sends nothing.",
     )
     opener.add_argument(
+        "ref", nargs="?", metavar="SESSION", help="the session (as --session), given plainly"
+    )
+    opener.add_argument(
         "--session",
-        required=True,
         metavar="ID|-N",
         help="a session id (a UUID: started with that id when none exists) or -1, -2 … by creation",
+    )
+    opener.add_argument(
+        "--scope",
+        choices=("full", "summary", "fresh"),
+        help="how a stopped session comes back, this once: the whole conversation (full), "
+        "compacted first (summary), or a new conversation from its decisions (fresh)",
     )
     opener.add_argument("--device", metavar="MAC", help="Mac id or name for a new session")
     opener.add_argument("--cwd", metavar="DIR", help="folder of a new session (default: here)")

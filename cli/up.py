@@ -139,9 +139,10 @@ async def _run_with_agent(
     import uvicorn
 
     from agent.daemon import Agent, AgentOptions
-    from agent.launch import ClaudeMissing, find_claude
+    from agent.launch import INSTALL_LINE, ClaudeMissing, find_claude, wanted_claude
     from agent.mux import MuxError, find_program
     from relay.app import create_app
+    from relay.sse import end_streams
 
     server = uvicorn.Server(uvicorn.Config(create_app(cfg), **server_settings(cfg, args.log_level)))
     serving = tasks.start(server.serve(), name="the relay's server")
@@ -155,8 +156,13 @@ async def _run_with_agent(
     agent: Agent | None = None
     try:
         claude = find_claude(getattr(args, "claude", None))
+    except ClaudeMissing as exc:
+        # The agent runs anyway: the page says Claude Code is missing here and how to install it.
+        print(f"  {exc}: the page says so; sessions start once it is installed", flush=True)
+        claude = wanted_claude(getattr(args, "claude", None))
+    try:
         program = find_program("auto")
-    except (ClaudeMissing, MuxError) as exc:
+    except MuxError as exc:
         print(f"  no local agent: {exc}", flush=True)
         print("  The relay runs; sessions can start once this is fixed (then run this again).")
     else:
@@ -172,15 +178,27 @@ async def _run_with_agent(
         agent = Agent(options, cfg)
         try:
             await agent.start()
-            print(f"  local agent:  running claude {agent.claude_version} in {program}", flush=True)
+            if agent.binary.found:
+                running = f"running claude {agent.claude_version} in {program}"
+            else:
+                running = f"linked, without Claude Code ({INSTALL_LINE} installs it)"
+            print(f"  local agent:  {running}", flush=True)
             if extra:
                 print(f"  claude args:  {shlex.join(extra)}", flush=True)
         except ClaudeMissing as exc:
             print(f"  no local agent: {exc}", flush=True)
             agent = None
     loop = asyncio.get_running_loop()
+
+    def stop() -> None:
+        # The open event streams end at once too (else each waits for the graceful timeout and
+        # is cancelled with a traceback); a second Ctrl-C stops without waiting at all.
+        end_streams()
+        server.force_exit = server.should_exit
+        server.should_exit = True
+
     for sig in (signal.SIGINT, signal.SIGTERM):  # before saying so: a Ctrl-C then stops cleanly
-        loop.add_signal_handler(sig, lambda: setattr(server, "should_exit", True))
+        loop.add_signal_handler(sig, stop)
     print("  Press Ctrl-C to stop (sessions keep running and are picked up next time).", flush=True)
     try:
         await serving

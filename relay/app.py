@@ -23,6 +23,7 @@ from relay.errors import PayloadTooLarge, RelayError
 from relay.feature import Feature, close_all, schemas, start_all
 from relay.features import (
     audit,
+    decisions,
     files,
     fulltext,
     grants,
@@ -32,8 +33,10 @@ from relay.features import (
     permissions,
     push,
     report,
+    resume,
     retention,
     search,
+    snapshots,
     subagents,
     titles,
     usage,
@@ -246,8 +249,11 @@ FEATURES: tuple[Feature, ...] = (
     fulltext.FEATURE,  # the whole text of an event the relay cut, read again from its Mac
     outbox.FEATURE,  # messages queued for an offline Mac
     moves.FEATURE,  # a session moved to another Mac
+    decisions.FEATURE,  # the decisions ledger: constraints, remember marks, open items
+    snapshots.FEATURE,  # the ledger's snapshots as events; the handoff given to the Mac
     memory.FEATURE,  # memory candidates, written to a project's CLAUDE.md with a tap
     report.FEATURE,  # the usage report: starts, resumes, searches, memory, expiries
+    resume.FEATURE,  # resume scopes and the reopen card's figures
 )
 
 

@@ -59,7 +59,6 @@ from wire.protocol import (
     InterruptArgs,
     MessageWhen,
     PermissionMode,
-    ReopenArgs,
     RestArgs,
     SaveAttachmentArgs,
     SendArgs,
@@ -248,6 +247,15 @@ async def create_session(body: NewSession, principal: Phone, state: State) -> di
     if device is None:
         raise NotFound(f"no Mac {body.device_id} in this account", code="unknown_device")
     link = state.live.require_link(device.id, device.name)
+    if device.info.get("claude_found") is False:
+        # Its agent runs, but found no Claude Code: say so and how to install it, at once.
+        hint = device.info.get("claude_install_hint")
+        raise Conflict(
+            f"Claude Code is not installed on the Mac '{device.name}'. "
+            + (hint if isinstance(hint, str) and hint else "Install it there, then try again."),
+            code="claude_missing",
+            device_id=device.id,
+        )
     session_id = session_id or new_session_id()
     await state.store.create_session(principal.account_id, device.id, session_id, body.cwd)
     policy = body.policy
@@ -607,20 +615,15 @@ async def rest(session_id: str, principal: Phone, state: State) -> dict[str, Any
     return await _change_life(state, principal, session_id, RestArgs(), mark="resting")
 
 
-@router.post("/sessions/{session_id}/reopen")
-async def reopen(session_id: str, principal: Phone, state: State) -> dict[str, Any]:
-    return await _change_life(state, principal, session_id, ReopenArgs(), mark=None)
-
-
 async def _change_life(
     state: RelayState,
     principal: Principal,
     session_id: str,
-    args: EndArgs | RestArgs | ReopenArgs,
+    args: EndArgs | RestArgs,
     mark: str | None,
 ) -> dict[str, Any]:
     session = await session_or_404(state, principal, session_id)
-    if session.locked and not isinstance(args, ReopenArgs):
+    if session.locked:
         raise Conflict("this session is locked; unlock it first", code="session_locked")
     answer = await send_command(state, session, args)
     session = await state.store.update_session(principal.account_id, session_id, mark=mark)

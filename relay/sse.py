@@ -13,6 +13,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from sse_starlette import ServerSentEvent
+from sse_starlette.sse import AppStatus
 from starlette.requests import HTTPConnection
 
 from relay import seq as seqrules
@@ -22,6 +23,13 @@ from relay.hub import Close, Subscriber, sse_frame
 from relay.jsontext import dumps
 from relay.state import RelayState
 from relay.store import Principal, Session
+
+
+def end_streams() -> None:
+    """The server is stopping: every open stream ends now (sse-starlette's own flag, which it
+    sets itself only when uvicorn's signal handler is the one that ran), not at the graceful
+    timeout, cancelled with a traceback each."""
+    AppStatus.should_exit = True
 
 
 def _json(data: object) -> str:

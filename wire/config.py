@@ -134,6 +134,12 @@ SETTINGS: tuple[Setting, ...] = (
         "relay",
     ),
     Setting(
+        "handoff_max_tokens",
+        8000,
+        "Most tokens a fresh resume's handoff may take (decisions and constraints are never cut).",
+        "relay",
+    ),
+    Setting(
         "attachments_max_per_session",
         50,
         "Most files one session keeps attached on the Mac; past it the oldest a message already "

@@ -88,6 +88,9 @@ class EventKind(StrEnum):
     MARKER = "marker"
     # auto mode's classifier refused a tool call: ``text`` is its reason, ``tool_use_id`` the call
     DENIAL = "denial"
+    # the relay's snapshot of the session's decisions ledger (relay/features/snapshots.py):
+    # ``text`` its one line, ``input`` relay/snapshot.Snapshot's JSON (or its counts when large)
+    SNAPSHOT = "snapshot"
 
 
 class MarkerKind(StrEnum):
@@ -261,12 +264,22 @@ class SessionPosition(_Model):
     epoch: str | None = None
 
 
+ClaudeStanding = Literal["ok", "missing", "logged_out", "unknown"]
+MAX_HINT_CHARS = 500
+
+
 class DeviceInfo(_Model):
     name: str = ""
     hostname: str = ""
     os: str = ""
     agent_version: str = ""
     claude_version: str = ""
+    # Whether the agent found Claude Code (None: an agent too old to say), how it stands
+    # (``missing``; ``logged_out``: `claude auth status` says no login; ``unknown``: it could
+    # not tell) and, when it is missing, the line that installs it.
+    claude_found: bool | None = None
+    claude_standing: ClaudeStanding | None = None
+    claude_install_hint: str = Field(default="", max_length=MAX_HINT_CHARS)
     # The working folders of this Mac's sessions, past and present, the most recent first: the
     # new-session form offers them.
     recent_folders: list[Annotated[str, Field(max_length=MAX_CWD_CHARS)]] = Field(
@@ -313,6 +326,13 @@ class StartFailureInfo(_Model):
     signal: int | None = Field(default=None, ge=0, le=255)
 
 
+# How a stopped session starts again (issue 23): ``full`` resumes the whole conversation
+# (``claude --resume``), ``summary`` resumes it then runs Claude Code's own ``/compact`` before
+# the held messages, ``fresh`` starts a new conversation whose first message is the handoff.
+ResumeScope = Literal["full", "summary", "fresh"]
+RESUME_SCOPES: tuple[ResumeScope, ...] = ("full", "summary", "fresh")
+
+
 class SessionInfo(_Model):
     """What the Mac reports about a session's live side (never stored as state)."""
 
@@ -321,6 +341,9 @@ class SessionInfo(_Model):
     title: str | None = None
     conversation_id: str | None = None
     state: Literal["starting", "idle", "busy", "waiting", "ended"] | None = None
+    # How its claude's latest start came back: the resume scope used (None: a new session's
+    # first start, or an older agent).
+    resume_scope: ResumeScope | None = None
     activity: str | None = None  # e.g. "coding"
     card: Card | None = None  # a field left out means "unchanged"
     clear_card: bool = False  # the card closed
@@ -590,11 +613,6 @@ class RestArgs(ArgsModel):
     name: ClassVar[CommandName] = "rest"
 
 
-# How a stopped session starts again (issue 23): ``full`` resumes the whole conversation
-# (``claude --resume``), ``summary`` resumes it then runs Claude Code's own ``/compact`` before
-# the held messages, ``fresh`` starts a new conversation whose first message is the handoff.
-ResumeScope = Literal["full", "summary", "fresh"]
-RESUME_SCOPES: tuple[ResumeScope, ...] = ("full", "summary", "fresh")
 MAX_DECISIONS_COUNT = 1_000_000
 
 

@@ -2,8 +2,10 @@
 
 **What is indexed** — the named fields of a session, never every byte of its transcripts: title,
 summary (below), files touched (paths from tool inputs, relative to the session's folder when
-inside it), tools used, the Mac's name, the folder, and the dates (created and last active, as
-``2026-11-29 November 2026`` in the relay's local time). They live in one SQLite FTS5 table,
+inside it), tools used, the Mac's name, the folder, the dates (created and last active, as
+``2026-11-29 November 2026`` in the relay's local time), and its decisions and constraints
+(the ledger's texts and what they answer, put there by relay/features/snapshots.py after each
+snapshot and each change of a pin: :func:`index_decisions`). They live in one SQLite FTS5 table,
 ``session_fts`` (tokenizer ``unicode61``, diacritics folded, prefix indexes of 2 and 3 characters),
 one row per session. SQL triggers keep its title, folder and Mac columns in step with the
 ``sessions`` and ``devices`` tables whoever writes them (a rename from the phone or the CLI, a Mac
@@ -22,7 +24,8 @@ PostgreSQL, ``ts_rank`` with the same weights (by class), each term's score adde
 
 **Queries** — typed words, all required (AND), each matching as a word prefix (``sto`` finds
 ``store.py``); ``"quoted words"`` match as a phrase; ``title:``, ``summary:``, ``file:``,
-``tool:``, ``mac:``, ``folder:`` and ``date:`` limit a term to one field. Everything else is
+``tool:``, ``mac:``, ``folder:``, ``date:`` and ``decision:`` (or ``constraint:``) limit a term
+to one field. Everything else is
 plain text: FTS5 syntax (``*``, ``NEAR``, ``AND``/``OR``/``NOT``, parentheses, column filters of
 another shape) is never passed through, so no query can fail with a syntax error. At most
 :data:`MAX_TERMS` terms count; a query over :data:`MAX_QUERY_CHARS` characters is refused with a
@@ -86,7 +89,7 @@ from fastapi import APIRouter, Depends, Query
 
 from relay.convert import Conversion
 from relay.db import Connection
-from relay.db.migrations import MIGRATION_LOCK
+from relay.db.migrations import MIGRATION_LOCK, add_column
 from relay.deps import Phone, State, refuse_read_only
 from relay.errors import BadRequest, NotFound
 from relay.feature import Feature
@@ -108,6 +111,7 @@ __all__ = [
     "answer_gist",
     "compaction_gist",
     "compose_summary",
+    "index_decisions",
     "match_expression",
     "router",
     "search",
@@ -128,6 +132,7 @@ FILES_KEPT: Final = 200  # distinct files indexed per session (first touched fir
 TOOLS_KEPT: Final = 100
 LIMIT_DEFAULT: Final = 20
 LIMIT_MAX: Final = 100
+DECISIONS_MAX_CHARS: Final = 50_000  # of a session's decisions and constraints indexed
 TURN_END_SUBTYPES: Final = frozenset({"stop_hook_summary", "turn_duration"})
 STATES: Final = frozenset({"starting", "idle", "busy", "waiting", "ended"})
 STAGES: Final = frozenset(
@@ -143,6 +148,8 @@ WEIGHTS: Final[dict[str, float]] = {
     "mac": 2.0,
     "folder": 3.0,
     "date": 1.0,
+    # The session's decisions and constraints (relay/features/decisions.py), verbatim.
+    "decisions": 4.0,
 }
 # Field prefixes a person may type (``file:store``) → FTS column.
 FIELDS: Final[dict[str, str]] = {
@@ -158,6 +165,10 @@ FIELDS: Final[dict[str, str]] = {
     "dir": "folder",
     "cwd": "folder",
     "date": "date",
+    "decision": "decisions",
+    "decisions": "decisions",
+    "constraint": "decisions",
+    "pin": "decisions",
 }
 _MONTHS: Final = [
     "January",
@@ -196,7 +207,7 @@ _NEW_DOC: Final = f"""
     INSERT OR REPLACE INTO session_fts (rowid, {_FTS_COLUMNS})
     SELECT d.doc_id, NEW.title, '', '', '',
            COALESCE((SELECT name FROM devices WHERE id = NEW.device_id), ''), NEW.cwd,
-           {_day_sql("NEW.created_at")}, NEW.id
+           {_day_sql("NEW.created_at")}, '', NEW.id
     FROM session_digest d WHERE d.session_id = NEW.id;"""
 _DOC_OF_NEW: Final = "(SELECT doc_id FROM session_digest WHERE session_id = NEW.id)"
 
@@ -258,7 +269,7 @@ BACKFILL: Final = (
     f"""INSERT INTO session_fts (rowid, {_FTS_COLUMNS})
         SELECT d.doc_id, s.title, d.summary, '', '',
                COALESCE((SELECT name FROM devices WHERE id = s.device_id), ''), s.cwd,
-               {_day_sql("s.created_at")}, s.id
+               {_day_sql("s.created_at")}, '', s.id
         FROM session_digest d JOIN sessions s ON s.id = d.session_id
         WHERE d.doc_id NOT IN (SELECT rowid FROM session_fts)""",
 )
@@ -284,6 +295,7 @@ PG_CLASSES: Final[dict[str, str]] = {
     "folder": "C",
     "mac": "D",
     "date": "D",
+    "decisions": "B",
 }
 
 
@@ -377,7 +389,7 @@ PG_SCHEMA: Final = (
         INSERT INTO session_fts (doc_id, {_FTS_COLUMNS})
         SELECT d.doc_id, NEW.title, '', '', '',
                COALESCE((SELECT name FROM devices WHERE id = NEW.device_id), ''), NEW.cwd,
-               search_day(NEW.created_at), NEW.id
+               search_day(NEW.created_at), '', NEW.id
         FROM session_digest d WHERE d.session_id = NEW.id
         ON CONFLICT (doc_id) DO UPDATE SET {_PG_FTS_VALUES};""",
     ),
@@ -424,7 +436,7 @@ PG_BACKFILL: Final = (
     f"""INSERT INTO session_fts (doc_id, {_FTS_COLUMNS})
         SELECT d.doc_id, s.title, d.summary, '', '',
                COALESCE((SELECT name FROM devices WHERE id = s.device_id), ''), s.cwd,
-               search_day(s.created_at), s.id
+               search_day(s.created_at), '', s.id
         FROM session_digest d JOIN sessions s ON s.id = d.session_id
         WHERE NOT EXISTS (SELECT 1 FROM session_fts f WHERE f.doc_id = d.doc_id)""",
 )
@@ -623,6 +635,48 @@ _DIGEST_COLUMNS: Final = (
 )
 
 
+def _without_decisions_column(conn: Connection) -> bool:
+    """An index made before decisions were indexed gets the column: on PostgreSQL added (and
+    its words), on SQLite the FTS5 table is made again (a virtual table takes no new column)
+    and refilled from the digests (:func:`_refill`). True when it was made again."""
+    if conn.dialect.postgres:
+        if conn.execute("SELECT to_regclass('session_fts')").fetchone()[0] is not None:
+            add_column(conn, "session_fts", "decisions", "TEXT NOT NULL DEFAULT ''")
+            add_column(conn, "session_fts", "decisions_words", "tsvector NOT NULL DEFAULT ''")
+        return False
+    exists = conn.execute(
+        "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'session_fts'"
+    ).fetchone()
+    columns = {str(r[1]) for r in conn.execute("PRAGMA table_info(session_fts)")}
+    if exists is None or "decisions" in columns:
+        return False
+    conn.execute("DROP TABLE session_fts")
+    return True
+
+
+def _refill(conn: Connection) -> None:
+    """The fields of every session's row that the backfill leaves empty, from its digest."""
+    for (session_id,) in list(conn.execute("SELECT session_id FROM session_digest")):
+        digest = load_digest(conn, str(session_id))
+        if digest is None:
+            continue
+        conn.execute(
+            "UPDATE session_fts SET files = ?, tools = ?, date = ? WHERE rowid = ?",
+            (" ".join(digest.files), " ".join(digest.tools), digest.date_text(), digest.doc_id),
+        )
+
+
+def index_decisions(conn: Connection, session_id: str, text: str) -> None:
+    """Put the session's decisions and constraints (their texts, one per line) in its index
+    row: relay/features/snapshots.py calls it after each snapshot and each change of a pin."""
+    key = "doc_id" if conn.dialect.postgres else "rowid"
+    conn.execute(
+        f"UPDATE session_fts SET decisions = ? WHERE {key} ="
+        " (SELECT doc_id FROM session_digest WHERE session_id = ?)",
+        (text[:DECISIONS_MAX_CHARS], session_id),
+    )
+
+
 def load_digest(conn: Connection, session_id: str) -> Digest | None:
     row = conn.execute(
         f"SELECT {_DIGEST_COLUMNS} FROM session_digest d JOIN sessions s ON s.id = d.session_id"
@@ -710,8 +764,11 @@ class SearchIndex:
         self.tasks = TaskSet("search", _log)
 
     def setup(self, conn: Connection) -> None:
+        rebuilt = _without_decisions_column(conn)
         for statement in _schema(conn):
             conn.execute(statement)
+        if rebuilt:
+            _refill(conn)
 
     def on_lines(self, conn: Connection, new: NewLines) -> None:
         session_id, conversation_id, lines = new.session_id, new.conversation_id, new.lines

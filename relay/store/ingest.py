@@ -30,7 +30,15 @@ from relay.hookspecs import NewLines
 from relay.store import batch, conversations, events, sessions
 from relay.store.sessions import Session
 from wire.markers import BRIDGE_CONVERSATION
-from wire.protocol import CONVERSATION_KEY, DroppedLine, LineRecord, SessionPosition
+from wire.protocol import (
+    CONVERSATION_KEY,
+    MAX_SEQ,
+    DisplayEvent,
+    DroppedLine,
+    LineRecord,
+    NumberedEvent,
+    SessionPosition,
+)
 
 if TYPE_CHECKING:
     from relay.hookspecs import CommitNotice, EventListener, LineObserver
@@ -194,6 +202,53 @@ def ingest(
         dropped=plan.dropped,
         created=created,
     )
+
+
+# -- an event the relay makes itself ------------------------------------------------------------
+
+
+def add_event(
+    conn: Connection,
+    after_commit: list[Callable[[], None]],
+    owned: tuple[str, str],
+    event: DisplayEvent,
+    events_kept: int,
+    hooks: Hooks,
+) -> tuple[Session, list[tuple[int, str]]] | None:
+    """Number and store one event the relay made for a session (``owned``: account id, session
+    id), e.g. a snapshot of its ledger: after its last seq, in one transaction with the row
+    locked, like a batch of lines; the commit notices and event listeners are told as for any
+    batch, so it pages and catches up like any event. None when the session is gone."""
+    account_id, session_id = owned
+    found = sessions.owner(conn, session_id, account_id)
+    if found is None or found.numbering.last_seq >= MAX_SEQ:
+        return None
+    numbers, numbering = seqrules.number(found.numbering, 1, events_kept)
+    seq = numbers[0]
+    data = NumberedEvent(
+        **event.model_dump(), session_id=session_id, seq=seq, epoch=numbering.epoch
+    ).model_dump_json(exclude_none=True)
+    stored = [(seq, data)]
+    events.insert(conn, session_id, stored)
+    events.age_out(conn, session_id, found.numbering.oldest_seq, numbering.oldest_seq)
+    before = sessions.select(conn, session_id)
+    sessions.record_numbering(
+        conn,
+        session_id,
+        sessions.Numbered(
+            added=1,
+            numbering=numbering,
+            conversation_id=None,
+            conversation_ids=list(before.conversation_ids),
+            permission_mode=None,
+        ),
+    )
+    for notice in hooks.notices:
+        notice(conn, account_id, session_id, stored)
+    after_commit.extend(
+        functools.partial(listener, account_id, session_id, stored) for listener in hooks.listeners
+    )
+    return sessions.select(conn, session_id), stored
 
 
 # -- a Mac's hello ------------------------------------------------------------------------------

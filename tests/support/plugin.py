@@ -50,6 +50,7 @@ BACKEND_MODULES = frozenset(
         "relay/test_recovery.py",
         # the features' APIs (relay/features/)
         "relay/features/test_outbox.py",
+        "relay/features/test_decisions.py",
         "relay/features/test_search.py",
         "relay/features/test_subagents.py",
         "relay/features/test_audit.py",

@@ -56,7 +56,7 @@ def test_after_this_turn_with_an_attachment_and_the_mode_from_the_menu(
 
     page.get_by_role("button", name="Actions").click()
     page.get_by_role("button", name="Change mode", exact=True).click()
-    page.get_by_role("button", name="Accept file edits").click()
+    page.get_by_role("button", name="Accept edits").click()
     wait_for(lambda: "set_mode" in scripted.command_names(), 15, "the mode changed")
     assert [c.args for c in scripted.commands if c.name == "set_mode"] == [{"mode": "acceptEdits"}]
-    expect(page.locator(".toast")).to_contain_text("Mode: Accept file edits")
+    expect(page.locator(".toast")).to_contain_text("Mode: Accept edits")

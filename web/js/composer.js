@@ -6,13 +6,13 @@ import { ApiError, extraHeaders, patch } from "./api.js";
 import { h } from "./dom.js";
 import { t } from "./i18n.js";
 import { actionSheet, promptBox, showError, toast } from "./ui.js";
+import { MODES, canonical, modeName } from "./modes.js";
 
 // What the relay takes (wire/protocol.py ATTACHMENT_TYPES); its limit is attachment_max_bytes.
 export const ATTACHMENT_TYPES = ["image/png", "image/jpeg", "image/gif", "image/webp", "application/pdf",
   "text/plain", "text/markdown", "text/csv", "application/json"];
 const MAX_FILES = 10;
 // Modes a running session can be switched to with Claude Code's own mode key.
-const MODES = ["manual", "acceptEdits", "plan", "auto", "bypassPermissions"];
 
 export function sizeText(bytes) {
   if (bytes < 1024) return bytes + " B";
@@ -102,12 +102,12 @@ export function modeModelActions(session, onChanged) {
     try {
       const snap = await patch(path, fields);
       onChanged(snap);
-      toast(fields.model ? t("model_set", { model: snap.model || fields.model }) : t("mode_set", { mode: t("pm_" + (snap.permission_mode || fields.permission_mode)) }));
+      toast(fields.model ? t("model_set", { model: snap.model || fields.model }) : t("mode_set", { mode: modeName(snap.permission_mode || fields.permission_mode) }));
     } catch (error) { showError(error); }
   };
   return [
     { label: t("change_mode"), run: () => actionSheet(t("change_mode"), MODES.map((m) => ({
-      label: t("pm_" + m) + (m === session.permission_mode ? " ✓" : ""),
+      label: modeName(m) + (m === canonical(session.permission_mode) ? " ✓" : ""),
       run: () => apply({ permission_mode: m }),
     }))) },
     { label: t("change_model"), run: async () => {

@@ -1,6 +1,7 @@
 // The other screens: start a new session, and settings (language, notifications, paired phones,
 // Macs, log out).
 
+import { scopeSetting } from "./reopen.js";
 import { del, get, post } from "./api.js";
 import { ago, folderName, h, shortPath } from "./dom.js";
 import { LANGS, getLang, setLang, t } from "./i18n.js";
@@ -8,8 +9,9 @@ import { retentionSection } from "./extras.js";
 import { mt } from "./memory.js";
 import { rt } from "./report.js";
 import { confirmBox, showError, toast } from "./ui.js";
+import { troubleNote, whyNoStart } from "./standing.js";
+import { MODES, defaultOptionLabel, modeName, startsIn } from "./modes.js";
 
-const MODES = ["default", "acceptEdits", "plan", "auto", "manual", "dontAsk", "bypassPermissions"];
 // Claude Code's model names and aliases offered as a list ("" = the Mac's default); any other
 // model is typed in "Other".
 const MODELS = ["", "opus", "sonnet", "haiku", "opusplan", "sonnet[1m]"];
@@ -51,8 +53,25 @@ export function renderNewSession(app) {
   };
   fillFolders();
   mac.addEventListener("change", fillFolders);
+  // A Mac that cannot run Claude Code, or none online: the form says why Start is off.
+  const trouble = h("div.ns-trouble", { id: "ns-trouble" });
+  const why = h("p.note.ns-why", { id: "ns-why", role: "status" });
+  const explain = () => {
+    const chosen = app.devices.get(mac.value);
+    const note = troubleNote(chosen);
+    trouble.replaceChildren(...(note ? [note] : []));
+    const reason = whyNoStart(chosen, Boolean(firstOnline));
+    why.textContent = reason;
+    why.hidden = !reason;
+    submit.disabled = Boolean(reason);
+  };
+  mac.addEventListener("change", explain);
   cwd.addEventListener("input", markPicked);
-  const mode = h("select", { id: "ns-mode", name: "permission_mode" }, MODES.map((m) => h("option", { value: m }, t("pm_" + m))));
+  // No choice = no flag: the Mac's Claude Code picks, as `claude-bridge claude` does.
+  const mode = h("select", { id: "ns-mode", name: "permission_mode", "aria-describedby": "ns-mode-hint" },
+    h("option", { value: "" }, defaultOptionLabel()), MODES.map((m) => h("option", { value: m }, modeName(m))));
+  const modeHint = h("p.note", { id: "ns-mode-hint" }, startsIn(""));
+  mode.addEventListener("change", () => { modeHint.textContent = startsIn(mode.value); });
   const modelPick = h("select", { id: "ns-model-pick", name: "model_pick" },
     MODELS.map((m) => h("option", { value: m }, m ? m : t("ns_model_default"))), h("option", { value: OTHER }, t("ns_model_other")));
   const model = h("input", { id: "ns-model", name: "model", autocapitalize: "off", spellcheck: "false", placeholder: "claude-sonnet-4-5", hidden: true, "aria-label": t("ns_model_other") });
@@ -63,17 +82,18 @@ export function renderNewSession(app) {
   worktree.addEventListener("change", () => { branch.hidden = !worktree.checked; });
   const submit = h("button.primary", { type: "submit" }, t("ns_start"));
   const form = h("form.stack", { "aria-label": t("ns_title") },
-    h("label", { for: "ns-mac" }, t("ns_mac")), mac,
+    h("label", { for: "ns-mac" }, t("ns_mac")), mac, trouble,
     h("label", { for: "ns-cwd" }, t("ns_folder")), recent, cwd, folders,
     h("label.check", null, worktree, h("span", null, t("ns_worktree"))), branch,
-    h("label", { for: "ns-mode" }, t("ns_mode")), mode,
+    h("label", { for: "ns-mode" }, t("ns_mode")), mode, modeHint,
     h("label", { for: "ns-prompt" }, t("ns_prompt")), prompt,
     h("label", { for: "ns-model-pick" }, t("ns_model")), modelPick, model,
-    firstOnline ? null : h("p.note", null, t("ns_no_mac")),
-    submit);
+    why, submit);
+  explain();
   form.addEventListener("submit", async (event) => {
     event.preventDefault();
-    const body = { device_id: mac.value, cwd: cwd.value.trim(), permission_mode: mode.value };
+    const body = { device_id: mac.value, cwd: cwd.value.trim() };
+    if (mode.value) body.permission_mode = mode.value;
     if (prompt.value.trim()) body.prompt = prompt.value.trim();
     const chosen = modelPick.value === OTHER ? model.value.trim() : modelPick.value;
     if (chosen) body.model = chosen;
@@ -86,8 +106,8 @@ export function renderNewSession(app) {
       location.hash = "#/s/" + encodeURIComponent(created.id);
     } catch (error) {
       showError(error);
-      submit.disabled = false;
       submit.textContent = t("ns_start");
+      explain();
     }
   });
   return h("div.page", null, form);
@@ -116,6 +136,7 @@ export function renderSettings(app) {
         info.claude_version ? t("claude_version", { v: info.claude_version }) : ""].filter(Boolean).join(" · "))));
   }
   page.append(h("section", null, h("h2", null, t("macs")), macs));
+  page.append(scopeSetting());
   page.append(retentionSection(app));
   page.append(h("section.insights", null, h("h2", null, mt("title")), h("p.muted", null, mt("note")),
     h("a.button", { href: "#/memory", id: "set-memory" }, mt("title")),

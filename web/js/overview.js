@@ -7,6 +7,8 @@ import { placeBand } from "./versionband.js";
 import { offlineLabel, stillNeedsYou } from "./offline.js";
 import { targetName } from "./move.js";
 import { contactLost, unknownLabel } from "./connection.js";
+import { placeTrouble } from "./standing.js";
+import { failureLine } from "./failure.js";
 
 const byOrder = (a, b) => a.position - b.position || String(a.created_at).localeCompare(String(b.created_at));
 
@@ -45,6 +47,7 @@ export function row(session, devices, found = false, withMac = false) {
       session.pinned ? h("span.pin", { title: t("pinned"), "aria-label": t("pinned"), role: "img" }, "📌") : null,
       session.locked ? h("span.lock", { title: t("locked"), "aria-label": t("locked") }, "🔒") : null),
     h("span.row-title", null, title),
+    failureLine(session),
     session.summary ? h("span.row-sum", null, session.summary) : null,
     moving ? h("span.row-meta.moving", null, t("mv_moving", { mac: targetName(moving, devices) })
       + (moving.total ? ` · ${Math.floor((100 * Math.min(moving.bytes, moving.total)) / moving.total)} %` : "")) : null,
@@ -85,6 +88,7 @@ export function renderOverview(app) {
           : h("span.conn", { class: device.online ? "on" : "off" },
             device.online ? t("online") : t("offline_seen", { ago: ago(device.last_seen, t) }))));
     placeBand(section.firstElementChild, device);
+    placeTrouble(section.firstElementChild, device);
     if (!all.length) section.append(h("p.muted.pad", null, t("no_sessions")));
     const ordered = [...groups.entries()].sort(([a], [b]) => (b === "") - (a === "") || a.localeCompare(b));
     for (const [group, list] of ordered) {

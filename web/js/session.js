@@ -2,6 +2,7 @@
 // held messages, the in-progress preview and the composer; its cost, permissions, pin and title.
 // A read-only view (#/s/<id>/read) and an archived session have no way to send.
 
+import { reopenDialog, scopeAction } from "./reopen.js";
 import { del, get, post, patch } from "./api.js";
 import * as cache from "./cache.js";
 import { renderCard } from "./cards.js";
@@ -15,7 +16,10 @@ import { LiveStream } from "./live.js";
 import { offerQueue, offlineLabel, queuedItems } from "./offline.js";
 import { contactLost, unknownLabel } from "./connection.js";
 import { heldButtons, sendHeldNow } from "./heldactions.js";
-import { actionSheet, confirmBox, promptBox, showError, toast } from "./ui.js";
+import { failureBox, failureText } from "./failure.js";
+import { modeName } from "./modes.js";
+import { groupedSheet, inGroup } from "./menu.js";
+import { confirmBox, promptBox, showError, toast } from "./ui.js";
 import { placeBand } from "./versionband.js";
 import { filesActions } from "./files.js";
 import { Attachments, heldDetails, modeModelActions, upload } from "./composer.js";
@@ -63,6 +67,7 @@ export class SessionView {
     this.meta = h("p.session-meta");
     this.summary = h("p.session-sum", { hidden: true });
     this.moveSlot = h("div.move-slot");
+    this.failureSlot = h("div.failure-slot");
     this.moreButton = h("button.icon", { type: "button", "aria-label": t("actions"), title: t("actions") }, "⋯");
     this.moreButton.addEventListener("click", () => this.actions());
     this.earlier = h("button.earlier", { type: "button" }, t("earlier"));
@@ -89,7 +94,7 @@ export class SessionView {
     this.archivedNote = h("div.read-only-note.archived-note", { role: "note" }, h("span", null, t("archived_note")), this.readOnly ? null : pin);
     this.lockSlot = h("div");
     this.el = h("section.session", { "aria-label": t("claude") },
-      h("div.session-head", null, h("div.badges", null, this.markBadge, this.pinBadge), this.meta, this.costButton, this.summary, this.moveSlot),
+      h("div.session-head", null, h("div.badges", null, this.markBadge, this.pinBadge), this.meta, this.costButton, this.summary, this.failureSlot, this.moveSlot),
       h("div.older", null, this.earlier, this.topNote),
       this.list, this.previewBox,
       h("div.dock", null, this.newChip, this.cardSlot, this.heldBox, this.lockSlot));
@@ -453,16 +458,18 @@ export class SessionView {
     this.markBadge.className = "badge mark mk-" + (mark || "");
     this.pinBadge.hidden = !s.pinned;
     this.costButton.textContent = costText(s.cost, t);
-    const note = s.error || s.summary;
+    const note = s.failure ? s.summary : s.error || s.summary; // a failure says it in its box
     this.summary.hidden = !note;
     this.summary.textContent = note || "";
+    const box = failureBox(s);
+    this.failureSlot.replaceChildren(...(box ? [box] : []));
     this.renderLock();
     const band = moveBand(s.move, this.app.devices);
     this.moveSlot.replaceChildren(...(band ? [band] : []));
     const device = this.device();
     const parts = [shortPath(s.cwd)];
     if (device) parts.push(device.name || device.id);
-    if (s.permission_mode) parts.push(s.permission_mode);
+    if (s.permission_mode) parts.push(modeName(s.permission_mode));
     if (s.branch) parts.push("⎇ " + s.branch);
     if (s.parent_id) {
       const parent = this.app.sessions.get(s.parent_id);
@@ -523,7 +530,7 @@ export class SessionView {
     this.heldBox.replaceChildren(
       h("h2.held-title", { title: t("held_hint") }, t("held_title")),
       h("ul.held-list", null, items.map((m) => h("li.held-item", { class: "hs-" + m.state, dataset: { id: m.id, state: m.state } },
-        h("span.held-text", null, m.text), ...heldDetails(m), m.whole ? m.whole() : null, h("span.held-state", null, m.label || t("hs_" + m.state)),
+        h("span.held-text", null, m.text), ...heldDetails(m), m.whole ? m.whole() : null, h("span.held-state", null, m.label || (this.snap && this.snap.failure && m.state === "held" ? failureText("not_delivered") : t("hs_" + m.state))),
         heldButtons(m, ctx)))));
   }
 
@@ -582,7 +589,7 @@ export class SessionView {
       const extra = { ...(when === "after_turn" ? { when } : {}), ...(ids.length ? { attachments: ids } : {}) };
       const result = await this.post(text, now, local.id, extra);
       this.failed = null;
-      if (result && result.reopened && result.permission_mode) toast(t("reopened_in", { mode: t("pm_" + result.permission_mode) }));
+      if (result && result.reopened && result.permission_mode) toast(t("reopened_in", { mode: modeName(result.permission_mode) }));
       else if (result && result.reopened) toast(t("reopened"));
       else if (joined) toast(t("sent_as_one", { n: joined + 1 }));
     } catch (error) {
@@ -671,15 +678,16 @@ export class SessionView {
   actions() {
     const s = this.snap || {};
     const stopped = s.state === "ended" || ["ended", "resting"].includes(s.mark);
-    const looks = [
+    const looks = inGroup("info", [
       { label: t("cost"), run: () => showCost(this.id) },
       { label: t("perms"), run: () => showPolicy(this.id, this.readOnly || this.archived()) },
       { label: t("audit"), run: () => showAudit(this.id) },
-    ];
+    ]);
     if (this.readOnly) {
-      actionSheet(this.title(), [...looks, { label: t("leave_read_only"), run: () => { location.hash = "#/s/" + encodeURIComponent(this.id); } }]);
+      groupedSheet(this.title(), [...looks, { label: t("leave_read_only"), group: "info", run: () => { location.hash = "#/s/" + encodeURIComponent(this.id); } }]);
       return;
     }
+<<<<<<< HEAD
     const list = [
       { label: t("rename"), run: async () => { const v = await promptBox(t("rename_label"), s.title || ""); if (v !== null && v.trim()) this.change({ title: v.trim() }); } },
       { label: t("reset_title"), run: () => this.change(null, () => del(`/api/sessions/${encodeURIComponent(this.id)}/title`)) },
@@ -696,21 +704,45 @@ export class SessionView {
     if (!s.locked) list.push({ label: t("delete"), danger: true, run: () => this.remove() });
     if (this.archived()) { actionSheet(this.title(), list); return; }
     list.push({ label: t("fork"), run: () => this.fork() });
+=======
+    const archived = this.archived();
+>>>>>>> main
     const moving = s.mark === "moving" || (s.move && s.move.state === "moving");
-    const move = !s.locked && !moving && moveAction({ ...s, id: this.id }, this.app.devices, (m) => {
+    const move = !archived && !s.locked && !moving && moveAction({ ...s, id: this.id }, this.app.devices, (m) => {
       this.snap = { ...this.snap, move: m, mark: "moving" };
       this.renderMeta();
     });
-    if (move) list.push(move);
-    // A stopped session takes them at its next start.
-    list.push(...modeModelActions({ ...s, id: this.id }, (snap) => {
-      this.snap = { ...this.snap, ...snap };
-      this.renderMeta();
-    }));
-    if (stopped) list.push({ label: t("reopen"), run: () => this.life("reopen") });
-    if (!s.locked && s.mark !== "resting" && s.state !== "ended") list.push({ label: t("rest"), run: () => this.life("rest", t("confirm_rest")) });
-    if (!s.locked && s.mark !== "ended") list.push({ label: t("end"), danger: true, run: () => this.life("end", t("confirm_end")) });
-    actionSheet(this.title(), list);
+    const list = [
+      ...inGroup("everyday", [
+        !archived && stopped ? { label: t("reopen"), run: () => reopenDialog({ ...s, id: this.id }, () => this.refreshSnapshot()) } : null,
+        // A stopped session takes them at its next start.
+        ...(archived ? [] : modeModelActions({ ...s, id: this.id }, (snap) => {
+          this.snap = { ...this.snap, ...snap };
+          this.renderMeta();
+        })),
+        ...(archived ? [] : [scopeAction({ ...s, id: this.id }, (snap) => { this.snap = { ...this.snap, ...snap }; })]),
+        ...filesActions(this.id),
+        !archived ? { label: t("fork"), run: () => this.fork() } : null,
+        move || null,
+      ]),
+      ...looks,
+      ...inGroup("info", [{ label: t("open_read_only"), run: () => { location.hash = "#/s/" + encodeURIComponent(this.id) + "/read"; } }]),
+      ...inGroup("arrange", [
+        { label: t("rename"), run: async () => { const v = await promptBox(t("rename_label"), s.title || ""); if (v !== null && v.trim()) this.change({ title: v.trim() }); } },
+        { label: t("reset_title"), run: () => this.change(null, () => del(`/api/sessions/${encodeURIComponent(this.id)}/title`)) },
+        { label: s.pinned ? t("unpin") : t("pin"), run: () => this.pin(!s.pinned) },
+        { label: t("group"), run: async () => { const v = await promptBox(t("group_label"), s.group || ""); if (v !== null) this.change({ group: v.trim() }); } },
+        { label: s.locked ? t("unlock") : t("lock"), run: () => this.change({ locked: !s.locked }) },
+        { label: t("move_up"), run: () => this.move(-1) },
+        { label: t("move_down"), run: () => this.move(1) },
+      ]),
+      ...inGroup("ending", [
+        !archived && !s.locked && s.mark !== "resting" && s.state !== "ended" ? { label: t("rest"), kind: "rest", run: () => this.life("rest", t("confirm_rest")) } : null,
+        !archived && !s.locked && s.mark !== "ended" ? { label: t("end"), kind: "end", danger: true, run: () => this.life("end", t("confirm_end")) } : null,
+        !s.locked ? { label: t("delete"), danger: true, run: () => this.remove() } : null,
+      ]),
+    ];
+    groupedSheet(this.title(), list);
   }
 
   /** Reorder within its Mac and group: a position between the neighbours one step away. */

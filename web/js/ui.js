@@ -70,6 +70,9 @@ export function actionSheet(title, actions) {
   const dialog = modal(h("div", null, h("h2.sheet-title", null, title), list,
     h("form", { method: "dialog" }, h("button.sheet-cancel", { value: "cancel" }, t("cancel")))));
   for (const action of actions) {
+    // A group's heading or a line about it (web/js/menu.js): words, not buttons.
+    if (action.heading) { list.append(h("h3.sheet-group", { dataset: { group: action.group || "" } }, action.heading)); continue; }
+    if (action.note) { list.append(h("p.sheet-note", null, action.note)); continue; }
     const button = h("button.sheet-item", { type: "button", class: action.danger ? "danger" : "" }, action.label);
     // Removed now, not on "close": the action may open the next dialog first.
     button.addEventListener("click", () => { dialog.close(); dialog.remove(); action.run(); });

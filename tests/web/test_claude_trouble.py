@@ -1,0 +1,113 @@
+"""What keeps a session from running is said, with what to do (issue 22, items 1 and 4): a Mac
+without Claude Code, no Mac online, a claude that ended before its session was live. A real
+relay, a scripted Mac over the real link, Debian's Chromium at 390×844."""
+
+from __future__ import annotations
+
+import re
+import uuid
+from typing import Any
+
+from playwright.sync_api import expect
+
+from tests.support.relay import Account
+from tests.support.web import Phone, ScriptedMac, held, new_sid, user_line, wait_for
+from wire.protocol import StartFailureInfo
+
+INSTALL = "npm install -g @anthropic-ai/claude-code"
+
+
+def report_device(mac: ScriptedMac, account: Account, **info: Any) -> None:
+    """What the Mac's agent reports of itself (DeviceInfo), kept by the relay as its hello is."""
+    base = {"name": "Studio", "agent_version": "0.1.0", "claude_version": ""}
+    mac.loop.run(mac.server.state.store.device_seen(account.device_id, {**base, **info}))
+
+
+def test_a_mac_without_claude_says_so_and_start_explains(
+    phone: Phone, scripted: ScriptedMac, account: Account
+) -> None:
+    report_device(
+        scripted,
+        account,
+        claude_found=False,
+        claude_standing="missing",
+        claude_install_hint=INSTALL,
+    )
+    page = phone.login(account).open("/")
+    note = page.locator(".mac .claude-trouble")
+    expect(note).to_contain_text("Claude Code is not installed on Studio.")
+    expect(note.locator(".install-line")).to_have_text(INSTALL)
+    phone.shot("22-04-overview-no-claude")
+
+    page.get_by_role("link", name="+ New session").click()
+    form = page.locator("form")
+    expect(form.locator(".claude-trouble")).to_contain_text(
+        "Claude Code is not installed on Studio."
+    )
+    expect(page.locator("#ns-why")).to_have_text(
+        "Start is off: Claude Code is not installed on Studio."
+    )
+    expect(page.get_by_role("button", name="Start")).to_be_disabled()
+    phone.shot("22-04-new-session-no-claude")
+    assert "create_session" not in scripted.command_names()
+
+
+def test_a_mac_logged_out_says_how_to_log_in(
+    phone: Phone, scripted: ScriptedMac, account: Account
+) -> None:
+    report_device(scripted, account, claude_found=True, claude_standing="logged_out")
+    page = phone.login(account).open("/")
+    expect(page.locator(".mac .claude-trouble")).to_contain_text(
+        "Claude Code on Studio is not logged in. Run `claude` once in a terminal on that Mac"
+    )
+
+
+def test_with_no_mac_online_start_is_off_with_the_reason(
+    phone: Phone, scripted: ScriptedMac, account: Account
+) -> None:
+    scripted.close()
+    wait_for(lambda: phone.server.state.live.link(account.device_id) is None, 10, "Mac offline")
+    page = phone.login(account).open("/#/new")
+    expect(page.locator("#ns-why")).to_contain_text("No Mac is online")
+    expect(page.get_by_role("button", name="Start")).to_be_disabled()
+    phone.shot("22-04-new-session-no-mac")
+
+
+def test_a_start_failure_shows_on_the_session_and_in_the_list(
+    phone: Phone, scripted: ScriptedMac, account: Account
+) -> None:
+    sid = new_sid()
+    scripted.send_json_lines(sid, [user_line("earlier words", str(uuid.uuid4()))])
+    failure = StartFailureInfo(
+        code="claude_not_logged_in",
+        reason="Invalid API key · Please run /login",
+        action="Run `claude` once in a terminal on Studio and log in, then send again.",
+        last_lines=["╭────╮", "Invalid API key · Please run /login", "╰────╯"],
+        status=1,
+    )
+    scripted.update(
+        sid,
+        state="ended",
+        error="claude ended at start: Invalid API key · Please run /login",
+        failure=failure,
+        held=[held("m1fixit", "fix the login page")],
+    )
+    page = phone.login(account).open("/")
+    row = page.locator(f".session-row[data-id='{sid}']")
+    expect(row.locator(".row-failure")).to_have_text(
+        "Claude Code could not start: Invalid API key · Please run /login"
+    )
+    phone.shot("22-01-list-start-failure")
+
+    row.click()
+    box = page.locator(".failure")
+    expect(box.locator(".failure-reason")).to_have_text("Invalid API key · Please run /login")
+    expect(box.locator(".failure-action")).to_contain_text("Run `claude` once in a terminal")
+    box.locator("summary").click()
+    expect(box.locator("pre")).to_contain_text("Invalid API key")
+    # said once: not again as the session's one-line error
+    expect(page.locator(".session-sum")).not_to_contain_text("claude ended at start")
+    expect(page.locator(".held-item[data-id='m1fixit'] .held-state")).to_have_text(
+        re.compile("Not delivered")
+    )
+    phone.shot("22-01-session-start-failure")
