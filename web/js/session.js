@@ -687,26 +687,7 @@ export class SessionView {
       groupedSheet(this.title(), [...looks, { label: t("leave_read_only"), group: "info", run: () => { location.hash = "#/s/" + encodeURIComponent(this.id); } }]);
       return;
     }
-<<<<<<< HEAD
-    const list = [
-      { label: t("rename"), run: async () => { const v = await promptBox(t("rename_label"), s.title || ""); if (v !== null && v.trim()) this.change({ title: v.trim() }); } },
-      { label: t("reset_title"), run: () => this.change(null, () => del(`/api/sessions/${encodeURIComponent(this.id)}/title`)) },
-      { label: s.pinned ? t("unpin") : t("pin"), run: () => this.pin(!s.pinned) },
-      ...looks,
-      ...filesActions(this.id),
-      ...memoryActions(s.cwd),
-      { label: t("group"), run: async () => { const v = await promptBox(t("group_label"), s.group || ""); if (v !== null) this.change({ group: v.trim() }); } },
-      { label: s.locked ? t("unlock") : t("lock"), run: () => this.change({ locked: !s.locked }) },
-      { label: t("move_up"), run: () => this.move(-1) },
-      { label: t("move_down"), run: () => this.move(1) },
-      { label: t("open_read_only"), run: () => { location.hash = "#/s/" + encodeURIComponent(this.id) + "/read"; } },
-    ];
-    if (!s.locked) list.push({ label: t("delete"), danger: true, run: () => this.remove() });
-    if (this.archived()) { actionSheet(this.title(), list); return; }
-    list.push({ label: t("fork"), run: () => this.fork() });
-=======
     const archived = this.archived();
->>>>>>> main
     const moving = s.mark === "moving" || (s.move && s.move.state === "moving");
     const move = !archived && !s.locked && !moving && moveAction({ ...s, id: this.id }, this.app.devices, (m) => {
       this.snap = { ...this.snap, move: m, mark: "moving" };
@@ -722,6 +703,7 @@ export class SessionView {
         })),
         ...(archived ? [] : [scopeAction({ ...s, id: this.id }, (snap) => { this.snap = { ...this.snap, ...snap }; })]),
         ...filesActions(this.id),
+        ...memoryActions(s.cwd),
         !archived ? { label: t("fork"), run: () => this.fork() } : null,
         move || null,
       ]),
