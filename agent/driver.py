@@ -254,7 +254,6 @@ class Runtime:
     launching: bool = False  # its terminal is being (re)made: screen reads wait
     error: str | None = None  # why its last launch failed (shown on the phone), None once up
     failure: StartFailureInfo | None = None  # its claude ended before it was live: why
-    resume_scope: str | None = None  # how its last start brought the conversation back
     was_live: bool = False  # its claude's session started (SessionStart), or outlived an agent
     # The latest mode line read on its screen, and when: a screen without one (a dialog, a
     # notice in the footer) says nothing of the mode, so an older hook's does not win then.
@@ -430,7 +429,6 @@ class SessionDriver(Runtime):
             "model": self.model_now or record.model,
             "error": self.error,
             "failure": self.failure.model_dump() if self.failure else None,
-            "resume_scope": self.resume_scope,
             # A dead claude's grants are over (the next launch resets them)
             "grants": [grantrules.info(g) for g in grantrules.of_record(record)]
             if self.pane_alive

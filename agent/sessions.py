@@ -310,7 +310,6 @@ class Sessions:
         plan = plan_launch(
             record, start, self.on_disk(record), dataclasses.replace(choice, new_id=new_id)
         )
-        rt.resume_scope = plan.scope  # told with ``starting`` (the usage report's resumes)
         argv = claude_argv(
             self.setup.claude,
             str(self.setup.settings),

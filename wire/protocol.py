@@ -357,9 +357,6 @@ class SessionInfo(_Model):
     failure: StartFailureInfo | None = None
     # The grants of the running claude process, all of them (a field left out: unchanged).
     grants: list[GrantInfo] | None = Field(default=None, max_length=64)
-    # How this start of a stopped session brought its conversation back (sent with ``starting``;
-    # None: a new session's first start). The usage report counts resumes by it.
-    resume_scope: Literal["full", "summary", "fresh"] | None = None
 
 
 # ---------------------------------------------------------------------------

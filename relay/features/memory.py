@@ -3,10 +3,9 @@ person accepts them on the phone.
 
 A *project* is a working folder (a session's ``cwd``): its sessions are the account's sessions
 in that folder. Candidates come from relay/memory.py ``propose`` over their ledgers (a constraint
-pinned in two sessions, a decision marked "remember", a correction given twice). The ledgers are
-built from the stored events with relay/ledger_rules.py ``build_ledger`` — or, once the decisions
-feature is there, asked of it (``relay.features.decisions.ledger_for`` / ``remembered``, which
-add the person's pins and "remember" marks: :func:`project_ledgers` is the one seam).
+pinned in two sessions, a decision marked "remember", a correction given twice), as the decisions
+feature keeps them (relay/features/decisions.py ``ledger_for`` and ``remembered``: the decisions
+from the stored events, the person's pins and "remember" marks).
 
 Every candidate's fate is kept in ``memory_candidates`` (one row per account and candidate id,
 relay/memory.py's stable id): ``proposed`` when first found, then ``accepted`` (as proposed),
@@ -26,8 +25,6 @@ reads CLAUDE.md files as it starts).
 
 from __future__ import annotations
 
-import importlib
-import inspect
 import json
 import logging
 import re
@@ -37,15 +34,14 @@ from dataclasses import dataclass
 from typing import Annotated, Any, Final, Literal
 
 from fastapi import APIRouter, Depends, Query
-from pydantic import Field, ValidationError
+from pydantic import Field
 
 from relay.bodies import Body
 from relay.db import Connection
 from relay.deps import Phone, State, refuse_read_only, send_command
 from relay.errors import Conflict, NotFound, Unprocessable
 from relay.feature import Feature
-from relay.ledger import Ledger
-from relay.ledger_rules import build_ledger
+from relay.features import decisions
 from relay.memory import FATES, Candidate, SessionLedger, propose
 from relay.state import RelayState, iso
 from relay.store import Session
@@ -54,7 +50,6 @@ from wire.protocol import (
     MAX_CWD_CHARS,
     MAX_MEMORY_FACTS,
     MemoryFileName,
-    NumberedEvent,
     WriteMemoryArgs,
 )
 
@@ -63,11 +58,9 @@ _log = logging.getLogger("relay.features.memory")
 router = APIRouter(prefix="/api", dependencies=[Depends(refuse_read_only)])
 
 DEFAULT_FILE: Final[MemoryFileName] = "CLAUDE.local.md"
-LEDGER_READ_MAX_BYTES: Final = 8 * 1024 * 1024  # of one session's stored events, newest first
 MAX_PROJECTS: Final = 50  # projects looked at by one GET /api/memory without a project
 MAX_EVIDENCE: Final = 20  # evidence listed with one candidate
 ID_RE: Final = re.compile(r"[0-9a-f]{16}")
-DECISIONS_MODULE: Final = "relay.features.decisions"
 ACCEPTED: Final = ("accepted", "edited")
 
 TABLES = (
@@ -161,55 +154,20 @@ class Row:
 # -- the ledgers of a project's sessions (the seam to the decisions feature) ------------------
 
 
-async def _events(state: RelayState, session: Session) -> list[NumberedEvent]:
-    rows = await state.store.read_events(
-        session.id, 1, session.last_seq, max_bytes=LEDGER_READ_MAX_BYTES, newest=True
-    )
-    events: list[NumberedEvent] = []
-    for _, data in rows:
-        try:
-            events.append(NumberedEvent.model_validate_json(data))
-        except ValidationError:
-            continue
-    return events
-
-
-async def _maybe(value: Any) -> Any:
-    return await value if inspect.isawaitable(value) else value
-
-
-def _decisions_feature() -> Any:
-    """The decisions feature's module, once it is part of the relay (None before)."""
-    try:
-        return importlib.import_module(DECISIONS_MODULE)
-    except ModuleNotFoundError:
-        return None
-
-
 async def project_ledgers(
     state: RelayState, account_id: str, project: str, sessions: Sequence[Session]
 ) -> list[SessionLedger]:
-    """The ledgers of ``sessions`` (one project's, oldest first), with the decisions each has
-    marked "remember". Asked of the decisions feature (its pins and marks) when it is there,
-    else built from the stored events (decisions only)."""
-    decisions = _decisions_feature()
-    ledger_for = getattr(decisions, "ledger_for", None)
-    remembered_of = getattr(decisions, "remembered", None)
-    marks: Mapping[str, Iterable[str]] = {}
-    if remembered_of is not None:
-        found = await _maybe(remembered_of(state, project, account_id))
-        marks = found if isinstance(found, Mapping) else {}
-    out: list[SessionLedger] = []
-    for session in sessions:
-        ledger: Ledger
-        if ledger_for is not None:
-            ledger = await _maybe(ledger_for(state, session.id))
-        else:
-            ledger = build_ledger(await _events(state, session))
-        out.append(
-            SessionLedger(session.id, ledger, frozenset(str(m) for m in marks.get(session.id, ())))
+    """The ledgers of ``sessions`` (one project's, oldest first) as the decisions feature keeps
+    them (the person's pins with the decisions), with the decisions each has marked "remember"."""
+    marks = await decisions.remembered(state, project, account_id)
+    return [
+        SessionLedger(
+            session.id,
+            await decisions.ledger_for(state, session.id),
+            frozenset(marks.get(session.id, ())),
         )
-    return out
+        for session in sessions
+    ]
 
 
 # -- the table ----------------------------------------------------------------------------------

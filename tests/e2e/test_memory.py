@@ -10,13 +10,13 @@ import json
 import subprocess
 import sys
 import time
-import types
 from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import pytest
 
+from relay.features import decisions
 from relay.ledger import Decision, Ledger, Source
 from tests.support.bridge import E2E, Bridge, seed_home
 from tests.support.journeys import start_session, wait_answered
@@ -86,10 +86,8 @@ def test_an_accepted_fact_reaches_the_model_from_the_next_start(
                 ) -> dict[str, frozenset[str]]:
                     return {first: frozenset({"e1.0"})}
 
-                seam = types.ModuleType("relay.features.decisions")
-                seam.ledger_for = ledger_for  # type: ignore[attr-defined]
-                seam.remembered = remembered  # type: ignore[attr-defined]
-                monkeypatch.setitem(sys.modules, "relay.features.decisions", seam)
+                monkeypatch.setattr(decisions, "ledger_for", ledger_for)
+                monkeypatch.setattr(decisions, "remembered", remembered)
 
                 found = phone.get("/api/memory", params={"project": cwd}).json()["candidates"]
                 assert [c["text"] for c in found] == [FACT]

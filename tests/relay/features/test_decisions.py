@@ -181,7 +181,7 @@ def test_remembered_decisions_feed_the_projects_memory(
         assert found[session_id] == frozenset({answer["id"]})
         assert asyncio.run(remembered(relay.state, "/elsewhere", account.account_id)) == {}
         # What memory candidates are proposed from (relay/features/memory.py).
-        ledgers = asyncio.run(project_ledgers(relay.state, CWD, [session]))
+        ledgers = asyncio.run(project_ledgers(relay.state, account.account_id, CWD, [session]))
         assert ledgers[0].remembered == frozenset({answer["id"]})
         assert [c.text for c in ledgers[0].ledger.constraints] == ["Use pnpm"]
 

@@ -6,14 +6,13 @@ and is never proposed again, a dismissal takes it out again, and the fates are k
 from __future__ import annotations
 
 import stat
-import sys
-import types
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
+from relay.features import decisions
 from relay.ledger import Constraint, Decision, Ledger, Source
 from tests.support.api import error_of
 from tests.support.bridge import Bridge
@@ -161,10 +160,8 @@ def test_pins_and_remember_marks_come_from_the_decisions_feature(
         assert where == project and account_id == account.account_id
         return {sids[0]: frozenset({"e1.0"})}
 
-    seam = types.ModuleType("relay.features.decisions")
-    seam.ledger_for = ledger_for  # type: ignore[attr-defined]
-    seam.remembered = remembered  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "relay.features.decisions", seam)
+    monkeypatch.setattr(decisions, "ledger_for", ledger_for)
+    monkeypatch.setattr(decisions, "remembered", remembered)
     with phone_client(relay, account.phone_token) as phone:
         found = {c["text"]: c["rules"] for c in candidates(phone, project)}
     assert found == {
