@@ -154,7 +154,7 @@ def test_a_start_tells_the_relay_its_resume_scope_with_starting(tmp_path: Path) 
         rt = p.agent.sessions.driver(record)
         await rt.send_update(force=True)
         assert p.link.updates[-1].resume_scope is None
-        record.resumed_scope = "summary"  # as _start_claude sets it from the launch plan
+        record.resumed_scope = "summary"  # as a start sets it from the launch plan
         rt.sent.clear()  # a relaunch sends everything again, with ``starting``
         await rt.send_update()
         assert p.link.updates[-1].resume_scope == "summary"
