@@ -60,6 +60,7 @@ router = APIRouter(prefix="/api", dependencies=[Depends(refuse_read_only)])
 DEFAULT_FILE: Final[MemoryFileName] = "CLAUDE.local.md"
 MAX_PROJECTS: Final = 50  # projects looked at by one GET /api/memory without a project
 MAX_EVIDENCE: Final = 20  # evidence listed with one candidate
+MAX_PROJECT_SESSIONS: Final = 40  # a project's newest sessions a proposal reads the ledgers of
 ID_RE: Final = re.compile(r"[0-9a-f]{16}")
 ACCEPTED: Final = ("accepted", "edited")
 
@@ -225,7 +226,7 @@ async def refresh(state: RelayState, account_id: str, project: str | None = None
     chosen = [project] if project is not None else sorted(projects)[:MAX_PROJECTS]
     found: list[Candidate] = []
     for name in chosen:
-        sessions = projects.get(name, [])
+        sessions = projects.get(name, [])[-MAX_PROJECT_SESSIONS:]  # oldest first: the newest
         if sessions:
             found.extend(propose(name, await project_ledgers(state, account_id, name, sessions)))
     if found:
