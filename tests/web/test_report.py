@@ -5,9 +5,9 @@ the relay) counts as a search that worked; per Mac and per project lists follow.
 
 from __future__ import annotations
 
-from playwright.sync_api import expect
+from playwright.sync_api import Browser, expect
 
-from tests.support.relay import Account
+from tests.support.relay import Account, RelayServer
 from tests.support.web import (
     Phone,
     ScriptedMac,
@@ -88,3 +88,23 @@ def test_the_report_page_draws_starts_resumes_and_search_success(
     report.locator(".segs button", has_text="7 days").click()
     expect(report.locator(".sessions-chart g.bar")).to_have_count(7)
     phone.shot("report-7-days-390x844", full=True)
+
+
+def test_the_report_and_memory_pages_speak_korean(
+    browser: Browser, relay: RelayServer, account: Account, scripted: ScriptedMac
+) -> None:
+    sid = new_sid()
+    scripted.send_json_lines(sid, [user_line("결제 화면 고치기", "u-ko")], cwd=SHOP)
+    korean = Phone(browser, relay, locale="ko-KR").login(account)
+    try:
+        page = korean.open("/#/settings")
+        expect(page.locator("#set-report")).to_have_text("리포트")
+        page.locator("#set-report").click()
+        expect(page.locator(".tile[data-figure='search'] .tile-name")).to_have_text("검색 성공")
+        expect(page.locator(".sessions-chart")).to_have_attribute("role", "img")
+        korean.shot("report-ko-390x844")
+        page.goto("/#/settings")
+        page.locator("#set-memory").click()
+        expect(page.locator(".page.memory .note")).to_contain_text("다음에 시작할 때부터")
+    finally:
+        korean.close()

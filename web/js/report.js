@@ -152,7 +152,7 @@ export class ReportView {
     const m = all.memory;
     const tiles = h("div.tiles", null,
       tile("started", count(all.sessions.started), ""),
-      tile("resumed", count(resumedOf(all)), rt("resume_rate", { p: pct(all.sessions.resume_rate) })),
+      tile("resumed", count(resumedOf(all)), all.sessions.resume_rate === null ? "" : rt("resume_rate", { p: pct(all.sessions.resume_rate) })),
       tile("reread", rereadText(all), rt("avoided", { n: count(avoided, true) })),
       tile("search", pct(all.search.success_rate), rt("search_of", { f: all.search.followed, n: all.search.searches })),
       tile("memory", count(m.accepted), rt("memory_of", { p: m.proposed, a: m.accepted, d: m.dismissed })),
