@@ -69,6 +69,9 @@ def test_the_report_page_draws_starts_resumes_and_search_success(
     expect(report.locator(".tile[data-figure='started'] .tile-big")).to_have_text("1")
     expect(report.locator(".tile[data-figure='resumed'] .tile-big")).to_have_text("1")
     expect(report.locator(".tile[data-figure='resumed'] .tile-small")).to_contain_text("50%")
+    expect(report.locator(".tile[data-figure='resumed'] .tile-small")).to_contain_text(
+        "reopened 1, revived 0, moved 0"
+    )
     expect(report.locator(".tile[data-figure='search'] .tile-big")).to_have_text("100%")
     expect(report.locator(".tile[data-figure='reread'] .tile-big")).to_have_text("2.6K")
     expect(report.locator(".tokens-chart g[data-scope='full'] rect")).to_have_attribute(

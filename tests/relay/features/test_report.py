@@ -90,6 +90,7 @@ def test_starts_resumes_tokens_and_searches_are_reported(fake: Bridge) -> None:
         assert body["by_mac"][device]["sessions"]["started"] == 1
         assert body["by_project"][cwd]["sessions"]["resumed"]["full"] == 1
         assert body["macs"][device] == "e2e mac"
+        assert body["starts_by_how"] == {"new": 1, "reopen": 1, "revive": 0, "move": 0}
         assert sum(p["started"] for p in body["series"]) == 1
 
         # Searches: one with words and a result opened, one browse (not a search).
