@@ -25,6 +25,7 @@ reads CLAUDE.md files as it starts).
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import re
@@ -287,6 +288,31 @@ def _checked(text: str) -> str:
         raise Unprocessable(str(exc), code="bad_fact") from None
 
 
+class Writes:
+    """The running part: one write at a time per project and file (two taps at once must not
+    each write the section without the other's fact; one relay node's guard)."""
+
+    def __init__(self) -> None:
+        self.locks: dict[tuple[str, str], asyncio.Lock] = {}
+
+    def lock(self, account_id: str, project: str) -> asyncio.Lock:
+        return self.locks.setdefault((account_id, project), asyncio.Lock())
+
+    async def close(self) -> None:
+        self.locks.clear()
+
+
+def _lock(state: RelayState, account_id: str, project: str) -> asyncio.Lock:
+    part = state.part(Writes)
+    if part is None:  # not started (a store opened without the app): no one to race
+        return asyncio.Lock()
+    return part.lock(account_id, project)
+
+
+async def start(state: RelayState) -> Writes:
+    return Writes()
+
+
 # -- routes -------------------------------------------------------------------------------------
 
 ProjectQuery = Annotated[str | None, Query(min_length=1, max_length=MAX_CWD_CHARS)]
@@ -355,6 +381,12 @@ async def decide(
     _check_id(candidate_id)
     account = principal.account_id
     row = await _row(state, account, candidate_id)
+    async with _lock(state, account, row.project):
+        return await _decide(state, account, await _row(state, account, candidate_id), body)
+
+
+async def _decide(state: RelayState, account: str, row: Row, body: MemoryAction) -> dict[str, Any]:
+    candidate_id = row.id
     now = time.time()
     if body.action == "dismiss":
         if row.state in ACCEPTED and row.file is not None:
@@ -416,4 +448,4 @@ async def fates(
     return out
 
 
-FEATURE = Feature("memory", schema=setup, router=router)
+FEATURE = Feature("memory", schema=setup, start=start, router=router)

@@ -6,6 +6,7 @@ and is never proposed again, a dismissal takes it out again, and the fates are k
 from __future__ import annotations
 
 import stat
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -168,3 +169,41 @@ def test_pins_and_remember_marks_come_from_the_decisions_feature(
         "Never touch the billing folder": ["pinned_twice"],
         "Which database? → Postgres 16": ["remembered"],
     }
+
+
+def test_two_taps_at_once_both_end_up_in_the_file(
+    fake: Bridge, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Accepts of one project are written one at a time: neither overwrites the other's fact."""
+    fake.start_agent()
+    cwd = fake.folder("twice")
+    with fake.phone() as phone:
+        sid = start_session(phone, fake, cwd, prompt="hello", permission_mode="manual")
+        wait_state(phone, sid, "idle")
+        source = Source(seq=1, at=None)
+        marked = (
+            Decision("e1.0", "typed_answer", "Postgres 16", source, context="Which database?"),
+            Decision("e2.0", "typed_answer", "Tabs", source, context="Tabs or spaces?"),
+        )
+
+        async def ledger_for(state: object, session_id: str) -> Ledger:
+            return Ledger(decisions=marked)
+
+        async def remembered(
+            state: object, where: str, account_id: str
+        ) -> dict[str, frozenset[str]]:
+            return {sid: frozenset({"e1.0", "e2.0"})}
+
+        monkeypatch.setattr(decisions, "ledger_for", ledger_for)
+        monkeypatch.setattr(decisions, "remembered", remembered)
+        ids = [c["id"] for c in candidates(phone, cwd)]
+        assert len(ids) == 2
+        with ThreadPoolExecutor(2) as pool:
+            answers = list(
+                pool.map(
+                    lambda cid: phone.post(f"/api/memory/{cid}", json={"action": "accept"}), ids
+                )
+            )
+        assert [a.status_code for a in answers] == [200, 200]
+        text = (Path(cwd) / "CLAUDE.local.md").read_text()
+        assert "Which database? → Postgres 16" in text and "Tabs or spaces? → Tabs" in text
