@@ -450,6 +450,8 @@ async def session_stream(
 
 @router.get("/stream")
 async def account_stream(principal: Phone, state: State) -> EventSourceResponse:
+    # Each open of the page opens this stream: when each phone was last used (Settings).
+    await state.store.phone_seen(principal.subject_id)
     return EventSourceResponse(
         account_updates(state, principal),
         ping=_beat_every(state),
