@@ -44,6 +44,7 @@ from relay.features import (
 )
 from relay.hub import Hub
 from relay.jsontext import JSONText
+from relay.localtoken import keep_local_token
 from relay.pagedata import account_page_data
 from relay.state import RelayState
 from relay.static import WebApp
@@ -284,6 +285,7 @@ def create_app(config: Config) -> FastAPI:
         app.state.relay = state
         try:
             store.ensure_account()
+            keep_local_token(store, config.data_path)  # the command line's, on this machine
             state.last_known = await store.read_last_known()
             if store.dialect.postgres:
                 await _join_cluster(state)

@@ -35,16 +35,14 @@ from relay.db import Connection
 from relay.deps import Phone, State, refuse_read_only, send_command, session_or_404
 from relay.errors import BadRequest, RelayError
 from relay.feature import Feature
-from relay.handoff import HANDOFF_MIN_TOKENS, Handoff, build_handoff
+from relay.features.snapshots import handoff_text
+from relay.handoff import Handoff
 from relay.hookspecs import NewLines
-from relay.ledger_rules import build_ledger
-from relay.recent_work import files_touched, last_exchange
 from relay.resume_estimates import UsageTrack, estimates, track_usage
 from relay.state import RelayState
 from relay.store import Session
 from wire.protocol import (
     RESUME_SCOPES,
-    NumberedEvent,
     ReopenArgs,
     ResumeScope,
     SessionInfo,
@@ -58,8 +56,6 @@ _log = logging.getLogger("relay.features.resume")
 router = APIRouter(prefix="/api", dependencies=[Depends(refuse_read_only)])
 
 DEFAULT_SCOPE: Final[ResumeScope] = "full"
-# The events a handoff is built from: at most this many bytes of JSON, the newest.
-HANDOFF_EVENTS_MAX_BYTES: Final = 32 * 1024 * 1024
 SCHEMA: Final = (
     """CREATE TABLE IF NOT EXISTS session_resume (
         session_id TEXT PRIMARY KEY REFERENCES sessions(id) ON DELETE CASCADE,
@@ -82,12 +78,19 @@ def scope_or_none(value: object) -> ResumeScope | None:
     return next((scope for scope in RESUME_SCOPES if scope == value), None)
 
 
+# What a Mac holds for a session it was never told of (agent/registry.py's defaults).
+UNTOLD = SetResumeArgs(scope=None, handoff=None, decisions=0)
+
+
 class ResumeState:
     """The feature's running part: each session's own scope, cached for the session JSON."""
 
     def __init__(self, state: RelayState) -> None:
         self.state = state
         self.scopes: dict[str, ResumeScope] = {}
+        # What each session's Mac was last told; a Mac never told holds the default (no scope,
+        # no handoff), so a session nobody gave a scope costs its Mac no command at all.
+        self.told: dict[str, SetResumeArgs] = {}
         self.tasks = TaskSet("resume", _log)
 
     async def load(self) -> None:
@@ -166,18 +169,9 @@ class ResumeState:
         return _track(rows[0][0] if rows else None)
 
     async def handoff(self, session: Session) -> Handoff:
-        """The handoff a fresh start of the session would type first, built now."""
-        rows = await self.state.store.read_events(
-            session.id,
-            session.oldest_seq or 1,
-            session.last_seq,
-            max_bytes=HANDOFF_EVENTS_MAX_BYTES,
-            newest=True,
-        )
-        events = [NumberedEvent.model_validate_json(text) for _, text in rows]
-        ledger = build_ledger(events)
-        budget = max(HANDOFF_MIN_TOKENS, self.state.config.int("handoff_max_tokens"))
-        return build_handoff(ledger, files_touched(events), last_exchange(events), budget)
+        """The handoff a fresh start of the session would type first, built now: the ledger
+        with its pins over the latest snapshot (relay/features/snapshots.py)."""
+        return await handoff_text(self.state, session)
 
     async def reopen_figures(self, session: Session) -> dict[str, Any]:
         handoff = await self.handoff(session)
@@ -215,11 +209,14 @@ class ResumeState:
             handoff=handoff.text if handoff else None,
             decisions=handoff.decisions if handoff else 0,
         )
+        if args == self.told.get(session.id, UNTOLD):
+            return True  # the Mac holds this already
         try:
             await send_command(self.state, session, args)
         except RelayError as exc:
             _log.info("session %s: resume scope not sent now: %s", session.id, exc)
             return False
+        self.told[session.id] = args
         return True
 
     async def tell_account(self, account_id: str) -> None:

@@ -86,6 +86,11 @@ def test_a_turn_that_carried_a_decision_is_snapshotted_once(
             phone(relay, account) as client,
         ):
             await link.send_lines(session_id, "c1", lines_of("f_ask_question"), cwd=CWD)
+            # The Mac holds a handoff only for a session that starts fresh.
+            scoped = await client.put(
+                f"/api/sessions/{session_id}/resume_scope", json={"scope": "fresh"}
+            )
+            assert scoped.status_code == 200, scoped.text
             await turn(link, session_id)
             found = await until(lambda: snapshots(client, session_id), "a snapshot event")
             assert len(found) == 1
@@ -102,7 +107,10 @@ def test_a_turn_that_carried_a_decision_is_snapshotted_once(
             await link.wait_for_seq(session_id, event["seq"])
             assert archived(link).last_seq(session_id) == event["seq"]
             # The handoff a fresh start would type, given to the Mac after the snapshot.
-            handoff = await until(lambda: _async(commands.handoffs()), "set_resume")
+            handoff = await until(
+                lambda: _async([h for h in commands.handoffs() if h.get("decisions") == 1]),
+                "set_resume with the decision",
+            )
             assert handoff[-1]["decisions"] == 1 and "Blue" in handoff[-1]["handoff"]
             assert handoff[-1]["handoff"].startswith(HANDOFF_OPENING)
 
