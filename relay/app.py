@@ -39,6 +39,7 @@ from relay.features import (
     snapshots,
     subagents,
     textsearch,
+    title_convention,
     titles,
     usage,
 )
@@ -242,6 +243,7 @@ FEATURES: tuple[Feature, ...] = (
     usage.FEATURE,  # usage and cost per session
     push.FEATURE,  # Web Push: keys, subscriptions, watcher
     titles.FEATURE,  # derived and Claude Code's titles
+    title_convention.FEATURE,  # title_format applied to every automatic title; regenerate
     search.FEATURE,  # summaries and the search index
     permissions.FEATURE,  # the relay's copy of session policies
     grants.FEATURE,  # the running claude's grants ("always" on a card), revoked from the phone

@@ -7,6 +7,7 @@
 import { h, usd } from "./dom.js";
 import { t } from "./i18n.js";
 import { markdown } from "./md.js";
+import { snapshotLine } from "./decisions.js";
 import { sentence } from "./ui.js";
 import { pathLabel } from "./pathlabel.js";
 
@@ -187,6 +188,8 @@ function render(ev, convo) {
       return toolUse(ev, convo);
     case "tool_result":
       return h("div.ev.tool.orphan", null, toolResult(ev, undefined, convo.onFull));
+    case "snapshot":
+      return snapshotLine(ev);
     case "marker":
     default:
       return marker(ev);
