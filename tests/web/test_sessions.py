@@ -480,7 +480,7 @@ def test_read_only_view_marks_every_request_and_cannot_send(
     page.locator("dialog").get_by_role("button", name="Cancel").click()
     page.get_by_role("button", name="Session actions").click()
     sheet = page.locator("dialog .sheet-item").all_inner_texts()
-    assert sheet == ["Cost and usage", "Permissions", "Audit log", "Decisions", "Open normally"], (
+    assert sheet == ["Decisions", "Cost and usage", "Permissions", "Audit log", "Open normally"], (
         sheet
     )
     page.locator("dialog .sheet-cancel").click()
