@@ -78,12 +78,19 @@ def scope_or_none(value: object) -> ResumeScope | None:
     return next((scope for scope in RESUME_SCOPES if scope == value), None)
 
 
+# What a Mac holds for a session it was never told of (agent/registry.py's defaults).
+UNTOLD = SetResumeArgs(scope=None, handoff=None, decisions=0)
+
+
 class ResumeState:
     """The feature's running part: each session's own scope, cached for the session JSON."""
 
     def __init__(self, state: RelayState) -> None:
         self.state = state
         self.scopes: dict[str, ResumeScope] = {}
+        # What each session's Mac was last told; a Mac never told holds the default (no scope,
+        # no handoff), so a session nobody gave a scope costs its Mac no command at all.
+        self.told: dict[str, SetResumeArgs] = {}
         self.tasks = TaskSet("resume", _log)
 
     async def load(self) -> None:
@@ -202,11 +209,14 @@ class ResumeState:
             handoff=handoff.text if handoff else None,
             decisions=handoff.decisions if handoff else 0,
         )
+        if args == self.told.get(session.id, UNTOLD):
+            return True  # the Mac holds this already
         try:
             await send_command(self.state, session, args)
         except RelayError as exc:
             _log.info("session %s: resume scope not sent now: %s", session.id, exc)
             return False
+        self.told[session.id] = args
         return True
 
     async def tell_account(self, account_id: str) -> None:

@@ -396,6 +396,7 @@ export class SessionView {
 
   onSession(session) {
     this.snap = { ...(this.snap || {}), ...session };
+    if (this.snap.state !== "busy") this.showPreview(""); // the turn ended: nothing is being written
     this.renderMeta();
     this.refreshSnapshot();
   }
