@@ -238,14 +238,16 @@ class LineReader:
         key = (new.session_id, new.conversation_id)
         tracker = self.trackers.get(key)
         changed_at: Source | None = None
-        for (record, _), anchor in zip(new.lines, anchors, strict=True):
+        for (record, conversion), anchor in zip(new.lines, anchors, strict=True):
             uses = any(mark in record.text for mark in _TASK_MARKS)
             if not uses and (tracker is None or _RESULT_MARK not in record.text):
                 continue
-            try:
-                line = json.loads(record.text)
-            except (ValueError, RecursionError):
-                continue
+            line: Any = conversion.line  # parsed once, as the line was converted
+            if line is None:
+                try:
+                    line = json.loads(record.text)
+                except (ValueError, RecursionError):
+                    continue
             if tracker is None:
                 tracker = self.trackers[key] = TaskTracker()
                 while len(self.trackers) > TRACKERS_KEPT:

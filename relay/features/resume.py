@@ -13,11 +13,12 @@ default, and what each choice would re-read (issue 23).
 
 The Mac keeps the session's scope and handoff (``set_resume``) for every start it makes on its
 own (a message to the stopped session, a revive after a reboot): the relay sends it whenever the
-effective scope changes, and again when the session stops (the handoff rebuilt then). A Mac
-offline at that moment keeps what it had; a reopen from here always says the scope.
+scope changes, and after every snapshot (relay/features/snapshots.py ``push_handoff`` calls
+:meth:`ResumeState.tell_mac`: the handoff rebuilt then, a session's end included). A Mac offline
+at that moment keeps what it had; a reopen from here always says the scope.
 
 Usage for the estimates is tracked as lines arrive (a line observer, O(new lines)), one small row
-per session (``resume_usage``). The handoff is built from the session's decisions ledger
+per session (``session_resume``). The handoff is built from the session's decisions ledger
 (relay/features/decisions.py ``handoff_for``: its pins and open items, over its latest snapshot).
 """
 
@@ -45,7 +46,6 @@ from wire.protocol import (
     RESUME_SCOPES,
     ReopenArgs,
     ResumeScope,
-    SessionInfo,
     SetResumeArgs,
     args_problem,
 )
@@ -197,12 +197,15 @@ class ResumeState:
 
     # -- telling the Mac ---------------------------------------------------------------------
 
-    async def tell_mac(self, session: Session) -> bool:
-        """Send the session's effective scope (and, for ``fresh``, a handoff built now) to its
-        Mac; False when the Mac could not be told (offline): it keeps what it had."""
+    async def tell_mac(self, session: Session, *, changed: bool = False) -> bool:
+        """Send the session's scope (and, for ``fresh``, a handoff built now) to its Mac; False
+        when the Mac could not be told (offline): it keeps what it had. Not ``changed`` (after a
+        snapshot): only a ``fresh`` session has something new to tell, its handoff."""
         # The scope somebody set (the session's, else the account's); None: nobody did, so the
         # Mac resumes in full and leaves Claude Code's own chooser to the person.
         scope = self.scopes.get(session.id) or await self.account_scope(session.account_id)
+        if not changed and scope != "fresh":
+            return True
         handoff = await self.handoff(session) if scope == "fresh" else None
         args = SetResumeArgs(
             scope=scope,
@@ -223,19 +226,7 @@ class ResumeState:
         """After the account's default changed: every session that follows it."""
         for session in await self.state.store.list_sessions(account_id):
             if session.id not in self.scopes:
-                await self.tell_mac(session)
-
-    def watch(
-        self, account_id: str, session: Session, before: SessionInfo | None, after: SessionInfo
-    ) -> None:
-        """A session that just stopped gets its handoff rebuilt on its Mac (when fresh)."""
-        stopped = after.state == "ended" and (before is None or before.state != "ended")
-        if stopped:
-            self.tasks.start(self._stopped(session), name=f"resume of {session.id}")
-
-    async def _stopped(self, session: Session) -> None:
-        if await self.effective(session) == "fresh":
-            await self.tell_mac(session)
+                await self.tell_mac(session, changed=True)
 
 
 def _track(text: object) -> UsageTrack:
@@ -280,7 +271,7 @@ async def put_session_scope(
     session = await session_or_404(state, principal, session_id)
     part = _part(state)
     await part.set_session_scope(session, body.scope)
-    told = await part.tell_mac(session)
+    told = await part.tell_mac(session, changed=True)
     state.publish_session(session)
     return {
         "session_scope": body.scope,
@@ -334,7 +325,6 @@ async def start(state: RelayState) -> ResumeState:
     part = ResumeState(state)
     await part.load()
     state.store.add_observer(part)
-    state.hooks.watchers.append(part.watch)
     state.hooks.session_fields.append(lambda session: {"resume_scope": part.scopes.get(session.id)})
     return part
 
