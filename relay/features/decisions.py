@@ -4,7 +4,7 @@
     POST   /api/sessions/{id}/constraints            pin {"text"} or {"seq"[, "text"]}
     PATCH  /api/sessions/{id}/constraints/{cid}      edit {"text"}
     DELETE /api/sessions/{id}/constraints/{cid}      remove
-    POST   /api/sessions/{id}/remember               mark {"decision_id"} or {"seq"} "remember"
+    POST   /api/sessions/{id}/remember               mark {"decision_id"}, {"seq"} or {"text"}
     DELETE /api/sessions/{id}/remember/{decision_id} unmark
 
 The ledger is built by relay/ledger_rules.py ``build_ledger`` over the session's stored events,
@@ -526,8 +526,11 @@ class EditBody(Body):
 
 
 class RememberBody(Body):
+    """Which decision: its ``decision_id``, the ``seq`` of its event, or its ``text`` as listed."""
+
     decision_id: str | None = Field(default=None, min_length=1, max_length=64)
     seq: int | None = Field(default=None, ge=1, le=MAX_SEQ)
+    text: str | None = Field(default=None, min_length=1, max_length=ENTRY_MAX_CHARS)
 
 
 def _new_id() -> str:
@@ -692,9 +695,12 @@ async def remember(
         for d in built.ledger.decisions
         if (body.decision_id is not None and d.id == body.decision_id)
         or (body.seq is not None and d.source.seq == body.seq)
+        or (body.text is not None and d.text == body.text.strip())
     ]
-    if body.decision_id is None and body.seq is None:
-        raise BadRequest("give the decision_id (or the seq) of the decision", code="bad_request")
+    if body.decision_id is None and body.seq is None and body.text is None:
+        raise BadRequest(
+            "give the decision_id, the seq or the text of the decision", code="bad_request"
+        )
     if not chosen:
         raise NotFound("no such decision in this session's ledger", code="unknown_decision")
     now = time.time()

@@ -169,6 +169,9 @@ def test_remembered_decisions_feed_the_projects_memory(
         url = f"/api/sessions/{session_id}/remember"
         marked = client.post(url, json={"decision_id": answer["id"]})
         assert marked.status_code == 200 and marked.json()["remembered"] == [answer["id"]]
+        by_text = client.post(url, json={"text": "MAKE_PLAN again"})
+        assert by_text.status_code == 200 and len(by_text.json()["remembered"]) == 1
+        client.delete(f"{url}/{by_text.json()['remembered'][0]}")
         unknown = client.post(url, json={"decision_id": "e99999.0"})
         assert unknown.status_code == 404 and unknown.json()["error"]["code"] == "unknown_decision"
         again = next(
