@@ -514,6 +514,7 @@ CommandName = Literal[
     "save_attachment",
     "revoke_grant",
     "set_resume",
+    "list_conversations",
     # Moving a session to another Mac (relay/features/moves.py, agent/moving.py)
     "move_probe",
     "move_export",
@@ -621,6 +622,17 @@ class ReopenArgs(ArgsModel):
     scope: ResumeScope | None = None
     handoff: str | None = Field(default=None, max_length=MAX_MESSAGE_CHARS)
     decisions: int | None = Field(default=None, ge=0, le=MAX_DECISIONS_COUNT)
+
+
+MAX_DESK_CONVERSATIONS = 500
+
+
+class ListConversationsArgs(ArgsModel):
+    """The Mac's Claude Code conversations, newest first, per folder (agent/desk.py): the ones
+    started at the desk too. Not about one session: the command's session id is empty."""
+
+    name: ClassVar[CommandName] = "list_conversations"
+    limit: int = Field(default=200, ge=1, le=MAX_DESK_CONVERSATIONS)
 
 
 class SetResumeArgs(ArgsModel):
@@ -888,6 +900,7 @@ CommandArgs = (
     | SaveAttachmentArgs
     | RevokeGrantArgs
     | SetResumeArgs
+    | ListConversationsArgs
     | MoveProbeArgs
     | MoveExportArgs
     | MoveAcceptArgs

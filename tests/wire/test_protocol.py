@@ -25,6 +25,7 @@ from wire.protocol import (
     GitDiffArgs,
     GitStatusArgs,
     InterruptArgs,
+    ListConversationsArgs,
     ListFilesArgs,
     MoveAcceptArgs,
     MoveExportArgs,
@@ -118,6 +119,7 @@ EXAMPLES: list[tuple[CommandArgs, dict[str, Any]]] = [
         ReopenArgs(scope="fresh", handoff="## Decisions", decisions=2),
         {"scope": "fresh", "handoff": "## Decisions", "decisions": 2},
     ),
+    (ListConversationsArgs(limit=50), {"limit": 50}),
     (
         SetResumeArgs(scope="summary", handoff=None, decisions=0),
         {"scope": "summary", "decisions": 0},
