@@ -19,6 +19,7 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 if __package__ in (None, ""):
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
@@ -39,6 +40,7 @@ EXTRA = (
     "agent_idle",
     "card_latency",
     "resume_tokens",
+    "page_load",
 )
 BUSY_SHARE = 0.5  # a 1-minute load above this share of the CPUs makes a run "busy"
 
@@ -140,6 +142,49 @@ def _resume_tokens(args: argparse.Namespace) -> list[Row]:
     return resume_tokens.run(*((60, 5) if args.quick else (300, 20)))
 
 
+# issue 24's goals for a cold open of the page at 390×844, Fast 3G + 4× CPU (bench/page_load.py)
+COLD_PAINT_GOAL_MS = 1000
+COLD_ROWS_GOAL_MS = 2000
+
+
+def page_load_rows(results: dict[str, tuple[dict[str, list[dict[str, Any]]], Any]]) -> list[Row]:
+    """bench/page_load.py's medians as rows: each way in (direct, Caddy) and each open (cold,
+    warm); the cold open against its goals."""
+    from bench import page_load
+
+    out: list[Row] = []
+    for mode, (figures, _) in results.items():
+        for kind, loads in figures.items():
+            if not loads:
+                continue
+            paint, rows = page_load.median(loads, "paint"), page_load.median(loads, "rows")
+            wire = page_load.median(loads, "wire") / 1024
+            files = page_load.median(loads, "requests")
+            label = (f"page {kind} open, {mode} (390×844, Fast 3G + {page_load.CPU_SLOWDOWN}× CPU, "
+                     f"median of {len(loads)}): first paint / session rows visible")  # fmt: skip
+            cold = kind == "cold"
+            out.append(
+                Row(
+                    label,
+                    f"{paint:,.0f} / {rows:,.0f} ms ({files:.0f} files, {wire:.1f} KiB on the wire)",
+                    f"≤ {COLD_PAINT_GOAL_MS:,} / {COLD_ROWS_GOAL_MS:,} ms" if cold else "",
+                    (paint <= COLD_PAINT_GOAL_MS and rows <= COLD_ROWS_GOAL_MS) if cold else None,
+                )
+            )
+    return out
+
+
+def _page_load(args: argparse.Namespace) -> list[Row]:
+    import asyncio
+
+    from bench import page_load
+
+    results, _chromium = asyncio.run(
+        page_load.run(list(page_load.MODES), 1 if args.quick else 3, None, {})
+    )
+    return page_load_rows(results)
+
+
 def _quick(args: argparse.Namespace) -> str:
     return " --quick" if args.quick else ""
 
@@ -165,6 +210,9 @@ PARTS: dict[str, Part] = {
     "agent_idle": Part(_agent_idle, lambda a: "python -m bench.agent_idle" + _quick(a)),
     "card_latency": Part(_card_latency, lambda a: "python -m bench.card_latency" + _quick(a)),
     "resume_tokens": Part(_resume_tokens, lambda a: "python -m bench.resume_tokens" + _quick(a)),
+    "page_load": Part(
+        _page_load, lambda a: f"python -m bench.page_load --repeat {1 if a.quick else 3}"
+    ),
 }
 
 

@@ -119,6 +119,9 @@ class LineFacts:
 class Conversion:
     events: list[DisplayEvent]
     facts: LineFacts
+    # The line's JSON object as parsed here, for the few readers that need what the facts do not
+    # carry (read it, never change it): the line is parsed once. None for an unreadable line.
+    line: dict[str, Any] | None = None
 
 
 # ---------------------------------------------------------------------------
@@ -880,7 +883,7 @@ def convert_line(
         subtype=_str(line.get("subtype")) if line_type == "system" else None,
         compact_summary=_compact_summary(line) if line_type == "user" else None,
     )
-    return Conversion(ctx.events, facts)
+    return Conversion(ctx.events, facts, line)
 
 
 def _compact_summary(line: _JsonObj) -> str | None:

@@ -152,11 +152,13 @@ def _main_line(conversion: Conversion) -> bool:
     return conversion.facts.agent_id is None
 
 
-def _post_compact_tokens(text: str) -> int | None:
-    try:
-        line = json.loads(text)
-    except ValueError:
-        return None
+def _post_compact_tokens(record: LineRecord, conversion: Conversion) -> int | None:
+    line: Any = conversion.line  # parsed once, as the line was converted
+    if line is None:
+        try:
+            line = json.loads(record.text)
+        except ValueError:
+            return None
     meta = line.get("compactMetadata") if isinstance(line, dict) else None
     tokens = meta.get("postTokens") if isinstance(meta, dict) else None
     if isinstance(tokens, bool) or not isinstance(tokens, int) or not 0 <= tokens < MAX_TOKENS:
@@ -173,7 +175,7 @@ def track_usage(track: UsageTrack, lines: Iterable[tuple[LineRecord, Conversion]
             if event.kind is EventKind.USER and event.text:
                 track = replace(track, pending_prompt_tokens=estimate_tokens(event.text))
             elif event.kind is EventKind.MARKER and event.marker is MarkerKind.COMPACTED:
-                track = replace(track, compacted=_post_compact_tokens(record.text))
+                track = replace(track, compacted=_post_compact_tokens(record, conversion))
         if conversion.facts.line_type != "assistant" or conversion.facts.model is None:
             continue  # Claude Code's synthetic answers (API errors) carry no real usage
         usage = AnswerUsage.of(conversion.facts.usage)

@@ -18,8 +18,8 @@ scope changes, and after every snapshot (relay/features/snapshots.py ``push_hand
 at that moment keeps what it had; a reopen from here always says the scope.
 
 Usage for the estimates is tracked as lines arrive (a line observer, O(new lines)), one small row
-per session (``session_resume``). The handoff is relay/features/snapshots.py's ``handoff_text``:
-the decisions feature's ledger (pins, modes, rules) over the latest snapshot.
+per session (``session_resume``). The handoff is built from the session's decisions ledger
+(relay/features/decisions.py ``handoff_for``: its pins and open items, over its latest snapshot).
 """
 
 from __future__ import annotations
@@ -36,7 +36,7 @@ from relay.db import Connection
 from relay.deps import Phone, State, refuse_read_only, send_command, session_or_404
 from relay.errors import BadRequest, RelayError
 from relay.feature import Feature
-from relay.features import snapshots
+from relay.features import decisions
 from relay.handoff import Handoff
 from relay.hookspecs import NewLines
 from relay.resume_estimates import UsageTrack, estimates, track_usage
@@ -78,12 +78,19 @@ def scope_or_none(value: object) -> ResumeScope | None:
     return next((scope for scope in RESUME_SCOPES if scope == value), None)
 
 
+# What a Mac holds for a session it was never told of (agent/registry.py's defaults).
+UNTOLD = SetResumeArgs(scope=None, handoff=None, decisions=0)
+
+
 class ResumeState:
     """The feature's running part: each session's own scope, cached for the session JSON."""
 
     def __init__(self, state: RelayState) -> None:
         self.state = state
         self.scopes: dict[str, ResumeScope] = {}
+        # What each session's Mac was last told; a Mac never told holds the default (no scope,
+        # no handoff), so a session nobody gave a scope costs its Mac no command at all.
+        self.told: dict[str, SetResumeArgs] = {}
         self.tasks = TaskSet("resume", _log)
 
     async def load(self) -> None:
@@ -162,9 +169,9 @@ class ResumeState:
         return _track(rows[0][0] if rows else None)
 
     async def handoff(self, session: Session) -> Handoff:
-        """The handoff a fresh start of the session would type first, built now (the decisions
-        feature's ledger, pins included, over its latest snapshot)."""
-        return await snapshots.handoff_text(self.state, session)
+        """The handoff a fresh start of the session would type first, built now from its
+        decisions ledger (relay/features/decisions.py: pins, open items, the latest snapshot)."""
+        return await decisions.handoff_for(self.state, session)
 
     async def reopen_figures(self, session: Session) -> dict[str, Any]:
         handoff = await self.handoff(session)
@@ -205,11 +212,14 @@ class ResumeState:
             handoff=handoff.text if handoff else None,
             decisions=handoff.decisions if handoff else 0,
         )
+        if args == self.told.get(session.id, UNTOLD):
+            return True  # the Mac holds this already
         try:
             await send_command(self.state, session, args)
         except RelayError as exc:
             _log.info("session %s: resume scope not sent now: %s", session.id, exc)
             return False
+        self.told[session.id] = args
         return True
 
     async def tell_account(self, account_id: str) -> None:

@@ -96,3 +96,18 @@ def test_the_parts_run_by_default_by_name_or_all() -> None:
 def test_a_busy_machine_is_noted() -> None:
     assert run_all.busy_warning(0.4, cpus=2) == ""
     assert "busy" in run_all.busy_warning(1.5, cpus=2)
+
+
+def test_the_page_loads_become_rows_with_the_cold_goal() -> None:
+    def load(paint: float, rows: float) -> dict[str, float]:
+        return {"paint": paint, "rows": rows, "wire": 40 * 1024, "requests": 3}
+
+    results: dict[str, tuple[dict[str, list[dict[str, float]]], object]] = {
+        "direct": ({"cold": [load(800, 1500)] * 3, "warm": [load(300, 500)] * 3}, {}),
+        "caddy": ({"cold": [load(1200, 2500)] * 3, "warm": []}, {}),
+    }
+    rows = run_all.page_load_rows(results)
+    assert [r.met for r in rows] == [True, None, False]
+    assert rows[0].result == "800 / 1,500 ms (3 files, 40.0 KiB on the wire)"
+    assert "cold open, direct" in rows[0].metric and rows[0].goal == "≤ 1,000 / 2,000 ms"
+    assert "caddy" in rows[2].metric

@@ -830,3 +830,16 @@ def test_the_captured_turn_ends_carry_their_subtype() -> None:
         if raw.strip() and '"type":"system"' in raw
     }
     assert {"turn_duration"} <= subtypes or {"stop_hook_summary"} <= subtypes
+
+
+@settings(max_examples=100, derandomize=True, database=None, deadline=None)
+@given(
+    text=st.text(),
+    extra=st.dictionaries(st.text(max_size=8), st.integers() | st.text(), max_size=3),
+)
+def test_the_parsed_line_travels_with_its_conversion(text: str, extra: dict[str, Any]) -> None:
+    body = {**extra, "type": "user", "message": {"role": "user", "content": text or "x"}}
+    raw = json.dumps(body)
+    assert convert_line(raw).line == json.loads(raw)
+    assert convert_line("not json").line is None
+    assert convert_line(json.dumps({"type": "user", "message": 3})).line is None  # unreadable
