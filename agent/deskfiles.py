@@ -12,14 +12,16 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import json
 import os
 from pathlib import Path
 from typing import Any, Protocol
 
 from agent import desk
 from agent.commands import Handler
+from agent.errors import CommandFailed
 from agent.registry import SessionRecord
-from wire.protocol import ListConversationsArgs
+from wire.protocol import ListConversationsArgs, ReadConversationArgs
 
 SESSION_FILE_MAX_BYTES = 64 * 1024
 
@@ -103,6 +105,45 @@ def scan(claude_home: Path, bridge_ids: set[str], limit: int) -> desk.DeskListin
     return desk.list_conversations(files, contents, pids, bridge_ids, limit=limit)
 
 
+def find_transcript(claude_home: Path, conversation_id: str) -> Path | None:
+    """Where Claude Code keeps the conversation (``projects/<any slug>/<id>.jsonl``): the slug is
+    lossy, so every project folder is looked in. ``conversation_id`` is a checked UUID."""
+    with contextlib.suppress(OSError):
+        for folder in (claude_home / "projects").iterdir():
+            path = folder / f"{conversation_id}.jsonl"
+            if folder.is_dir() and not folder.is_symlink() and path.is_file():
+                return path
+    return None
+
+
+def live_pid(claude_home: Path, conversation_id: str) -> int | None:
+    """The pid of a claude running the conversation now (its status file names it), or None."""
+    with contextlib.suppress(OSError):
+        for path in sorted((claude_home / "sessions").glob("*.json"))[: desk.MAX_SESSION_FILES]:
+            if not path.stem.isdigit() or not pid_alive(int(path.stem)):
+                continue
+            with contextlib.suppress(OSError, ValueError):
+                if path.stat().st_size > SESSION_FILE_MAX_BYTES:
+                    continue
+                data = json.loads(path.read_text(encoding="utf-8"))
+                if isinstance(data, dict) and data.get("sessionId") == conversation_id:
+                    return int(path.stem)
+    return None
+
+
+def read_tail(path: Path, max_bytes: int) -> tuple[list[str], bool]:
+    """The whole lines of the file's last ``max_bytes``; whether its start was left out."""
+    size = path.stat().st_size
+    with path.open("rb") as f:
+        if size > max_bytes:
+            f.seek(size - max_bytes)
+        data = f.read(max_bytes)
+    cut = size > max_bytes
+    text = data.decode("utf-8", "replace").split("\n")
+    lines = text[1:] if cut else text
+    return [line for line in lines[:-1] if line.strip()], cut
+
+
 def listing_json(listing: desk.DeskListing) -> dict[str, Any]:
     return {
         "folders": [
@@ -122,7 +163,23 @@ class DeskCommands:
         self.claude_home = claude_home
 
     def handlers(self) -> list[Handler]:
-        return [(ListConversationsArgs, self.list_conversations)]
+        return [
+            (ListConversationsArgs, self.list_conversations),
+            (ReadConversationArgs, self.read_conversation),
+        ]
+
+    async def read_conversation(
+        self, session_id: str, args: ReadConversationArgs
+    ) -> dict[str, Any]:
+        path = await asyncio.to_thread(find_transcript, self.claude_home, args.conversation_id)
+        if path is None:
+            raise CommandFailed(
+                "unknown_conversation",
+                f"this Mac has no Claude Code conversation {args.conversation_id}",
+            )
+        lines, cut = await asyncio.to_thread(read_tail, path, args.max_bytes)
+        pid = await asyncio.to_thread(live_pid, self.claude_home, args.conversation_id)
+        return {"lines": lines, "cut": cut, "live": pid is not None}
 
     async def list_conversations(
         self, session_id: str, args: ListConversationsArgs

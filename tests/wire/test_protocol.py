@@ -34,6 +34,7 @@ from wire.protocol import (
     MoveProbeArgs,
     MoveReadArgs,
     MoveWriteArgs,
+    ReadConversationArgs,
     ReadFileArgs,
     ReopenArgs,
     RestArgs,
@@ -120,6 +121,10 @@ EXAMPLES: list[tuple[CommandArgs, dict[str, Any]]] = [
         {"scope": "fresh", "handoff": "## Decisions", "decisions": 2},
     ),
     (ListConversationsArgs(limit=50), {"limit": 50}),
+    (
+        ReadConversationArgs(conversation_id="79a9d55d-5099-4f5b-bae6-c4e19f9a8f9e"),
+        {"conversation_id": "79a9d55d-5099-4f5b-bae6-c4e19f9a8f9e"},
+    ),
     (
         SetResumeArgs(scope="summary", handoff=None, decisions=0),
         {"scope": "summary", "decisions": 0},
