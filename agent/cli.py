@@ -20,6 +20,7 @@ import httpx
 DEFAULT_DATA = Path("~/.claude-bridge")
 TOKEN_FILE = "device-token"
 RELAY_FILE = "relay-url"
+NAME_FILE = "device-name"  # the name given at pairing (`pair --kind device --name`)
 CLAUDE_ARGS_FILE = "claude-args.json"
 LAUNCHD_LABEL = "com.claude-bridge.agent"
 SYSTEMD_UNIT = "claude-bridge-agent.service"
@@ -43,7 +44,7 @@ def _secret_file(path: Path, value: str) -> None:
         handle.write(value + "\n")
 
 
-def pair_device(relay_url: str, code: str, name: str) -> str:
+def pair_device(relay_url: str, code: str, name: str) -> tuple[str, str]:
     """Trade a one-time code from `claude-bridge pair --kind device` for this Mac's token."""
     try:
         response = httpx.post(
@@ -62,7 +63,8 @@ def pair_device(relay_url: str, code: str, name: str) -> str:
     body = response.json()
     if body.get("kind") != "device":
         _fail("that code was made for a phone", "use `claude-bridge pair --kind device`")
-    return str(body["token"])
+    given = body.get("name")
+    return str(body["token"]), given if isinstance(given, str) and given else name
 
 
 def resolve_link(args: argparse.Namespace, folder: Path) -> tuple[str, str]:
@@ -70,9 +72,10 @@ def resolve_link(args: argparse.Namespace, folder: Path) -> tuple[str, str]:
     if not relay:
         _fail("which relay? pass --relay URL (it is remembered afterwards)")
     if args.pair:
-        token = pair_device(relay, args.pair, platform.node() or "mac")
+        token, name = pair_device(relay, args.pair, platform.node() or "mac")
         _secret_file(folder / TOKEN_FILE, token)
-        print(f"Paired with {relay}; the token is kept in {folder / TOKEN_FILE}.")
+        _secret_file(folder / NAME_FILE, name)
+        print(f"Paired with {relay} as '{name}'; the token is kept in {folder / TOKEN_FILE}.")
     else:
         token = args.token or _read(
             Path(args.token_file).expanduser() if args.token_file else folder / TOKEN_FILE
@@ -164,6 +167,7 @@ def cmd_agent(args: argparse.Namespace) -> int:
         mux_socket=args.socket,
         revive=not args.no_revive,
         claude_args=tuple(extra),
+        device_name=_read(folder / NAME_FILE) or platform.node() or "mac",
     )
     print(f"claude-bridge agent: data in {folder}, relay {relay}, claude {claude}, mux {program}")
     if extra:

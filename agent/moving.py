@@ -263,6 +263,9 @@ def moved_record(
         fork_conversation=checked.fork_conversation,
         branch=checked.branch,
         arrived_from=mac_name(source),
+        resume_scope=checked.resume_scope,
+        handoff=checked.handoff,
+        handoff_decisions=checked.handoff_decisions,
     )
 
 

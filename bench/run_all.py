@@ -39,6 +39,7 @@ EXTRA = (
     "agent_latency",
     "agent_idle",
     "card_latency",
+    "resume_tokens",
     "page_load",
 )
 BUSY_SHARE = 0.5  # a 1-minute load above this share of the CPUs makes a run "busy"
@@ -135,6 +136,12 @@ def _card_latency(args: argparse.Namespace) -> list[Row]:
     return card_latency.run(3 if args.quick else 10)
 
 
+def _resume_tokens(args: argparse.Namespace) -> list[Row]:
+    from bench import resume_tokens
+
+    return resume_tokens.run(*((60, 5) if args.quick else (300, 20)))
+
+
 # issue 24's goals for a cold open of the page at 390×844, Fast 3G + 4× CPU (bench/page_load.py)
 COLD_PAINT_GOAL_MS = 1000
 COLD_ROWS_GOAL_MS = 2000
@@ -202,6 +209,7 @@ PARTS: dict[str, Part] = {
     "agent_latency": Part(_agent_latency, lambda a: "python -m bench.agent_latency" + _quick(a)),
     "agent_idle": Part(_agent_idle, lambda a: "python -m bench.agent_idle" + _quick(a)),
     "card_latency": Part(_card_latency, lambda a: "python -m bench.card_latency" + _quick(a)),
+    "resume_tokens": Part(_resume_tokens, lambda a: "python -m bench.resume_tokens" + _quick(a)),
     "page_load": Part(
         _page_load, lambda a: f"python -m bench.page_load --repeat {1 if a.quick else 3}"
     ),

@@ -46,7 +46,7 @@ def add_listen_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--public-url",
         metavar="URL",
-        help="the https address phones reach this relay at, e.g. behind the TLS proxy in deploy/ "
+        help="the https address phones reach this relay at, behind a TLS proxy "
         "(pairing links and Secure cookies use it; default http://HOST:PORT)",
     )
     parser.add_argument(

@@ -18,7 +18,8 @@ claude-bridge claude [claude args…]
     to watch: -p/--print, -v/--version, -h/--help and claude's commands (mcp, doctor, update …).
     Refused, with what to do: every other flag (for every session, give it to the agent:
     ``claude-bridge agent --claude-arg``). It reads CB_RELAY and CB_TOKEN (a phone token) like
-    the session commands.
+    the session commands; on the relay's own machine no token is needed (the relay keeps one
+    for its user, cli/common.py ``phone_token``).
 
 Exit status: 0 when the terminal detached (the session runs on) or claude exited; 2 with a
 message when the session could not be found, started or attached; the multiplexer's own status
@@ -44,7 +45,7 @@ from typing import Literal
 
 from cli.arguments import Subcommands
 from cli.client import CommandError, RelayClient, SessionSnapshot
-from cli.common import guarded, local_relay_url
+from cli.common import NO_TOKEN_HINT, guarded, local_relay_url, phone_token
 from cli.references import mac_name, resolve
 
 SESSION_PREFIX = "cb-"  # agent/mux.py: a session's terminal is cb-<session id>
@@ -331,16 +332,13 @@ def _outside_tmux() -> dict[str, str]:
 
 def _relay(token_needed: bool) -> RelayClient | None:
     """The relay the session commands use (CB_RELAY, CB_TOKEN), or None without a token."""
-    token = os.environ.get("CB_TOKEN", "").strip()
+    url = os.environ.get("CB_RELAY") or local_relay_url()
+    token = phone_token(None, url)  # CB_TOKEN, else this machine's relay's own
     if not token:
         if token_needed:
-            raise CommandError(
-                "no phone token: set CB_TOKEN",
-                "make one with `claude-bridge token create --kind phone --name cli`, then "
-                "`export CB_TOKEN=…` (in your shell's profile, for the alias)",
-            )
+            raise CommandError("no phone token: set CB_TOKEN", NO_TOKEN_HINT)
         return None
-    return RelayClient(os.environ.get("CB_RELAY") or local_relay_url(), token, read_only=False)
+    return RelayClient(url, token, read_only=False)
 
 
 def join(local: LocalAgent, relay: RelayClient | None, session: SessionSnapshot) -> int:

@@ -37,7 +37,7 @@ HTTPS certificates and Web Push's signed tokens, and shows wrong times on the ph
 
 REACH_FIX = (
     "reach it from the phone: claude-bridge up --tailscale, or --public-url https://… "
-    "behind a TLS proxy (deploy/Caddyfile)"
+    "behind a TLS proxy (Caddy: `caddy reverse-proxy --from your.host --to 127.0.0.1:8765`)"
 )
 
 
@@ -410,7 +410,7 @@ def decide_relay(probe: RelayProbe) -> Result:
         elif is_loopback(url):
             fix = "start it: claude-bridge up"
         else:
-            fix = "check the relay and its proxy (deploy/Caddyfile) run, and the address (--relay URL)"
+            fix = "check the relay and its TLS proxy run, and the address (--relay URL)"
         return Result("relay", "fail", f"no relay answers at {url}: {probe.error}", fix)
     if not probe.healthy:
         return Result(

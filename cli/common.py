@@ -200,15 +200,44 @@ def local_agent_dir(args: argparse.Namespace) -> Path:
     return data_dir(getattr(args, "agent_data", None))
 
 
+LOCAL_TOKEN_FILE = "cli-token"  # relay.localtoken.LOCAL_TOKEN_FILE (not imported: FastAPI's cost)
+NO_TOKEN_HINT = (
+    "on the relay's own machine the relay keeps one for you (start it: `claude-bridge up`); "
+    "elsewhere make one with `claude-bridge token create --kind phone --name cli`"
+)
+
+
+def is_this_machines_relay(url: str) -> bool:
+    """Whether ``url`` is the relay of this machine (its address, or loopback)."""
+    from urllib.parse import urlsplit
+
+    host = (urlsplit(url).hostname or "").lower()
+    if host in ("localhost", "127.0.0.1", "::1") or host.endswith(".localhost"):
+        return True
+    return url.rstrip("/") == local_relay_url().rstrip("/")
+
+
+def phone_token(given: str | None, url: str) -> str:
+    """The phone token a command uses: ``--token``/CB_TOKEN, else (for this machine's relay
+    only: it is never sent elsewhere) the one the relay keeps in its data folder (0600,
+    relay/localtoken.py); "" when there is none."""
+    token = (given or os.environ.get("CB_TOKEN", "")).strip()
+    if token or not is_this_machines_relay(url):
+        return token
+    try:
+        folder = configmod.load().data_path
+        return (folder / LOCAL_TOKEN_FILE).read_text(encoding="utf-8").strip()
+    except (configmod.ConfigError, OSError, UnicodeDecodeError):
+        return ""
+
+
 def connect(args: argparse.Namespace, *, read_only: bool) -> RelayClient:
     """The relay client of a session command: ``--relay``/CB_RELAY (default
-    :func:`local_relay_url`) with the phone token of ``--token``/CB_TOKEN; ``read_only`` marks
-    every request so the relay refuses any change made with it."""
-    token = args.token or os.environ.get("CB_TOKEN", "")
-    if not token.strip():
-        raise CommandError(
-            "no phone token: pass --token or set CB_TOKEN",
-            "make one with `claude-bridge token create --kind phone --name cli`",
-        )
+    :func:`local_relay_url`) with the phone token of ``--token``/CB_TOKEN, else this machine's
+    own (:func:`phone_token`); ``read_only`` marks every request so the relay refuses any
+    change made with it."""
     url = args.relay or os.environ.get("CB_RELAY") or local_relay_url()
-    return RelayClient(url, token.strip(), read_only=read_only)
+    token = phone_token(args.token, url)
+    if not token:
+        raise CommandError("no phone token: pass --token or set CB_TOKEN", NO_TOKEN_HINT)
+    return RelayClient(url, token, read_only=read_only)

@@ -6,8 +6,9 @@ claude-bridge open [SESSION | --session ID|-N] [--scope full|summary|fresh] [--d
     none with that id, starts one with exactly that id on MAC (default: the only online Mac) in DIR
     (default: the current folder), so a script can choose its ids up front. -1 is the session
     created last, -2 the one before (creation order: resuming a session does not make it -1).
-    --read-only prints the whole conversation and sends nothing: every request carries
-    ``X-CB-Read-Only: 1`` and the relay refuses any change made with it.
+    --read-only prints the whole conversation (with --tail N: its last N events) and sends
+    nothing: every request carries ``X-CB-Read-Only: 1`` and the relay refuses any change made
+    with it.
     --scope says how a stopped session comes back, this once (else the session's own resume
     scope, else the account's): ``full`` resumes the whole conversation, ``summary`` resumes it
     and compacts it first (Claude Code's /compact), ``fresh`` starts a new conversation from the
@@ -37,6 +38,7 @@ from cli.references import mac_name, parse_ref, pick_device, pick_offset
 
 PAGE = 500  # the relay's largest page of events (its catchup_page setting, by default)
 RUNNING_STATES = {"starting", "idle", "busy", "waiting"}
+DEFAULT_TAIL = 10  # events shown after opening (--read-only shows them all unless --tail N)
 
 
 def is_running(session: SessionSnapshot) -> bool:
@@ -84,15 +86,25 @@ def cmd_open(args: argparse.Namespace) -> int:
                     f"no session {ref}",
                     "--read-only never starts a session; drop it to start one with this id",
                 )
-            return _read(relay, session, args.json)
+            return _read(relay, session, args.json, args.tail)
         return _open(relay, ref, session, args)
     finally:
         relay.close()
 
 
-def _read(relay: RelayClient, session: SessionSnapshot, as_json: bool) -> int:
+def _read(
+    relay: RelayClient, session: SessionSnapshot, as_json: bool, tail: int | None = None
+) -> int:
+    """The conversation, read only: the whole of it, or (``tail``) its last events."""
     notes: list[str] = []
-    events = whole_conversation(relay, session["id"], notes.append)
+    last = int(session.get("last_seq") or 0)
+    if tail is not None:
+        events: list[Event] = []
+        if last and tail > 0:
+            page = relay.events(session["id"], before=last + 1, limit=min(tail, PAGE))
+            events = page["events"]
+    else:
+        events = whole_conversation(relay, session["id"], notes.append)
     subagents: list[SubagentSummary]
     try:
         subagents = relay.subagents(session["id"])
@@ -138,9 +150,10 @@ def _open(
     said = f"{action}, {SCOPE_WORDS.get(used, used)}" if used else action
     tail: list[Event] = []
     last = int(snapshot.get("last_seq") or 0)
-    if last and args.tail > 0:
+    wanted = DEFAULT_TAIL if args.tail is None else args.tail
+    if last and wanted > 0:
         try:
-            tail = relay.events(session_id, before=last + 1, limit=min(args.tail, PAGE))["events"]
+            tail = relay.events(session_id, before=last + 1, limit=min(wanted, PAGE))["events"]
         except ApiError:
             tail = []  # older events only on an offline Mac: the link below still works
     link = relay.page_link(session_id)
@@ -193,7 +206,11 @@ def register(sub: Subcommands) -> None:
         "--read-only", action="store_true", help="print the conversation; send nothing"
     )
     opener.add_argument(
-        "--tail", type=int, default=10, metavar="N", help="last events shown after opening"
+        "--tail",
+        type=int,
+        metavar="N",
+        help=f"last events shown after opening (default {DEFAULT_TAIL}); with --read-only, only "
+        "the last N instead of the whole conversation",
     )
     add_relay_args(opener)
     opener.set_defaults(func=guarded(cmd_open))

@@ -13,7 +13,9 @@ def cmd_pair(args: argparse.Namespace) -> int:
     cfg = load_config(args)
     store = open_store(cfg)
     account = store.ensure_account(args.account)
-    code = store.create_pair_code(account, args.kind, args.name)
+    # A Mac without --name is called by its host name (it says it when it pairs).
+    name = args.name if args.name is not None else ("phone" if args.kind == "phone" else "")
+    code = store.create_pair_code(account, args.kind, name)
     store.close()
     minutes = int(cfg.float("pair_code_ttl") // 60)
     if args.kind == "phone":
@@ -22,8 +24,9 @@ def cmd_pair(args: argparse.Namespace) -> int:
         print(f"  {link}")
         print_qr(link)
     else:
-        print(f"On the Mac, trade this code for its device token within {minutes} minutes:")
-        print(f'  POST {cfg.base_url}/api/pair  {{"code": "{code}"}}')
+        print(f"On the Mac, run this within {minutes} minutes (the code works once):")
+        print(f"  claude-bridge agent --relay {cfg.base_url} --pair {code}")
+        print("Then `claude-bridge agent install` there starts it at every login.")
     print(code)
     return 0
 
@@ -47,7 +50,10 @@ def register(sub: Subcommands) -> None:
         default="phone",
         help="what pairs with it: a phone (default) or a Mac's agent (device)",
     )
-    pair.add_argument("--name", default="phone", help="a name to tell it by")
+    pair.add_argument(
+        "--name",
+        help="a name to tell it by (a phone: 'phone'; a Mac: its host name, unless given)",
+    )
     pair.add_argument(
         "--account", default="default", help="the account it joins (default: default)"
     )

@@ -6,7 +6,8 @@ the next ``up`` does the same until ``--local`` forgets it:
 - ``--tailscale`` / ``--funnel``: the person's Tailscale serves the relay over HTTPS at this
   machine's ``*.ts.net`` name, inside the tailnet or (Funnel) on the internet (cli/tailscale.py);
   the serve handler is removed again when ``up`` stops.
-- ``--public-url https://…``: a TLS proxy on this machine (deploy/Caddyfile) serves it.
+- ``--public-url https://…``: a TLS proxy on this machine serves it (a clone has
+  deploy/Caddyfile; messages never name it: an installed copy has no such file).
 - neither: the link is the loopback address, which works on this computer only; ``up`` says so.
 
 The relay listens on loopback in every case, so the proxy (tailscaled, Caddy) connects from
@@ -38,11 +39,13 @@ LOOPBACK_PROXIES = "127.0.0.1,::1"
 WAYS = ("local", "tailscale", "funnel", "url")
 LOCAL_ONLY = (
     "This link works on this computer only: for your phone, run `claude-bridge up --tailscale`, "
-    "or put the relay behind deploy/Caddyfile and pass --public-url https://…"
+    "or put the relay behind a TLS proxy (Caddy: `caddy reverse-proxy --from your.host --to "
+    "127.0.0.1:8765`) and pass --public-url https://your.host"
 )
 PLAIN_HTTP = (
     "This link is plain http: a phone cannot keep its login safe nor get notifications over "
-    "it; use --tailscale, or deploy/Caddyfile with --public-url https://…"
+    "it; use --tailscale, or a TLS proxy (Caddy: `caddy reverse-proxy --from your.host --to "
+    "127.0.0.1:8765`) with --public-url https://your.host"
 )
 
 

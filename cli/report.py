@@ -77,6 +77,9 @@ def report_lines(body: Mapping[str, Any]) -> list[str]:
 
     out = [f"Usage {body.get('since_iso')} … {body.get('until_iso')}", line(list(COLUMNS))]
     out += [line(r) for r in rows]
+    hows = body.get("starts_by_how") or {}
+    if hows:
+        out.append("starts: " + ", ".join(f"{how} {hows[how]}" for how in hows))
     out.append(
         "resumed: full/summary/fresh · re-read: tokens the first answer after a resume read · "
         "found: searches followed by opening a result within 2 min · memory: proposed: "

@@ -182,7 +182,7 @@ def serve_conflict(
         return TailscaleError(
             f"https://{host}/ is already served by Tailscale (to {current})",
             f"remove it with `tailscale serve --https={HTTPS_PORT} --set-path=/ off`, or use "
-            "--public-url behind deploy/Caddyfile",
+            "--public-url behind a TLS proxy of your own (Caddy: `caddy reverse-proxy`)",
         )
     handlers = ((serve.get("Web") or {}).get(_host_port(host)) or {}).get("Handlers") or {}
     others = sorted(m for m in handlers if m != MOUNT)

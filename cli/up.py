@@ -37,6 +37,7 @@ from cli.common import (
 )
 from cli.publish import Link, PublishError, choose, prepare, running
 from cli.service import install_up, installed, uninstall_up
+from relay.datadir import FILE_MODE, make_private_folder
 from wire import config as configmod
 from wire.tasks import TaskSet
 
@@ -51,6 +52,8 @@ def cmd_up(args: argparse.Namespace) -> int:
     from agent.cli import resolve_claude_args
 
     agent_dir = local_agent_dir(args)
+    # The agent's folder first (the relay's is inside it by default): 0700 from the first run.
+    make_private_folder(agent_dir)
     extra = resolve_claude_args(args, agent_dir)  # a refused argument stops here, before anything
     print(quick_report(args), end="", flush=True)  # only the quick checks that fail or warn
     link = _link(args)  # so does Tailscale not ready, or a choice that cannot be used
@@ -74,16 +77,41 @@ def cmd_up(args: argparse.Namespace) -> int:
     try:
         # Tailscale serves the relay until it stops; doctor finds where it listens.
         with link.serving(), running(cfg.data_path, local, cfg.base_url):
-            _print_up(cfg, agent_dir, code, link.note)
+            _print_up(cfg, agent_dir, code, link.note, args.access_log)
             return asyncio.run(_serve_with_agent(cfg, args, agent_dir, token, extra))
     except PublishError as exc:
         fail(exc.message, exc.hint)
 
 
-def _print_up(cfg: configmod.Config, agent_dir: Path, code: str | None, note: str) -> None:
+ACCESS_LOG = "access.log"  # in the relay's data folder: one line per request
+
+
+def access_log_to_file(folder: Path) -> Path:
+    """The relay's access log (a line per request, every few seconds while a page is open) goes
+    to ``<folder>/access.log`` (0600), not the terminal, where it would push the pairing link
+    and QR code away; ``up --access-log`` shows it there instead."""
+    make_private_folder(folder)
+    path = folder / ACCESS_LOG
+    os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, FILE_MODE))
+    os.chmod(path, FILE_MODE)
+    handler = logging.FileHandler(path, encoding="utf-8")
+    handler.setFormatter(logging.Formatter("%(asctime)s %(message)s"))
+    access = logging.getLogger("uvicorn.access")
+    for old in access.handlers:
+        access.removeHandler(old)
+    access.addHandler(handler)
+    access.propagate = False
+    return path
+
+
+def _print_up(
+    cfg: configmod.Config, agent_dir: Path, code: str | None, note: str, access_log: bool = False
+) -> None:
     print("claude-bridge is starting on this machine.")
     print(f"  relay data:   {data_location(cfg)}")
     print(f"  agent data:   {agent_dir}")
+    if not access_log:
+        print(f"  access log:   {cfg.data_path / ACCESS_LOG} (--access-log shows it here)")
     print(f"  control page: {cfg.base_url}/")
     if code is None:
         print(f"  pair a phone: claude-bridge pair --data {cfg.data_path}")
@@ -144,7 +172,10 @@ async def _run_with_agent(
     from relay.app import create_app
     from relay.sse import end_streams
 
-    server = uvicorn.Server(uvicorn.Config(create_app(cfg), **server_settings(cfg, args.log_level)))
+    config = uvicorn.Config(create_app(cfg), **server_settings(cfg, args.log_level))
+    if not args.access_log:
+        access_log_to_file(cfg.data_path)  # after uvicorn set its loggers up (in Config)
+    server = uvicorn.Server(config)
     serving = tasks.start(server.serve(), name="the relay's server")
     while not server.started and not serving.done():
         await asyncio.sleep(SERVER_START_POLL_SECONDS)
@@ -230,6 +261,11 @@ def register(sub: Subcommands) -> None:
         "and choices (launchd / systemd user unit); uninstall: stop that",
     )
     add_listen_args(up)
+    up.add_argument(
+        "--access-log",
+        action="store_true",
+        help="show a line per request here (default: in access.log in the relay's data folder)",
+    )
     up.add_argument(
         "--no-pair",
         action="store_true",

@@ -38,11 +38,14 @@ from relay.features import (
     search,
     snapshots,
     subagents,
+    textsearch,
+    title_convention,
     titles,
     usage,
 )
 from relay.hub import Hub
 from relay.jsontext import JSONText
+from relay.localtoken import keep_local_token
 from relay.pagedata import account_page_data
 from relay.state import RelayState
 from relay.static import WebApp
@@ -240,6 +243,7 @@ FEATURES: tuple[Feature, ...] = (
     usage.FEATURE,  # usage and cost per session
     push.FEATURE,  # Web Push: keys, subscriptions, watcher
     titles.FEATURE,  # derived and Claude Code's titles
+    title_convention.FEATURE,  # title_format applied to every automatic title; regenerate
     search.FEATURE,  # summaries and the search index
     permissions.FEATURE,  # the relay's copy of session policies
     grants.FEATURE,  # the running claude's grants ("always" on a card), revoked from the phone
@@ -247,6 +251,7 @@ FEATURES: tuple[Feature, ...] = (
     retention.FEATURE,  # expiry on a schedule
     files.FEATURE,  # a session's folder and git changes, read from its Mac
     fulltext.FEATURE,  # the whole text of an event the relay cut, read again from its Mac
+    textsearch.FEATURE,  # search in conversations: the messages' own words
     outbox.FEATURE,  # messages queued for an offline Mac
     moves.FEATURE,  # a session moved to another Mac
     decisions.FEATURE,  # the decisions ledger: constraints, remember marks, open items
@@ -282,6 +287,7 @@ def create_app(config: Config) -> FastAPI:
         app.state.relay = state
         try:
             store.ensure_account()
+            keep_local_token(store, config.data_path)  # the command line's, on this machine
             state.last_known = await store.read_last_known()
             if store.dialect.postgres:
                 await _join_cluster(state)

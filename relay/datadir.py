@@ -32,6 +32,9 @@ RELAY_FILES = frozenset(
         "vapid.tmp",
         "push.json",
         "push.tmp",
+        "cli-token",  # relay/localtoken.py
+        "access.log",  # `up`'s (cli/up.py)
+        "cli-token.tmp",
     }
 )
 
@@ -45,9 +48,26 @@ def _tighten(path: Path, mode: int, private: int) -> bool:
     return True
 
 
+def make_private_folder(folder: Path) -> None:
+    """``folder``, made 0700 when missing, and so is every folder above it that this makes (the
+    first run's ``~/.claude-bridge`` for ``~/.claude-bridge/relay``; ``mkdir(parents=True)``
+    would leave those to the umask, 0755). A folder that exists is left as it is."""
+    missing: list[Path] = []
+    here = folder
+    while not here.exists() and here != here.parent:
+        missing.append(here)
+        here = here.parent
+    for part in reversed(missing):
+        try:
+            part.mkdir(mode=FOLDER_MODE)
+        except FileExistsError:
+            continue  # made meanwhile by another process: its own mode stands
+        part.chmod(FOLDER_MODE)
+
+
 def secure_folder(folder: Path) -> list[str]:
     """Make ``folder`` and the relay's files in it private; return what had to be tightened."""
-    folder.mkdir(mode=FOLDER_MODE, parents=True, exist_ok=True)
+    make_private_folder(folder)
     tightened = []
     if _tighten(folder, folder.stat().st_mode, FOLDER_MODE):
         tightened.append(f"{folder}/")

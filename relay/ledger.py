@@ -149,6 +149,11 @@ class Ledger:
     through_seq: int = 0  # the last event read
     dropped: int = 0  # the oldest decisions left out (ledger_rules.MAX_DECISIONS)
 
+    @property
+    def empty(self) -> bool:
+        """Nothing decided, pinned or left open."""
+        return not (self.decisions or self.constraints or self.open_items)
+
     def to_json(self) -> dict[str, Any]:
         """The shape of ``GET /api/sessions/{id}/decisions`` (and of a snapshot's ``ledger``)."""
         return {

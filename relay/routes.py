@@ -8,6 +8,7 @@ from __future__ import annotations
 import base64
 import json
 import re
+from pathlib import PurePath
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Query, Request
@@ -156,8 +157,8 @@ async def pair(body: PairBody, request: Request, state: State) -> Response:
     # ForwardedHeaders): a header a client sends itself never picks its bucket.
     client = request.client.host if request.client else "unknown"
     await state.check_pair_rate(client)
-    token, kind, subject_id = await state.store.redeem_pair_code(body.code, body.name)
-    response = JSONResponse({"token": token, "kind": kind, "id": subject_id})
+    token, kind, subject_id, name = await state.store.redeem_pair_code(body.code, body.name)
+    response = JSONResponse({"token": token, "kind": kind, "id": subject_id, "name": name})
     if kind == "phone":
         response.set_cookie(
             COOKIE_NAME,
@@ -298,6 +299,18 @@ async def _start(
     return {"id": session.id, "session": state.session_json(session, full=True)}
 
 
+FORK_SUFFIX = " (fork)"
+MAX_FORK_TITLE_CHARS = 500  # as a person's title (PATCH /api/sessions/{id})
+
+
+def fork_title(title: str | None, cwd: str | None) -> str:
+    """A fork's first title: "<parent's title> (fork)" (the folder's name when it has none)."""
+    base = (title or "").strip() or PurePath(cwd or "").name
+    if not base:
+        return ""
+    return base[: MAX_FORK_TITLE_CHARS - len(FORK_SUFFIX)] + FORK_SUFFIX
+
+
 @router.post("/sessions/{session_id}/fork", status_code=201)
 async def fork_session(
     session_id: str, body: ForkBody, principal: Phone, state: State
@@ -314,6 +327,11 @@ async def fork_session(
     )
     if parent.branch:
         await state.store.update_session(principal.account_id, fork_id, branch=parent.branch)
+    title = fork_title(parent.title, parent.cwd)
+    if title:
+        # Its own name from the start, kept until a person renames it (its transcript begins
+        # as a copy of the parent's, whose title it would otherwise take).
+        await state.store.update_session(principal.account_id, fork_id, title=title)
     args = CreateSessionArgs(
         cwd=parent.cwd or "/",
         prompt=body.prompt,
@@ -432,6 +450,8 @@ async def session_stream(
 
 @router.get("/stream")
 async def account_stream(principal: Phone, state: State) -> EventSourceResponse:
+    # Each open of the page opens this stream: when each phone was last used (Settings).
+    await state.store.phone_seen(principal.subject_id)
     return EventSourceResponse(
         account_updates(state, principal),
         ping=_beat_every(state),

@@ -9,7 +9,8 @@ relay just stored and saw:
 * ``compaction`` — a ``compacted`` marker among the new events (relay/convert.py: Claude Code's
   ``compact_boundary`` line, ``/compact`` or auto-compaction);
 * ``clear`` — a ``cleared`` marker (``/clear``: the conversation starts over);
-* ``end`` — the session ended (its claude exited or it was stopped: ``session_ended``).
+* ``end`` — the session ended (its claude exited or it was stopped: ``session_ended``) with
+  something in its ledger.
 
 Several reasons at once make one snapshot that lists them all.
 
@@ -72,7 +73,7 @@ def snapshot_reasons(
     for event in new_events:
         if event.kind is EventKind.MARKER and event.marker in _MARKER_REASONS:
             found.add(_MARKER_REASONS[event.marker])
-    if session_ended:
+    if session_ended and not ledger.empty:  # an empty ledger's end keeps nothing worth a line
         found.add("end")
     return tuple(reason for reason in REASONS if reason in found)
 

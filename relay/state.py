@@ -219,6 +219,8 @@ class RelayState:
         if info is not None:
             body["info"] = info
             body["claude_standing"] = claude_standing(info)
+            if info.get("name"):
+                body["name"] = info["name"]  # a new Mac shows by its name at once
         self.hub.publish_account(account_id, "device", body, forward=forward)
 
     async def session_update(self, link: DeviceLink, info: SessionInfo) -> None:

@@ -300,7 +300,9 @@ class App {
     this.band.textContent = text;
     this.band.dataset.kind = kind;
     const live = now.live && !text;
-    this.live.textContent = this.paired === false ? "" : live ? contact.words("live") : contact.pillText();
+    // Heard, but the session's own stream is not open (yet): say that, as the band does.
+    const waiting = now.kind === "live" && !live ? contact.words(sessionState === "error" ? "reconnecting" : "connecting") : "";
+    this.live.textContent = this.paired === false ? "" : live ? contact.words("live") : waiting || contact.pillText();
     this.live.className = "live" + (live ? " on" : "");
     this.live.dataset.kind = live ? "live" : now.kind;
   }

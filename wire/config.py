@@ -134,6 +134,13 @@ SETTINGS: tuple[Setting, ...] = (
         "relay",
     ),
     Setting(
+        "title_format",
+        "{title}",
+        "How automatic session titles read: {title} (required), {project} and {folder}, e.g. "
+        "'{project} · {title}'. A title a person gave is shown as typed.",
+        "relay",
+    ),
+    Setting(
         "handoff_max_tokens",
         8000,
         "Most tokens a fresh resume's handoff may take (decisions and constraints are never cut).",

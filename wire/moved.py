@@ -27,7 +27,8 @@ The record (:func:`read_record`, raising :class:`RecordProblem` with a code the 
   file, of its declared size (``attachment_missing``, ``bad_attachment``), and no other
   attachment file did;
 - the model a plain name (``MODEL_NAME``) or none; the branch shown plain text or none; times
-  and flags of their types or their defaults.
+  and flags of their types or their defaults; the resume scope one of ``RESUME_SCOPES`` or none,
+  the handoff a text within ``MAX_MESSAGE_CHARS`` or none, its decisions a count or 0.
 
 What the record says of its permission mode and policy is read here (``permission_mode``, and
 ``policy`` with only the rules that restrict: ``ask`` and ``deny``), but what the target does
@@ -52,10 +53,13 @@ from wire.policy import Policy
 from wire.protocol import (
     ATTACHMENT_TYPES,
     MAX_ATTACHMENTS,
+    MAX_DECISIONS_COUNT,
     MAX_MESSAGE_CHARS,
     MODEL_NAME,
+    RESUME_SCOPES,
     HeldMessage,
     PermissionMode,
+    ResumeScope,
 )
 
 FOLDER_FILE = "folder.bin"
@@ -113,6 +117,10 @@ class MovedRecord:
     created_at: float  # 0.0: not said
     last_alive_at: float
     branch: str | None
+    # How it starts again (set_resume): its scope, the handoff a fresh start types, its count.
+    resume_scope: ResumeScope | None = None
+    handoff: str | None = None
+    handoff_decisions: int = 0
 
     def attachment_files(self) -> dict[str, Any]:
         """The attachment files a move of this record carries, by name: each held message's
@@ -212,6 +220,15 @@ def read_record(raw: bytes, session_id: str, files: Mapping[str, int]) -> MovedR
         created_at=_time(data.get("created_at")),
         last_alive_at=_time(data.get("last_alive_at")),
         branch=_branch(data.get("branch")),
+        resume_scope=next((r for r in RESUME_SCOPES if r == data.get("resume_scope")), None),
+        handoff=h
+        if isinstance(h := data.get("handoff"), str) and len(h) <= MAX_MESSAGE_CHARS
+        else None,
+        handoff_decisions=d
+        if isinstance(d := data.get("handoff_decisions"), int)
+        and not isinstance(d, bool)
+        and 0 <= d <= MAX_DECISIONS_COUNT
+        else 0,
     )
     _check_attachments(checked, files)
     return checked

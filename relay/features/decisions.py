@@ -44,6 +44,7 @@ from relay.db import Connection, database_errors
 from relay.deps import Body, Phone, State, refuse_read_only, session_or_404
 from relay.errors import BadRequest, Conflict, NotFound
 from relay.feature import Feature
+from relay.handoff import HANDOFF_MIN_TOKENS, Handoff, build_handoff
 from relay.ledger import (
     HeldMessage,
     Ledger,
@@ -60,6 +61,7 @@ from relay.ledger import (
     rule_from_card,
 )
 from relay.ledger_rules import ENTRY_MAX_CHARS, build_ledger
+from relay.snapshot import Snapshot, take_snapshot
 from relay.state import RelayState, iso
 from relay.store import NewLines, Session
 from relay.store import sessions as session_rows
@@ -71,10 +73,13 @@ __all__ = [
     "FEATURE",
     "Decisions",
     "Inputs",
+    "handoff_for",
     "inputs",
+    "latest_snapshot",
     "ledger_for",
     "ledger_json",
     "remembered",
+    "snapshot_now",
 ]
 
 _log = logging.getLogger("relay.features.decisions")
@@ -82,6 +87,10 @@ _log = logging.getLogger("relay.features.decisions")
 router = APIRouter(prefix="/api", dependencies=[Depends(refuse_read_only)])
 
 CONSTRAINTS_MAX: Final = 200  # pins per session
+HANDOFF_SETTING: Final = "handoff_max_tokens"
+# The events a ledger is built from: at most this many bytes of JSON, the newest (older
+# decisions live on in the latest snapshot).
+EVENTS_READ_MAX_BYTES: Final = 32 * 1024 * 1024
 REMEMBERED_MAX: Final = 500  # decisions marked "remember" per session
 AUDIT_ROWS_READ: Final = 1000  # the newest phone answers read for rules
 TRACKERS_KEPT: Final = 500  # conversations whose task list is followed in memory
@@ -363,12 +372,12 @@ def _live_side(state: RelayState, session: Session) -> tuple[PendingCard | None,
 
 @dataclass
 class Decisions:
-    """The feature's running part: the line observer; ``base_of``, the ledger of a session's
-    latest snapshot (set by relay/features/snapshots.py: decisions outlive the events that age
-    out); ``listeners``, told after a pin or a mark changed (session id, what changed)."""
+    """The feature's running part: the line observer; ``snapshot_of``, a session's latest
+    snapshot (set by relay/features/snapshots.py: decisions outlive the events that age out);
+    ``listeners``, told after a pin or a mark changed (the session, what changed)."""
 
     reader: LineReader
-    base_of: Callable[[str], Awaitable[Ledger | None]] | None = None
+    snapshot_of: Callable[[str], Awaitable[Snapshot | None]] | None = None
     listeners: list[Callable[[Session, str], Awaitable[None]]] = field(default_factory=list)
 
     async def close(self) -> None:
@@ -398,7 +407,13 @@ class Inputs:
 
 async def inputs(state: RelayState, session: Session) -> Inputs:
     """The inputs of ``build_ledger`` / ``take_snapshot`` for the session, read now."""
-    rows = await state.store.read_events(session.id, session.oldest_seq, session.last_seq)
+    rows = await state.store.read_events(
+        session.id,
+        session.oldest_seq or 1,
+        session.last_seq,
+        max_bytes=EVENTS_READ_MAX_BYTES,
+        newest=True,
+    )
     events = _events(rows)
     kept = await state.store.reading(lambda conn: _read_kept(conn, session.id))
     card, held = _live_side(state, session)
@@ -413,12 +428,36 @@ async def inputs(state: RelayState, session: Session) -> Inputs:
     return Inputs(events, relay, kept.pins, kept.remembered)
 
 
+async def latest_snapshot(state: RelayState, session_id: str) -> Snapshot | None:
+    """The session's latest snapshot (None: none yet, or no snapshots feature)."""
+    part = state.part(Decisions)
+    if part is None or part.snapshot_of is None:
+        return None
+    return await part.snapshot_of(session_id)
+
+
 async def _build(state: RelayState, session: Session) -> Built:
     found = await inputs(state, session)
-    part = state.part(Decisions)
-    base = await part.base_of(session.id) if part is not None and part.base_of else None
-    ledger = build_ledger(found.events, found.relay, base)
+    base = await latest_snapshot(state, session.id)
+    ledger = build_ledger(found.events, found.relay, base.ledger if base is not None else None)
     return Built(session, ledger, found.pins, found.remembered)
+
+
+async def snapshot_now(state: RelayState, session: Session) -> Snapshot:
+    """The session as a snapshot would take it now (no reason, not stored): the ledger over
+    the latest snapshot, the files touched and the last exchange."""
+    base = await latest_snapshot(state, session.id)
+    found = await inputs(state, session)
+    events = [e for e in found.events if e.kind is not EventKind.SNAPSHOT]
+    return take_snapshot(events, (), found.relay, base)
+
+
+async def handoff_for(state: RelayState, session: Session) -> Handoff:
+    """The first message of a ``fresh`` start of the session, built now from its ledger (pins
+    and open items included) within ``handoff_max_tokens`` (relay/handoff.py)."""
+    now = await snapshot_now(state, session)
+    budget = max(HANDOFF_MIN_TOKENS, state.config.int(HANDOFF_SETTING))
+    return build_handoff(now.ledger, now.files, now.exchange, budget)
 
 
 async def ledger_for(state: RelayState, session_id: str) -> Ledger:

@@ -3,10 +3,9 @@ person accepts them on the phone.
 
 A *project* is a working folder (a session's ``cwd``): its sessions are the account's sessions
 in that folder. Candidates come from relay/memory.py ``propose`` over their ledgers (a constraint
-pinned in two sessions, a decision marked "remember", a correction given twice). The ledgers are
-built from the stored events with relay/ledger_rules.py ``build_ledger`` — or, once the decisions
-feature is there, asked of it (``relay.features.decisions.ledger_for`` / ``remembered``, which
-add the person's pins and "remember" marks: :func:`project_ledgers` is the one seam).
+pinned in two sessions, a decision marked "remember", a correction given twice), as the decisions
+feature keeps them (relay/features/decisions.py ``ledger_for`` and ``remembered``: the decisions
+from the stored events, the person's pins and "remember" marks).
 
 Every candidate's fate is kept in ``memory_candidates`` (one row per account and candidate id,
 relay/memory.py's stable id): ``proposed`` when first found, then ``accepted`` (as proposed),
@@ -26,8 +25,7 @@ reads CLAUDE.md files as it starts).
 
 from __future__ import annotations
 
-import importlib
-import inspect
+import asyncio
 import json
 import logging
 import re
@@ -37,15 +35,14 @@ from dataclasses import dataclass
 from typing import Annotated, Any, Final, Literal
 
 from fastapi import APIRouter, Depends, Query
-from pydantic import Field, ValidationError
+from pydantic import Field
 
 from relay.bodies import Body
 from relay.db import Connection
 from relay.deps import Phone, State, refuse_read_only, send_command
 from relay.errors import Conflict, NotFound, Unprocessable
 from relay.feature import Feature
-from relay.ledger import Ledger
-from relay.ledger_rules import build_ledger
+from relay.features import decisions
 from relay.memory import FATES, Candidate, SessionLedger, propose
 from relay.state import RelayState, iso
 from relay.store import Session
@@ -54,7 +51,6 @@ from wire.protocol import (
     MAX_CWD_CHARS,
     MAX_MEMORY_FACTS,
     MemoryFileName,
-    NumberedEvent,
     WriteMemoryArgs,
 )
 
@@ -63,11 +59,10 @@ _log = logging.getLogger("relay.features.memory")
 router = APIRouter(prefix="/api", dependencies=[Depends(refuse_read_only)])
 
 DEFAULT_FILE: Final[MemoryFileName] = "CLAUDE.local.md"
-LEDGER_READ_MAX_BYTES: Final = 8 * 1024 * 1024  # of one session's stored events, newest first
 MAX_PROJECTS: Final = 50  # projects looked at by one GET /api/memory without a project
 MAX_EVIDENCE: Final = 20  # evidence listed with one candidate
+MAX_PROJECT_SESSIONS: Final = 40  # a project's newest sessions a proposal reads the ledgers of
 ID_RE: Final = re.compile(r"[0-9a-f]{16}")
-DECISIONS_MODULE: Final = "relay.features.decisions"
 ACCEPTED: Final = ("accepted", "edited")
 
 TABLES = (
@@ -161,55 +156,20 @@ class Row:
 # -- the ledgers of a project's sessions (the seam to the decisions feature) ------------------
 
 
-async def _events(state: RelayState, session: Session) -> list[NumberedEvent]:
-    rows = await state.store.read_events(
-        session.id, 1, session.last_seq, max_bytes=LEDGER_READ_MAX_BYTES, newest=True
-    )
-    events: list[NumberedEvent] = []
-    for _, data in rows:
-        try:
-            events.append(NumberedEvent.model_validate_json(data))
-        except ValidationError:
-            continue
-    return events
-
-
-async def _maybe(value: Any) -> Any:
-    return await value if inspect.isawaitable(value) else value
-
-
-def _decisions_feature() -> Any:
-    """The decisions feature's module, once it is part of the relay (None before)."""
-    try:
-        return importlib.import_module(DECISIONS_MODULE)
-    except ModuleNotFoundError:
-        return None
-
-
 async def project_ledgers(
     state: RelayState, account_id: str, project: str, sessions: Sequence[Session]
 ) -> list[SessionLedger]:
-    """The ledgers of ``sessions`` (one project's, oldest first), with the decisions each has
-    marked "remember". Asked of the decisions feature (its pins and marks) when it is there,
-    else built from the stored events (decisions only)."""
-    decisions = _decisions_feature()
-    ledger_for = getattr(decisions, "ledger_for", None)
-    remembered_of = getattr(decisions, "remembered", None)
-    marks: Mapping[str, Iterable[str]] = {}
-    if remembered_of is not None:
-        found = await _maybe(remembered_of(state, project, account_id))
-        marks = found if isinstance(found, Mapping) else {}
-    out: list[SessionLedger] = []
-    for session in sessions:
-        ledger: Ledger
-        if ledger_for is not None:
-            ledger = await _maybe(ledger_for(state, session.id))
-        else:
-            ledger = build_ledger(await _events(state, session))
-        out.append(
-            SessionLedger(session.id, ledger, frozenset(str(m) for m in marks.get(session.id, ())))
+    """The ledgers of ``sessions`` (one project's, oldest first) as the decisions feature keeps
+    them (the person's pins with the decisions), with the decisions each has marked "remember"."""
+    marks = await decisions.remembered(state, project, account_id)
+    return [
+        SessionLedger(
+            session.id,
+            await decisions.ledger_for(state, session.id),
+            frozenset(marks.get(session.id, ())),
         )
-    return out
+        for session in sessions
+    ]
 
 
 # -- the table ----------------------------------------------------------------------------------
@@ -267,7 +227,7 @@ async def refresh(state: RelayState, account_id: str, project: str | None = None
     chosen = [project] if project is not None else sorted(projects)[:MAX_PROJECTS]
     found: list[Candidate] = []
     for name in chosen:
-        sessions = projects.get(name, [])
+        sessions = projects.get(name, [])[-MAX_PROJECT_SESSIONS:]  # oldest first: the newest
         if sessions:
             found.extend(propose(name, await project_ledgers(state, account_id, name, sessions)))
     if found:
@@ -326,6 +286,31 @@ def _checked(text: str) -> str:
         return check_fact(text)
     except SectionError as exc:
         raise Unprocessable(str(exc), code="bad_fact") from None
+
+
+class Writes:
+    """The running part: one write at a time per project and file (two taps at once must not
+    each write the section without the other's fact; one relay node's guard)."""
+
+    def __init__(self) -> None:
+        self.locks: dict[tuple[str, str], asyncio.Lock] = {}
+
+    def lock(self, account_id: str, project: str) -> asyncio.Lock:
+        return self.locks.setdefault((account_id, project), asyncio.Lock())
+
+    async def close(self) -> None:
+        self.locks.clear()
+
+
+def _lock(state: RelayState, account_id: str, project: str) -> asyncio.Lock:
+    part = state.part(Writes)
+    if part is None:  # not started (a store opened without the app): no one to race
+        return asyncio.Lock()
+    return part.lock(account_id, project)
+
+
+async def start(state: RelayState) -> Writes:
+    return Writes()
 
 
 # -- routes -------------------------------------------------------------------------------------
@@ -396,6 +381,12 @@ async def decide(
     _check_id(candidate_id)
     account = principal.account_id
     row = await _row(state, account, candidate_id)
+    async with _lock(state, account, row.project):
+        return await _decide(state, account, await _row(state, account, candidate_id), body)
+
+
+async def _decide(state: RelayState, account: str, row: Row, body: MemoryAction) -> dict[str, Any]:
+    candidate_id = row.id
     now = time.time()
     if body.action == "dismiss":
         if row.state in ACCEPTED and row.file is not None:
@@ -457,4 +448,4 @@ async def fates(
     return out
 
 
-FEATURE = Feature("memory", schema=setup, router=router)
+FEATURE = Feature("memory", schema=setup, start=start, router=router)

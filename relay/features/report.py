@@ -19,7 +19,8 @@ Recorded as it happens, in tables of this feature (SQLite and PostgreSQL alike):
   in its run's transaction.
 * memory candidates' fates come from relay/features/memory.py.
 
-    GET  /api/report?since=&until=     Report JSON: totals, by_mac, by_project, series, names
+    GET  /api/report?since=&until=     Report JSON: totals, by_mac, by_project, series, macs
+                                       (names), starts_by_how (new, reopen, revive, move)
     POST /api/search/opened {"search_id", "session_id"}
 """
 
@@ -332,6 +333,13 @@ async def report_json(state: RelayState, account_id: str, window: Window) -> dic
          **_series_point(build_report(part, *rows).to_json()["totals"])}
         for part in buckets(window)
     ]  # fmt: skip
+    hows = await state.store.read(
+        "SELECT how, COUNT(*) FROM report_starts WHERE account_id = ? AND at >= ? AND at < ?"
+        " GROUP BY how",
+        (account_id, window.since, window.until),
+    )
+    counted = {str(how): int(n) for how, n in hows}
+    body["starts_by_how"] = {how: counted.get(how, 0) for how in HOWS}
     devices = await state.store.list_devices(account_id)
     body["macs"] = {d.id: d.name for d in devices}
     body["since_iso"], body["until_iso"] = iso(window.since), iso(window.until)

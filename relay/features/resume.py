@@ -13,12 +13,13 @@ default, and what each choice would re-read (issue 23).
 
 The Mac keeps the session's scope and handoff (``set_resume``) for every start it makes on its
 own (a message to the stopped session, a revive after a reboot): the relay sends it whenever the
-effective scope changes, and again when the session stops (the handoff rebuilt then). A Mac
-offline at that moment keeps what it had; a reopen from here always says the scope.
+scope changes, and after every snapshot (relay/features/snapshots.py ``push_handoff`` calls
+:meth:`ResumeState.tell_mac`: the handoff rebuilt then, a session's end included). A Mac offline
+at that moment keeps what it had; a reopen from here always says the scope.
 
 Usage for the estimates is tracked as lines arrive (a line observer, O(new lines)), one small row
-per session (``resume_usage``). The handoff is built from the session's stored events with
-relay/ledger_rules.build_ledger (the decisions feature will own that ledger).
+per session (``session_resume``). The handoff is built from the session's decisions ledger
+(relay/features/decisions.py ``handoff_for``: its pins and open items, over its latest snapshot).
 """
 
 from __future__ import annotations
@@ -35,19 +36,16 @@ from relay.db import Connection
 from relay.deps import Phone, State, refuse_read_only, send_command, session_or_404
 from relay.errors import BadRequest, RelayError
 from relay.feature import Feature
-from relay.handoff import HANDOFF_MIN_TOKENS, Handoff, build_handoff
+from relay.features import decisions
+from relay.handoff import Handoff
 from relay.hookspecs import NewLines
-from relay.ledger_rules import build_ledger
-from relay.recent_work import files_touched, last_exchange
 from relay.resume_estimates import UsageTrack, estimates, track_usage
 from relay.state import RelayState
 from relay.store import Session
 from wire.protocol import (
     RESUME_SCOPES,
-    NumberedEvent,
     ReopenArgs,
     ResumeScope,
-    SessionInfo,
     SetResumeArgs,
     args_problem,
 )
@@ -58,8 +56,6 @@ _log = logging.getLogger("relay.features.resume")
 router = APIRouter(prefix="/api", dependencies=[Depends(refuse_read_only)])
 
 DEFAULT_SCOPE: Final[ResumeScope] = "full"
-# The events a handoff is built from: at most this many bytes of JSON, the newest.
-HANDOFF_EVENTS_MAX_BYTES: Final = 32 * 1024 * 1024
 SCHEMA: Final = (
     """CREATE TABLE IF NOT EXISTS session_resume (
         session_id TEXT PRIMARY KEY REFERENCES sessions(id) ON DELETE CASCADE,
@@ -82,12 +78,19 @@ def scope_or_none(value: object) -> ResumeScope | None:
     return next((scope for scope in RESUME_SCOPES if scope == value), None)
 
 
+# What a Mac holds for a session it was never told of (agent/registry.py's defaults).
+UNTOLD = SetResumeArgs(scope=None, handoff=None, decisions=0)
+
+
 class ResumeState:
     """The feature's running part: each session's own scope, cached for the session JSON."""
 
     def __init__(self, state: RelayState) -> None:
         self.state = state
         self.scopes: dict[str, ResumeScope] = {}
+        # What each session's Mac was last told; a Mac never told holds the default (no scope,
+        # no handoff), so a session nobody gave a scope costs its Mac no command at all.
+        self.told: dict[str, SetResumeArgs] = {}
         self.tasks = TaskSet("resume", _log)
 
     async def load(self) -> None:
@@ -166,18 +169,9 @@ class ResumeState:
         return _track(rows[0][0] if rows else None)
 
     async def handoff(self, session: Session) -> Handoff:
-        """The handoff a fresh start of the session would type first, built now."""
-        rows = await self.state.store.read_events(
-            session.id,
-            session.oldest_seq or 1,
-            session.last_seq,
-            max_bytes=HANDOFF_EVENTS_MAX_BYTES,
-            newest=True,
-        )
-        events = [NumberedEvent.model_validate_json(text) for _, text in rows]
-        ledger = build_ledger(events)
-        budget = max(HANDOFF_MIN_TOKENS, self.state.config.int("handoff_max_tokens"))
-        return build_handoff(ledger, files_touched(events), last_exchange(events), budget)
+        """The handoff a fresh start of the session would type first, built now from its
+        decisions ledger (relay/features/decisions.py: pins, open items, the latest snapshot)."""
+        return await decisions.handoff_for(self.state, session)
 
     async def reopen_figures(self, session: Session) -> dict[str, Any]:
         handoff = await self.handoff(session)
@@ -203,42 +197,36 @@ class ResumeState:
 
     # -- telling the Mac ---------------------------------------------------------------------
 
-    async def tell_mac(self, session: Session) -> bool:
-        """Send the session's effective scope (and, for ``fresh``, a handoff built now) to its
-        Mac; False when the Mac could not be told (offline): it keeps what it had."""
+    async def tell_mac(self, session: Session, *, changed: bool = False) -> bool:
+        """Send the session's scope (and, for ``fresh``, a handoff built now) to its Mac; False
+        when the Mac could not be told (offline): it keeps what it had. Not ``changed`` (after a
+        snapshot): only a ``fresh`` session has something new to tell, its handoff."""
         # The scope somebody set (the session's, else the account's); None: nobody did, so the
         # Mac resumes in full and leaves Claude Code's own chooser to the person.
         scope = self.scopes.get(session.id) or await self.account_scope(session.account_id)
+        if not changed and scope != "fresh":
+            return True
         handoff = await self.handoff(session) if scope == "fresh" else None
         args = SetResumeArgs(
             scope=scope,
             handoff=handoff.text if handoff else None,
             decisions=handoff.decisions if handoff else 0,
         )
+        if args == self.told.get(session.id, UNTOLD):
+            return True  # the Mac holds this already
         try:
             await send_command(self.state, session, args)
         except RelayError as exc:
             _log.info("session %s: resume scope not sent now: %s", session.id, exc)
             return False
+        self.told[session.id] = args
         return True
 
     async def tell_account(self, account_id: str) -> None:
         """After the account's default changed: every session that follows it."""
         for session in await self.state.store.list_sessions(account_id):
             if session.id not in self.scopes:
-                await self.tell_mac(session)
-
-    def watch(
-        self, account_id: str, session: Session, before: SessionInfo | None, after: SessionInfo
-    ) -> None:
-        """A session that just stopped gets its handoff rebuilt on its Mac (when fresh)."""
-        stopped = after.state == "ended" and (before is None or before.state != "ended")
-        if stopped:
-            self.tasks.start(self._stopped(session), name=f"resume of {session.id}")
-
-    async def _stopped(self, session: Session) -> None:
-        if await self.effective(session) == "fresh":
-            await self.tell_mac(session)
+                await self.tell_mac(session, changed=True)
 
 
 def _track(text: object) -> UsageTrack:
@@ -283,7 +271,7 @@ async def put_session_scope(
     session = await session_or_404(state, principal, session_id)
     part = _part(state)
     await part.set_session_scope(session, body.scope)
-    told = await part.tell_mac(session)
+    told = await part.tell_mac(session, changed=True)
     state.publish_session(session)
     return {
         "session_scope": body.scope,
@@ -337,7 +325,6 @@ async def start(state: RelayState) -> ResumeState:
     part = ResumeState(state)
     await part.load()
     state.store.add_observer(part)
-    state.hooks.watchers.append(part.watch)
     state.hooks.session_fields.append(lambda session: {"resume_scope": part.scopes.get(session.id)})
     return part
 

@@ -1323,7 +1323,9 @@ async def session_summary(session_id: str, principal: Phone, state: State) -> di
 @router.delete("/sessions/{session_id}/title")
 async def automatic_title(session_id: str, principal: Phone, state: State) -> dict[str, Any]:
     """Forget a person's title: the session shows its automatic title again."""
-    session = await titles.rename(state.store, principal.account_id, session_id, None)
+    session = await titles.rename(
+        state.store, principal.account_id, session_id, None, titles.shape_of(state)
+    )
     state.publish_session(session)
     return state.session_json(session, full=True)
 

@@ -25,37 +25,28 @@ import asyncio
 import json
 import logging
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
 from relay.db import Connection
-from relay.deps import send_command
-from relay.errors import RelayError
 from relay.feature import Feature
 from relay.features import decisions
+from relay.features.resume import ResumeState
 from relay.features.search import index_decisions
-from relay.handoff import (
-    HANDOFF_MAX_TOKENS_DEFAULT,
-    HANDOFF_MIN_TOKENS,
-    Handoff,
-    build_handoff,
-)
 from relay.ledger import Ledger
 from relay.link import events_message
 from relay.live import DeviceLink
-from relay.snapshot import Snapshot, snapshot_reasons, take_snapshot
+from relay.snapshot import Snapshot, snapshot_reasons
 from relay.state import RelayState, iso
 from relay.store import Session
 from relay.store import sessions as session_rows
-from wire.config import ConfigError
 from wire.protocol import (
     DisplayEvent,
     EventKind,
     MarkerKind,
     NumberedEvent,
     SessionInfo,
-    SetResumeArgs,
 )
 from wire.tasks import TaskSet
 
@@ -63,7 +54,6 @@ __all__ = [
     "EVENT_INPUT_MAX_BYTES",
     "FEATURE",
     "Snapshots",
-    "handoff_text",
     "latest",
     "push_handoff",
 ]
@@ -75,7 +65,6 @@ _log = logging.getLogger("relay.features.snapshots")
 EVENT_INPUT_MAX_BYTES: Final = 64_000
 TURN_STATES: Final = frozenset({"idle", "waiting"})
 _MARKS: Final = (f'"marker":"{MarkerKind.COMPACTED}"', f'"marker":"{MarkerKind.CLEARED}"')
-HANDOFF_SETTING: Final = "handoff_max_tokens"
 # Decisions whose context (the question, the tool) is searched with them (a plan is too long).
 SEARCHED_CONTEXT: Final = frozenset({"answer", "typed_answer", "rejected", "rule"})
 
@@ -140,45 +129,14 @@ async def latest(state: RelayState, session_id: str) -> Snapshot | None:
         return None
 
 
-def _budget(state: RelayState) -> int:
-    try:
-        wanted = state.config.int(HANDOFF_SETTING)
-    except (ConfigError, KeyError):
-        wanted = HANDOFF_MAX_TOKENS_DEFAULT  # a relay without the setting: its default
-    return max(HANDOFF_MIN_TOKENS, wanted)
-
-
 async def push_handoff(state: RelayState, session: Session) -> bool:
-    """Give the session's Mac the handoff a ``fresh`` start types first, rebuilt now from the
-    ledger (pins included) and the latest snapshot. The resume feature owns the scope: when
-    it is running, it sends ``set_resume`` itself (its ``tell_mac``); otherwise the scope is
-    the default (``full``) and this sends ``set_resume`` with the handoff. False when the Mac
-    is not linked (it is told again at the next snapshot or change)."""
-    for part in list(state.parts.values()):
-        tell: Callable[[Session], Awaitable[bool]] | None = getattr(part, "tell_mac", None)
-        if callable(tell):
-            return bool(await tell(session))
-    link = state.live.link(session.device_id)
-    if link is None or link.closed:
+    """Tell the session's Mac its resume scope again, with the handoff a ``fresh`` start types
+    first rebuilt now (relay/features/resume.py ``tell_mac``, ``set_resume``); False when the
+    Mac could not be told (it is told again at the next snapshot or change)."""
+    resume = state.part(ResumeState)
+    if resume is None:
         return False
-    handoff = await handoff_text(state, session)
-    args = SetResumeArgs(scope=None, handoff=handoff.text, decisions=handoff.decisions)
-    try:
-        await send_command(state, session, args)
-    except RelayError as exc:
-        _log.info("the handoff of session %s waits: %s", session.id, exc.message)
-        return False
-    return True
-
-
-async def handoff_text(state: RelayState, session: Session) -> Handoff:
-    """The handoff of a ``fresh`` start built now: the ledger with its pins over the latest
-    snapshot, the files touched and the last exchange, within ``handoff_max_tokens``."""
-    base = await latest(state, session.id)
-    found = await decisions.inputs(state, session)
-    events = [e for e in found.events if e.kind is not EventKind.SNAPSHOT]
-    snapshot = take_snapshot(events, (), found.relay, base)
-    return build_handoff(snapshot.ledger, snapshot.files, snapshot.exchange, _budget(state))
+    return await resume.tell_mac(session)
 
 
 @dataclass
@@ -242,9 +200,7 @@ class Snapshots:
         if session is None:
             return None
         base = await latest(state, session_id)
-        found = await decisions.inputs(state, session)
-        events = [e for e in found.events if e.kind is not EventKind.SNAPSHOT]
-        snapshot = take_snapshot(events, (), found.relay, base)
+        snapshot = await decisions.snapshot_now(state, session)
         last = base.through_seq if base is not None else 0
         reasons = snapshot_reasons(
             new_events, snapshot.ledger, last, turn_ended=turn, session_ended=ended
@@ -295,16 +251,12 @@ class Snapshots:
 
     async def pins_changed(self, session: Session, what: str) -> None:
         if what == "constraints":
-            base = await latest(self.state, session.id)
-            found = await decisions.inputs(self.state, session)
-            events = [e for e in found.events if e.kind is not EventKind.SNAPSHOT]
-            ledger = take_snapshot(events, (), found.relay, base).ledger
-            await index(self.state, session.id, ledger)
+            now = await decisions.snapshot_now(self.state, session)
+            await index(self.state, session.id, now.ledger)
             await self._handoff(session)
 
-    async def base_of(self, session_id: str) -> Ledger | None:
-        found = await latest(self.state, session_id)
-        return found.ledger if found is not None else None
+    async def snapshot_of(self, session_id: str) -> Snapshot | None:
+        return await latest(self.state, session_id)
 
     async def close(self) -> None:
         await self.tasks.close()
@@ -343,7 +295,7 @@ async def start(state: RelayState) -> Snapshots:
     state.store.add_listener(part.on_events)
     ledger_part = state.part(decisions.Decisions)
     if ledger_part is not None:
-        ledger_part.base_of = part.base_of
+        ledger_part.snapshot_of = part.snapshot_of
         ledger_part.listeners.append(part.pins_changed)
     return part
 

@@ -38,13 +38,13 @@ import json
 import logging
 import os
 import re
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field, replace
 from typing import Final
 
 from relay.convert import Conversion
 from relay.db import Connection
-from relay.db.migrations import MIGRATION_LOCK
+from relay.db.migrations import MIGRATION_LOCK, add_column
 from relay.errors import BadRequest
 from relay.feature import Feature
 from relay.hookspecs import NewLines
@@ -56,6 +56,7 @@ from wire.protocol import EventKind, LineRecord
 __all__ = [
     "CLAUDE_TITLE_RANK",
     "TITLE_MAX_CHARS",
+    "Shape",
     "TitleObserver",
     "TitlePieces",
     "auto_title",
@@ -64,6 +65,9 @@ __all__ = [
     "is_main_conversation",
     "prompt_gist",
     "rename",
+    "save_pieces",
+    "shape_of",
+    "shown_auto_title",
 ]
 
 _log = logging.getLogger("relay.features.titles")
@@ -75,6 +79,11 @@ _FILES_KEPT: Final = 3
 
 # Which of Claude Code's title lines wins (higher beats lower; equal: the latest).
 CLAUDE_TITLE_RANK: Final[dict[str, int]] = {"custom-title": 3, "ai-title": 2, "summary": 1}
+AI_TITLE: Final = "ai-title"
+CUSTOM_TITLE: Final = "custom-title"  # ``/rename`` or ``claude -n``: a person named it at the desk
+# A title as lists show it: (the automatic title, the session's folder) → the shown title
+# (relay/features/title_convention.py sets the ``title_format`` convention here).
+Shape = Callable[[str, str], str]
 
 # -- the gist of a prompt --------------------------------------------------------------------
 
@@ -223,12 +232,15 @@ class TitlePieces:
     claude_rank: int = 0
     gist: str = ""  # of the first substantive prompt
     files: tuple[str, ...] = field(default_factory=tuple)  # names of the first files touched
+    ai_title: str = ""  # the newest ai-title Claude Code wrote ("Regenerate" takes it)
 
 
 def claude_title(pieces: TitlePieces, line_type: str, title: str) -> TitlePieces:
     """``pieces`` after one of Claude Code's title lines (custom-title, ai-title, summary)."""
     rank = CLAUDE_TITLE_RANK.get(line_type, 0)
     text = shorten(title, CLAUDE_TITLE_MAX_CHARS)
+    if line_type == AI_TITLE and text:
+        pieces = replace(pieces, ai_title=text)
     if not rank or not text or rank < pieces.claude_rank:
         return pieces
     return replace(pieces, claude_title=text, claude_rank=rank)
@@ -297,7 +309,8 @@ _TABLE: Final = """CREATE TABLE IF NOT EXISTS session_titles (
         claude_title TEXT NOT NULL DEFAULT '',
         claude_rank INTEGER NOT NULL DEFAULT 0,
         gist TEXT NOT NULL DEFAULT '',
-        files TEXT NOT NULL DEFAULT '[]'
+        files TEXT NOT NULL DEFAULT '[]',
+        ai_title TEXT NOT NULL DEFAULT ''
     ) WITHOUT ROWID"""
 _FORGET: Final = "DELETE FROM session_titles WHERE session_id = OLD.id;"
 SCHEMA: Final = (
@@ -320,33 +333,51 @@ PG_SCHEMA: Final = (
 
 def load_pieces(conn: Connection, session_id: str) -> TitlePieces:
     row = conn.execute(
-        "SELECT claude_title, claude_rank, gist, files FROM session_titles WHERE session_id = ?",
+        "SELECT claude_title, claude_rank, gist, files, ai_title FROM session_titles"
+        " WHERE session_id = ?",
         (session_id,),
     ).fetchone()
     if row is None:
         return TitlePieces()
-    return TitlePieces(row[0], row[1], row[2], tuple(json.loads(row[3])))
+    return TitlePieces(row[0], row[1], row[2], tuple(json.loads(row[3])), row[4])
 
 
-def _save_pieces(conn: Connection, session_id: str, p: TitlePieces) -> None:
+def save_pieces(conn: Connection, session_id: str, p: TitlePieces) -> None:
     conn.execute(
-        "INSERT INTO session_titles (session_id, claude_title, claude_rank, gist, files)"
-        " VALUES (?, ?, ?, ?, ?) ON CONFLICT (session_id) DO UPDATE SET"
+        "INSERT INTO session_titles (session_id, claude_title, claude_rank, gist, files, ai_title)"
+        " VALUES (?, ?, ?, ?, ?, ?) ON CONFLICT (session_id) DO UPDATE SET"
         " claude_title = excluded.claude_title, claude_rank = excluded.claude_rank,"
-        " gist = excluded.gist, files = excluded.files",
-        (session_id, p.claude_title, p.claude_rank, p.gist, json.dumps(p.files)),
+        " gist = excluded.gist, files = excluded.files, ai_title = excluded.ai_title",
+        (session_id, p.claude_title, p.claude_rank, p.gist, json.dumps(p.files), p.ai_title),
     )
+
+
+def shown_auto_title(conn: Connection, session_id: str, shape: Shape | None) -> str:
+    """The automatic title of a session in the convention (``shape``), from its pieces."""
+    title = auto_title(load_pieces(conn, session_id))
+    if shape is None:
+        return title
+    session = sessions.find(conn, session_id)
+    return shape(title, session.cwd if session is not None else "")
 
 
 class TitleObserver:
     """Keeps each session's title pieces and applies the automatic title while no person set one.
 
     Runs inside the ingest transaction (relay/hookspecs.py ``LineObserver``), in its own savepoint: a
-    failure here is logged and undone, and never refuses the Mac's lines."""
+    failure here is logged and undone, and never refuses the Mac's lines. ``shape`` puts the
+    title in the ``title_format`` convention (None: as it is)."""
+
+    def __init__(self) -> None:
+        self.shape: Shape | None = None
 
     def setup(self, conn: Connection) -> None:
         for statement in PG_SCHEMA if conn.dialect.postgres else SCHEMA:
             conn.execute(statement)
+        add_column(conn, "session_titles", "ai_title", "TEXT NOT NULL DEFAULT ''")
+
+    async def close(self) -> None:
+        return None
 
     def on_lines(self, conn: Connection, new: NewLines) -> None:
         session_id, conversation_id, lines = new.session_id, new.conversation_id, new.lines
@@ -357,8 +388,10 @@ class TitleObserver:
             before = load_pieces(conn, session_id)
             after = update_pieces(before, conversation_id, lines)
             if after != before:
-                _save_pieces(conn, session_id, after)
-                sessions.set_derived_title(conn, session_id, auto_title(after))
+                save_pieces(conn, session_id, after)
+                sessions.set_derived_title(
+                    conn, session_id, shown_auto_title(conn, session_id, self.shape)
+                )
         except Exception:
             conn.execute("ROLLBACK TO titles")
             _log.exception("titles of session %s not updated", session_id)
@@ -378,7 +411,9 @@ def _may_matter(conversion: Conversion) -> bool:
 # -- renaming (phone and CLI) -------------------------------------------------------------------
 
 
-async def rename(store: Store, account_id: str, session_id: str, title: str | None) -> Session:
+async def rename(
+    store: Store, account_id: str, session_id: str, title: str | None, shape: Shape | None = None
+) -> Session:
     """Rename a session as a person; ``None`` or a blank title gives back the automatic title.
 
     A person's title is kept as typed (whitespace collapsed, at most 500 characters) and never
@@ -395,16 +430,24 @@ async def rename(store: Store, account_id: str, session_id: str, title: str | No
         return await store.update_session(account_id, session_id, title=text)
 
     def job(conn: Connection) -> None:
-        derived = auto_title(load_pieces(conn, session_id))
+        derived = shown_auto_title(conn, session_id, shape)
         sessions.give_back_title(conn, account_id, session_id, derived)
 
     await store.write(job)
     return await store.get_session(account_id, session_id)
 
 
-async def start(state: RelayState) -> None:
+def shape_of(state: RelayState) -> Shape | None:
+    """The title convention in force (None: titles as they are)."""
+    observer = state.part(TitleObserver)
+    return observer.shape if observer is not None else None
+
+
+async def start(state: RelayState) -> TitleObserver:
     """Keep each session's derived and Claude Code's titles as lines arrive."""
-    state.store.add_observer(TitleObserver())
+    observer = TitleObserver()
+    state.store.add_observer(observer)
+    return observer
 
 
 FEATURE = Feature("titles", start=start)

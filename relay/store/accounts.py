@@ -285,4 +285,8 @@ def use_pair_code(
         conn.execute("UPDATE pairing_codes SET failures = failures + 1 WHERE id = ?", (code_id,))
         return UNKNOWN_CODE
     conn.execute("UPDATE pairing_codes SET used_at = ? WHERE id = ?", (now, code_id))
+    if kind == "device" and default_name:
+        # A Mac is called what it was named at pairing (`pair --kind device --name`); the name
+        # it gives itself (its host name) only when none was given.
+        return Redeemed(account_id, kind, default_name)
     return Redeemed(account_id, kind, name or default_name)

@@ -394,6 +394,20 @@ def set_derived_title(conn: Connection, session_id: str, title: str) -> None:
     )
 
 
+def title_set_by_person(conn: Connection, session_id: str) -> bool:
+    """Whether a person named the session (then no automatic title replaces theirs)."""
+    row = conn.execute(
+        "SELECT title_set_by_person FROM sessions WHERE id = ?", (session_id,)
+    ).fetchone()
+    return bool(row and row[0])
+
+
+def automatic_titles(conn: Connection) -> list[tuple[str, str]]:
+    """(id, title) of every session no person named: those a title convention applies to."""
+    rows = conn.execute("SELECT id, title FROM sessions WHERE title_set_by_person = 0")
+    return [(str(r[0]), str(r[1])) for r in rows]
+
+
 def give_back_title(conn: Connection, account_id: str, session_id: str, title: str) -> None:
     """Forget a person's title: the session shows ``title``, its derived one, again."""
     if owner(conn, session_id, account_id) is None:

@@ -148,8 +148,8 @@ class Store:
         )
         return accounts.shown_code(plain)
 
-    async def redeem_pair_code(self, code: str, name: str | None) -> tuple[str, str, str]:
-        """Trade a one-time code for a new token: (token, kind, subject_id).
+    async def redeem_pair_code(self, code: str, name: str | None) -> tuple[str, str, str, str]:
+        """Trade a one-time code for a new token: (token, kind, subject_id, its name).
 
         A wrong secret for a live code's id is counted against that code (committed, not rolled
         back with the refusal); after PAIR_CODE_GUESSES of them the code no longer works.
@@ -163,7 +163,7 @@ class Store:
         token, _, subject_id = await asyncio.to_thread(
             self.create_token, found.account_id, found.kind, found.name
         )
-        return token, found.kind, subject_id
+        return token, found.kind, subject_id, found.name
 
     async def revoke(self, account_id: str, kind: str, subject_id: str) -> list[str]:
         """Revoke a phone or a device and every token it holds; return the token hashes."""

@@ -191,6 +191,13 @@ def test_the_fork_route_links_the_fork_to_its_parent(relay: RelayServer) -> None
             command = handler.commands[-1]
             assert command.args["fork_of"] == parent and command.args["prompt"] == "carry on"
             assert f"into {command.session_id}: the same history" in said
+            # A fork is "<title> (fork)" until it is renamed; one of an untitled parent is
+            # named after its folder.
+            titled = phone.get(f"/api/sessions/{command.session_id}").json()
+            assert titled["title"] == "Parent of forks (fork)"
+            assert listed[fork]["title"] == "project (fork)"
+            phone.patch(f"/api/sessions/{fork}", json={"title": "My own"})
+            assert phone.get(f"/api/sessions/{fork}").json()["title"] == "My own"
 
     asyncio.run(go())
 

@@ -228,7 +228,11 @@ def test_relay_reachability() -> None:
     assert https.status == "ok" and "HTTPS" in https.detail and "20 ms" in https.detail
     loop = decide_relay(_answer("http://127.0.0.1:8765"))
     assert loop.status == "warn" and loop.detail.startswith("loopback only")
-    assert "--tailscale" in loop.fix and "--public-url" in loop.fix and "Caddyfile" in loop.fix
+    assert (
+        "--tailscale" in loop.fix
+        and "--public-url" in loop.fix
+        and "caddy reverse-proxy" in loop.fix
+    )
     assert decide_relay(_answer("http://localhost:8765")).detail.startswith("loopback only")
     lan = decide_relay(_answer("http://192.168.1.20:8765"))
     assert lan.status == "warn" and "plain http" in lan.detail

@@ -40,6 +40,11 @@ BIG = "d_bash_permission"  # 23 events
 class LifeMac(ScriptedMac):
     """A scripted Mac whose sessions live: after create/reopen they are idle, after end ended."""
 
+    def command_names(self) -> list[str]:
+        """The commands the person's steps sent (not the relay's own ``set_resume``, which follows
+        a session's end: relay/features/snapshots.py)."""
+        return [name for name in super().command_names() if name != "set_resume"]
+
     async def _on_command(self, command: Command) -> CommandResult:
         state = LIFE.get(command.name)
         if state is not None and self.link is not None and command.name not in self.fail:
@@ -131,7 +136,8 @@ def test_open_an_explicit_id_reopens_an_ended_session_and_shows_a_running_one(
     body = open_json(relay, account, "--session", session_id)
     assert body["action"] == "Already running"
     assert body["session"]["id"] == session_id and body["link"].endswith(f"/#/s/{session_id}")
-    assert [e["seq"] for e in body["events"]] == list(range(1, last + 1))
+    # the conversation's events, then the snapshot taken at its end (relay/features/snapshots.py)
+    assert [e["seq"] for e in body["events"] if e["kind"] != "snapshot"] == list(range(1, last + 1))
     assert studio.command_names() == ["reopen"]
 
 
@@ -357,7 +363,7 @@ def test_read_only_prints_the_conversation_and_sends_nothing(
         assert client.get(f"/api/sessions/{session_id}").json()["mark"] == "ended"  # still ended
 
     body = open_json(relay, account, "--session", session_id, "--read-only")
-    assert [e["seq"] for e in body["events"]] == list(range(1, last + 1))
+    assert [e["seq"] for e in body["events"] if e["kind"] != "snapshot"] == list(range(1, last + 1))
     assert studio.commands == []
 
     # An unknown id is never created by a read-only open.
@@ -386,7 +392,9 @@ def test_read_only_reads_in_pages_and_says_when_older_events_are_only_on_the_mac
         loop.run(mac.link.wait_for_seq(session_id, last))  # type: ignore[union-attr]
         # Online: the Mac sends what the relay no longer keeps; pages of 4 join up.
         body = open_json(server, acct, "--session", session_id, "--read-only")
-        assert [e["seq"] for e in body["events"]] == list(range(1, last + 1))
+        assert [e["seq"] for e in body["events"] if e["kind"] != "snapshot"] == list(
+            range(1, last + 1)
+        )
     finally:
         mac.close()
     wait_offline(server, acct)
@@ -492,3 +500,55 @@ def test_every_router_honours_the_read_only_marker(relay: RelayServer, account: 
         "their router dependencies=[Depends(routes.refuse_read_only)] (or the whole app, in "
         "relay/app.py: FastAPI(..., dependencies=[Depends(routes.refuse_read_only)]))"
     )
+
+
+# -- on the relay's own machine, no phone token -------------------------------------------------
+
+
+def _here(server: RelayServer, *args: str, code: int = 0, relay_url: str = "") -> str:
+    """``claude-bridge ARGS`` on the relay's machine, as its user: no CB_TOKEN, its data folder."""
+    import os
+
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CB_")}
+    env.update(CB_RELAY=relay_url or server.url, CB_DATA_DIR=str(server.config.data_path))
+    env["CB_AGENT_DIR"] = "/nonexistent/claude-bridge-agent"
+    done = subprocess.run(
+        [sys.executable, "-m", "cli", *args], capture_output=True, text=True, timeout=60, env=env
+    )
+    assert done.returncode == code, (done.returncode, done.stdout, done.stderr)
+    return done.stdout if code == 0 else done.stderr
+
+
+def test_the_relay_s_machine_needs_no_phone_token_and_reads_the_last_events(
+    make_relay: Any, loop: LoopThread
+) -> None:
+    from cli.common import LOCAL_TOKEN_FILE
+    from relay.localtoken import LOCAL_TOKEN_FILE as RELAYS_FILE
+
+    assert LOCAL_TOKEN_FILE == RELAYS_FILE  # the name the command line repeats
+    server: RelayServer = make_relay()
+    kept = server.config.data_path / LOCAL_TOKEN_FILE
+    assert kept.stat().st_mode & 0o777 == 0o600
+    store = server.state.store
+    device, _, _ = store.create_token(store.ensure_account(), "device", "Studio")
+    mac = LifeMac(server, device, loop, name="Studio").connect()
+    try:
+        older, newer = new_id(), new_id()
+        push(mac, older, SMALL)
+        time.sleep(0.01)
+        last = push(mac, newer, BIG)
+        listed = _here(server, "sessions")
+        assert newer in listed and older in listed
+        # As the README says: the newest session, read only, with no token anywhere.
+        whole = _here(server, "open", "-1", "--read-only")
+        assert whole.splitlines()[0].startswith(f"Session {newer}")
+        assert "#1    you: RUN_BASH one" in whole and f"#{last}" in whole
+        tail = _here(server, "open", "-1", "--read-only", "--tail", "3")
+        shown = [int(n) for n in re.findall(r"^#(\d+)", tail, re.MULTILINE)]
+        assert shown == [last - 2, last - 1, last], tail
+        assert mac.commands == []  # nothing reached the Mac
+    finally:
+        mac.close()
+    # The token is never sent to a relay elsewhere: there, one must be given.
+    refused = _here(server, "sessions", code=2, relay_url="https://relay.example.invalid")
+    assert "no phone token" in refused

@@ -38,7 +38,8 @@ def test_the_report_as_a_table_and_as_json(
     assert table[0].startswith("Usage ")
     header = table[1].split()
     assert header[:3] == ["started", "resumed", "rate"]
-    rows = {line.split()[0]: line.split() for line in table[2:-1]}
+    assert "starts: new 0, reopen 1, revive 0, move 0" in table
+    rows = {line.split()[0]: line.split() for line in table[2:-2]}
     assert rows["all"][1:4] == ["0", "1/0/0", "100%"]
     assert rows["all"][6:8] == ["1", "100%"]
     assert rows["mac:Studio"][1:3] == ["0", "1/0/0"]

@@ -95,3 +95,89 @@ def test_stopping_with_open_streams_is_quick_and_quiet(
     assert "Traceback" not in text and "CancelledError" not in text, text[-4000:]
     # uvicorn may end by its own signal again once it shut down cleanly (`relay`)
     assert code in (0, 130, -sig), (code, text[-2000:])
+
+
+def _run_up(tmp_path: Path, *extra: str) -> tuple[str, int]:
+    """A first ``up`` in a fresh HOME (its default folders), one request, then Ctrl-C: what it
+    printed, and its port."""
+    port = free_port()
+    socket_name = f"cbfirst-{os.getpid()}-{port}"
+    env = {k: v for k, v in os.environ.items() if not k.startswith("CB_")}
+    env["HOME"] = str(tmp_path / "home")
+    (tmp_path / "home").mkdir(exist_ok=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "cli", "up", "--port", str(port), "--claude", FAKE,
+         "--socket", socket_name, *extra],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, env=env, cwd=REPO,
+    )  # fmt: skip
+    out: list[bytes] = []
+    reader = threading.Thread(target=lambda: out.extend(proc.stdout or []), daemon=True)
+    reader.start()
+    try:
+        url = f"http://127.0.0.1:{port}"
+        wait_for(lambda: httpx.get(f"{url}/api/health", timeout=1).status_code == 200, 60, "up")
+        httpx.get(f"{url}/api/health?from=the-test", timeout=5)
+        time.sleep(0.3)
+        proc.send_signal(signal.SIGINT)
+        proc.wait(10)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        subprocess.run(["tmux", "-L", socket_name, "kill-server"], capture_output=True, check=False)
+    reader.join(5)
+    if proc.stdout is not None:
+        proc.stdout.close()
+    return b"".join(out).decode("utf-8", "replace"), port
+
+
+def test_the_first_up_keeps_its_folder_private_and_its_access_log_off_the_screen(
+    tmp_path: Path,
+) -> None:
+    text, _ = _run_up(tmp_path)
+    home = tmp_path / "home" / ".claude-bridge"
+    assert home.stat().st_mode & 0o777 == 0o700, oct(home.stat().st_mode)
+    assert (home / "relay").stat().st_mode & 0o777 == 0o700
+    log = home / "relay" / "access.log"
+    assert log.stat().st_mode & 0o777 == 0o600
+    assert "GET /api/health?from=the-test" in log.read_text()
+    assert "from=the-test" not in text  # the pairing link and QR code stay on screen
+    assert f"access log:   {log} (--access-log shows it here)" in text
+    # A second run says nothing about loose permissions.
+    again, _ = _run_up(tmp_path)
+    assert "tightened" not in again and "permissions" not in again.lower(), again
+
+
+def test_up_with_access_log_shows_each_request(tmp_path: Path) -> None:
+    text, _ = _run_up(tmp_path, "--access-log")
+    assert "GET /api/health?from=the-test" in text
+
+
+def test_no_message_points_at_a_file_only_a_clone_has() -> None:
+    """An installed copy has no deploy/ folder: no text the program prints may name one (its
+    docstrings may, for those who read the code)."""
+    import ast
+
+    found = []
+    for package in ("cli", "agent", "relay", "wire"):
+        for path in sorted((REPO / package).rglob("*.py")):
+            tree = ast.parse(path.read_text(encoding="utf-8"))
+            docstrings = {
+                id(node.body[0].value)
+                for node in ast.walk(tree)
+                if isinstance(
+                    node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef
+                )
+                and node.body
+                and isinstance(node.body[0], ast.Expr)
+                and isinstance(node.body[0].value, ast.Constant)
+            }
+            for node in ast.walk(tree):
+                if (
+                    isinstance(node, ast.Constant)
+                    and isinstance(node.value, str)
+                    and id(node) not in docstrings
+                    and "deploy/" in node.value
+                ):
+                    found.append(f"{path.relative_to(REPO)}:{node.lineno}: {node.value[:80]!r}")
+    assert not found, "\n".join(found)

@@ -121,6 +121,8 @@ def test_every_api_route_refuses_missing_revoked_expired_and_device_tokens(
         "grant_id": "g1",
         "seq": 1,
         "candidate_id": "m1",
+        "constraint_id": "c1",
+        "decision_id": "e1.0",
     }
     bodies: dict[tuple[str, str], Any] = {
         ("POST", "/api/sessions"): {"device_id": account.device_id, "cwd": "/tmp"},

@@ -30,7 +30,13 @@ def test_compaction_and_clear_are_read_from_the_captured_markers() -> None:
     ledger = build_ledger(compacted)
     assert snapshot_reasons(compacted, ledger, 0) == ("compaction",)
     assert snapshot_reasons(cleared, build_ledger(cleared), 0) == ("clear",)
-    assert snapshot_reasons(compacted, ledger, 0, session_ended=True) == ("compaction", "end")
+    # An end with nothing in the ledger keeps nothing worth a line; with a pin it does.
+    assert ledger.empty
+    assert snapshot_reasons(compacted, ledger, 0, session_ended=True) == ("compaction",)
+    pinned = build_ledger(
+        compacted, relay=RelaySide(pins=(Pin("c1", "Keep it short", Source(None, None)),))
+    )
+    assert snapshot_reasons(compacted, pinned, 0, session_ended=True) == ("compaction", "end")
 
 
 def test_a_turn_end_takes_one_only_when_it_carried_a_decision() -> None:

@@ -37,15 +37,17 @@ API_KEY = "sk-ant-api03-mockmockmockmockmockmockmockmockmockmockmock-AAAAAAAA"
 
 
 @contextlib.contextmanager
-def fake_api(log: Path) -> Iterator[str]:
+def fake_api(log: Path, dump_dir: Path | None = None) -> Iterator[str]:
     """The tests' fake Anthropic API (tests/e2e/mockapi.py) on a free port, its requests in
-    ``log``: yields its URL once it answers."""
+    ``log`` (and each request's whole body in ``dump_dir``, when given): yields its URL once it
+    answers."""
     from tests.support.relay import free_port
 
     port = free_port()
     proc = subprocess.Popen(
         [sys.executable, str(E2E / "mockapi.py"), "--port", str(port), "--log", str(log),
-         "--scenarios", str(E2E / "scenarios.json")],
+         "--scenarios", str(E2E / "scenarios.json"),
+         *(["--dump-dir", str(dump_dir)] if dump_dir is not None else [])],
         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
     )  # fmt: skip
     url = f"http://127.0.0.1:{port}"

@@ -29,13 +29,19 @@ def test_remove_one_send_one_now_and_send_now_with_an_empty_box(
     page = phone.login(account).open(f"/#/s/{sid}")
     first = page.locator(".held-item[data-id='m1first']")
     second = page.locator(".held-item[data-id='m2second']")
-    expect(first.get_by_role("button", name="Remove this message")).to_be_visible()
-    expect(second.get_by_role("button", name="Send this message now")).to_be_visible()
+    menu = "What to do with this message"
+    expect(first.get_by_role("button", name=menu)).to_be_visible()
+    phone.shot("22-07-held-ledger")
+    second.get_by_role("button", name=menu).click()
+    sheet = page.locator("dialog .sheet")
+    expect(sheet.get_by_role("button")).to_have_text(["Send now", "Remove"])
     phone.shot("22-07-held-actions")
+    page.locator("dialog .sheet-cancel").click()
 
     # Remove the first: the Mac takes it back, and the ledger says Cancelled.
     start = len(scripted.commands)
-    first.get_by_role("button", name="Remove this message").click()
+    first.get_by_role("button", name=menu).click()
+    page.locator("dialog .sheet").get_by_role("button", name="Remove").click()
     wait_for(lambda: names_after(scripted, start), 15, "the cancel")
     assert names_after(scripted, start)[0] == ("cancel_held", {"message_id": "m1first"})
     scripted.update(
@@ -52,7 +58,8 @@ def test_remove_one_send_one_now_and_send_now_with_an_empty_box(
 
     # Send the second now, on its own request: taken back, sent again as "Send now".
     start = len(scripted.commands)
-    second.get_by_role("button", name="Send this message now").click()
+    second.get_by_role("button", name=menu).click()
+    page.locator("dialog .sheet").get_by_role("button", name="Send now").click()
     wait_for(lambda: len(names_after(scripted, start)) >= 2, 15, "cancel then send now")
     cancel, send = names_after(scripted, start)[:2]
     assert cancel == ("cancel_held", {"message_id": "m2second"})

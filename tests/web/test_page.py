@@ -343,7 +343,7 @@ def test_sending_to_a_stopped_session_reopens_it(
     scripted.update(sid, state="ended")
     scripted.answers["send"] = {"message_id": "m-9", "state": "held", "reopened": True}
     page = phone.login(account).open(f"/#/s/{sid}")
-    box = page.get_by_placeholder("Send a message to reopen this session…")
+    box = page.get_by_placeholder("A message reopens it…")
     box.fill("carry on")
     page.locator("button.send").click()
     expect(page.locator("#toast")).to_have_text("Reopening the session on its Mac…")

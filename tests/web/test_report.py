@@ -5,9 +5,9 @@ the relay) counts as a search that worked; per Mac and per project lists follow.
 
 from __future__ import annotations
 
-from playwright.sync_api import expect
+from playwright.sync_api import Browser, expect
 
-from tests.support.relay import Account
+from tests.support.relay import Account, RelayServer
 from tests.support.web import (
     Phone,
     ScriptedMac,
@@ -69,6 +69,9 @@ def test_the_report_page_draws_starts_resumes_and_search_success(
     expect(report.locator(".tile[data-figure='started'] .tile-big")).to_have_text("1")
     expect(report.locator(".tile[data-figure='resumed'] .tile-big")).to_have_text("1")
     expect(report.locator(".tile[data-figure='resumed'] .tile-small")).to_contain_text("50%")
+    expect(report.locator(".tile[data-figure='resumed'] .tile-small")).to_contain_text(
+        "reopened 1, revived 0, moved 0"
+    )
     expect(report.locator(".tile[data-figure='search'] .tile-big")).to_have_text("100%")
     expect(report.locator(".tile[data-figure='reread'] .tile-big")).to_have_text("2.6K")
     expect(report.locator(".tokens-chart g[data-scope='full'] rect")).to_have_attribute(
@@ -88,3 +91,23 @@ def test_the_report_page_draws_starts_resumes_and_search_success(
     report.locator(".segs button", has_text="7 days").click()
     expect(report.locator(".sessions-chart g.bar")).to_have_count(7)
     phone.shot("report-7-days-390x844", full=True)
+
+
+def test_the_report_and_memory_pages_speak_korean(
+    browser: Browser, relay: RelayServer, account: Account, scripted: ScriptedMac
+) -> None:
+    sid = new_sid()
+    scripted.send_json_lines(sid, [user_line("결제 화면 고치기", "u-ko")], cwd=SHOP)
+    korean = Phone(browser, relay, locale="ko-KR").login(account)
+    try:
+        page = korean.open("/#/settings")
+        expect(page.locator("#set-report")).to_have_text("리포트")
+        page.locator("#set-report").click()
+        expect(page.locator(".tile[data-figure='search'] .tile-name")).to_have_text("검색 성공")
+        expect(page.locator(".sessions-chart")).to_have_attribute("role", "img")
+        korean.shot("report-ko-390x844")
+        page.goto("/#/settings")
+        page.locator("#set-memory").click()
+        expect(page.locator(".page.memory .note")).to_contain_text("다음에 시작할 때부터")
+    finally:
+        korean.close()

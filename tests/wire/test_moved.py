@@ -137,6 +137,26 @@ def test_what_is_believed_of_an_honest_record() -> None:
     assert fresh.conversation_ids == (SID,)
 
 
+def test_the_resume_scope_and_handoff_move_with_the_session_when_believable() -> None:
+    files = {**BASE_FILES}
+    kept = read_record(
+        raw(resume_scope="fresh", handoff="## Decisions\n- use sqlite", handoff_decisions=1),
+        SID,
+        files,
+    )
+    assert (kept.resume_scope, kept.handoff, kept.handoff_decisions) == (
+        "fresh",
+        "## Decisions\n- use sqlite",
+        1,
+    )
+    odd = read_record(
+        raw(resume_scope="everything", handoff=["x"], handoff_decisions=True), SID, files
+    )
+    assert (odd.resume_scope, odd.handoff, odd.handoff_decisions) == (None, None, 0)
+    huge = read_record(raw(handoff="x" * 100_001, handoff_decisions=-1), SID, files)
+    assert (huge.handoff, huge.handoff_decisions) == (None, 0)
+
+
 def test_a_record_too_big_or_not_an_object_is_refused() -> None:
     for body in (b"x" * (MAX_RECORD_BYTES + 1), b"[1]", b"\xff", b""):
         with pytest.raises(RecordProblem):

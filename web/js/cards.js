@@ -144,7 +144,7 @@ export function renderCard(card, { readOnly, answer, message, plan }) {
     body.append(list);
     if (free) {
       const input = h("input", { type: "text", placeholder: t("card_type"), "aria-label": t("card_type") });
-      const go = h("button", { type: "button" }, t("card_send"));
+      const go = h("button", { type: "button" }, t("card_answer"));
       const submit = () => { const text = input.value.trim(); if (text) send({ text }); };
       go.addEventListener("click", submit);
       input.addEventListener("keydown", (e) => { if (e.key === "Enter") submit(); });

@@ -7,7 +7,9 @@
 import { h, usd } from "./dom.js";
 import { t } from "./i18n.js";
 import { markdown } from "./md.js";
+import { snapshotLine } from "./decisions.js";
 import { sentence } from "./ui.js";
+import { pathLabel } from "./pathlabel.js";
 
 const RESULT_LINES = 12;
 const RESULT_CHARS = 1200;
@@ -186,6 +188,8 @@ function render(ev, convo) {
       return toolUse(ev, convo);
     case "tool_result":
       return h("div.ev.tool.orphan", null, toolResult(ev, undefined, convo.onFull));
+    case "snapshot":
+      return snapshotLine(ev);
     case "marker":
     default:
       return marker(ev);
@@ -223,10 +227,10 @@ function toolUse(ev, convo) {
     if (input.description) head.append(h("span.tool-sum", null, input.description));
     body.append(h("pre.cmd", null, h("code", null, input.command || ev.summary || "")));
   } else if (tool === "Write" && typeof input.content === "string") {
-    head.append(h("span.tool-sum.path", null, file || ev.summary || ""), h("span.tag", null, t("new_file")));
+    head.append(pathLabel(file || ev.summary || ""), h("span.tag", null, t("new_file")));
     body.append(diffView(lineDiff("", input.content)));
   } else if ((tool === "Edit" || tool === "MultiEdit") && (input.old_string !== undefined || input.edits)) {
-    head.append(h("span.tool-sum.path", null, file || ev.summary || ""));
+    head.append(pathLabel(file || ev.summary || ""));
     const edits = Array.isArray(input.edits) ? input.edits : [input];
     for (const edit of edits) {
       body.append(diffView(lineDiff(String(edit.old_string || ""), String(edit.new_string || ""))));

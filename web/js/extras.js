@@ -5,6 +5,7 @@ import { ago, append, count, h, usd } from "./dom.js";
 import { grantsSection } from "./grants.js";
 import { t } from "./i18n.js";
 import { modal, showError, toast } from "./ui.js";
+import { dateTimeText } from "./dates.js";
 
 const KINDS = ["input", "output", "cache_read", "cache_write"];
 const enc = encodeURIComponent;
@@ -118,6 +119,13 @@ export async function showPolicy(id, readOnly) {
 }
 
 /** Settings: the last retention run (GET /api/retention) and "run now" (POST /api/retention/run). */
+/** The account's sessions now, as retention sees them: active (not archived), archived, pinned. */
+function sessionCounts(app) {
+  const all = [...app.sessions.values()];
+  const archived = all.filter((s) => s.stage === "archived").length;
+  return { a: all.length - archived, b: archived, p: all.filter((s) => s.pinned).length };
+}
+
 export function retentionSection(app) {
   const box = h("div", { id: "retention", "aria-live": "polite" }, h("p.muted", null, t("loading")));
   const run = h("button.small", { type: "button" }, t("ret_run"));
@@ -136,10 +144,10 @@ export function retentionSection(app) {
       append(box, [h("p.note", null, t("ret_ages", { a: s.archive_after_days, d: s.delete_after_days })),
         h("p.ret-last", null, r ? t("ret_last", { ago: ago(r.ran_at, t), how: how.startsWith("trig_") ? r.trigger : how }) + ": " +
           t("ret_sum", { a: r.archived.length, r: r.restored.length, d: r.deleted.length }) : t("ret_none")),
-        r && r.counts ? h("p.note", null, t("ret_counts", { a: r.counts.active, b: r.counts.archived, p: r.counts.pinned })) : null,
+        h("p.note.ret-counts", null, t("ret_counts", sessionCounts(app))),
         items.length ? h("ul.list", null, items.map(([x, what]) => h("li", null, h("span.row-title", null, name(x)), h("span.row-meta", null, what)))) : null,
         waiting ? h("p.note", null, t("ret_waiting", { n: waiting })) : null,
-        view.next_run_at ? h("p.note", null, t("ret_next", { at: new Date(view.next_run_at).toLocaleString(document.documentElement.lang) })) : null]);
+        view.next_run_at ? h("p.note", null, t("ret_next", { at: dateTimeText(view.next_run_at) })) : null]);
     } catch (error) { box.replaceChildren(h("p.error", null, error.message)); }
   };
   run.addEventListener("click", async () => {

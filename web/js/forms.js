@@ -11,6 +11,7 @@ import { rt } from "./report.js";
 import { confirmBox, showError, toast } from "./ui.js";
 import { troubleNote, whyNoStart } from "./standing.js";
 import { MODES, defaultOptionLabel, modeName, startsIn } from "./modes.js";
+import { dateTimeText } from "./dates.js";
 
 // Claude Code's model names and aliases offered as a list ("" = the Mac's default); any other
 // model is typed in "Other".
@@ -158,7 +159,7 @@ async function loadPhones(list) {
     // Two phones of the same name are told apart by when they were paired and last used, and by
     // the end of their id.
     const names = phones.map((p) => p.name);
-    const when = (iso) => new Date(iso).toLocaleString(document.documentElement.lang, { dateStyle: "medium", timeStyle: "short" });
+    const when = dateTimeText;
     list.replaceChildren(...phones.map((p) => {
       const twin = names.filter((n) => n === p.name).length > 1;
       const revoke = h("button.small", { type: "button", disabled: p.revoked }, p.revoked ? t("revoked") : t("revoke"));

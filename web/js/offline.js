@@ -5,6 +5,7 @@ import { get, post } from "./api.js";
 import { h } from "./dom.js";
 import { getLang, t } from "./i18n.js";
 import { confirmBox, toast } from "./ui.js";
+import { dateTimeText } from "./dates.js";
 
 const TEXT = {
   en: {
@@ -36,7 +37,7 @@ export function seenAt(iso) {
   const lang = document.documentElement.lang || getLang();
   const time = when.toLocaleTimeString(lang, { hour: "2-digit", minute: "2-digit", hour12: false });
   const today = new Date().toDateString() === when.toDateString();
-  return today ? time : when.toLocaleDateString(lang, { month: "short", day: "numeric" }) + " " + time;
+  return today ? time : dateTimeText(iso);
 }
 
 /** The badge of a session whose Mac is offline ("State unknown since 21:04 (Mac offline)"). */

@@ -8,6 +8,7 @@ import { offlineLabel, stillNeedsYou } from "./offline.js";
 import { targetName } from "./move.js";
 import { contactLost, unknownLabel } from "./connection.js";
 import { placeTrouble } from "./standing.js";
+import { dayText } from "./dates.js";
 import { failureLine } from "./failure.js";
 
 const byOrder = (a, b) => a.position - b.position || String(a.created_at).localeCompare(String(b.created_at));
@@ -33,7 +34,7 @@ export function row(session, devices, found = false, withMac = false) {
   const label = state === "unknown" ? offlineLabel(devices.get(session.device_id)) : state === session.state ? stateLabel(session) : t("st_" + state);
   const title = session.title || folderName(session.cwd) || session.id.slice(0, 8);
   const device = devices.get(session.device_id);
-  const where = found ? [session.mac || (device && device.name) || session.device_id, shortPath(session.cwd), new Date(session.updated_at).toLocaleDateString(document.documentElement.lang)]
+  const where = found ? [session.mac || (device && device.name) || session.device_id, shortPath(session.cwd), dayText(session.updated_at)]
     : [withMac ? (device && device.name) || session.device_id : null, shortPath(session.cwd), ago(session.updated_at, t)].filter(Boolean);
   if (session.branch) where.push("⎇ " + session.branch);
   if (session.parent_id) where.push("↳ " + t("fork"));

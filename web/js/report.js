@@ -19,6 +19,7 @@ const LABELS = {
     full: "full", summary: "summary", fresh: "fresh", by_mac: "Per Mac", by_project: "Per project",
     none: "Nothing recorded in this period yet.", no_figure: "—",
     row: "{s} started · {r} resumed · {t} tokens re-read on resume",
+    hows: "reopened {reopen}, revived {revive}, moved {move}",
   },
   ko: {
     title: "리포트", period: "기간", d7: "7일", d30: "30일", d90: "90일",
@@ -32,6 +33,7 @@ const LABELS = {
     full: "전체", summary: "요약", fresh: "새로", by_mac: "Mac별", by_project: "프로젝트별",
     none: "이 기간에는 아직 기록이 없어요.", no_figure: "—",
     row: "시작 {s} · 재개 {r} · 재개 때 다시 읽은 토큰 {t}",
+    hows: "다시 열기 {reopen}, 되살리기 {revive}, 옮기기 {move}",
   },
 };
 
@@ -152,7 +154,10 @@ export class ReportView {
     const m = all.memory;
     const tiles = h("div.tiles", null,
       tile("started", count(all.sessions.started), ""),
-      tile("resumed", count(resumedOf(all)), rt("resume_rate", { p: pct(all.sessions.resume_rate) })),
+      tile("resumed", count(resumedOf(all)), [
+        all.sessions.resume_rate === null ? "" : rt("resume_rate", { p: pct(all.sessions.resume_rate) }),
+        resumedOf(all) ? rt("hows", d.starts_by_how || {}) : "",
+      ].filter(Boolean).join(" · ")),
       tile("reread", rereadText(all), rt("avoided", { n: count(avoided, true) })),
       tile("search", pct(all.search.success_rate), rt("search_of", { f: all.search.followed, n: all.search.searches })),
       tile("memory", count(m.accepted), rt("memory_of", { p: m.proposed, a: m.accepted, d: m.dismissed })),

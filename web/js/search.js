@@ -5,6 +5,7 @@ import { get, post } from "./api.js";
 import { h } from "./dom.js";
 import { t } from "./i18n.js";
 import { row } from "./overview.js";
+import { conversationSearch } from "./textsearch.js";
 
 function fill(select, options) {
   const keep = select.value;
@@ -17,7 +18,8 @@ export class SearchPanel {
   constructor(app, onActive) {
     this.app = app;
     this.onActive = onActive;
-    this.input = h("input", { type: "search", id: "search-q", placeholder: t("search_ph"), "aria-label": t("search"), autocomplete: "off", spellcheck: "false" });
+    // A text box, not type=search: the browser's own "×" would sit beside the page's clear button.
+    this.input = h("input", { type: "text", role: "searchbox", enterkeyhint: "search", id: "search-q", placeholder: t("search_ph"), "aria-label": t("search"), autocomplete: "off", spellcheck: "false" });
     this.state = fill(h("select"), ["starting", "idle", "busy", "waiting", "ended"].map((s) => [s, t("st_" + s)]));
     this.stage = fill(h("select"), [["active", t("stage_active")], ["archived", t("archived")]]);
     this.group = fill(h("select"), []);
@@ -93,6 +95,9 @@ export class SearchPanel {
       this.results.replaceChildren(...(params.has("device_id") || params.has("cwd")
         ? [part("here", t("here"), body.here, more.here), part("elsewhere", t("elsewhere"), body.elsewhere, more.elsewhere)]
         : [part("all", "", [...body.here, ...body.elsewhere], more.here || more.elsewhere)]));
+      // Nothing in titles, summaries, files…: the words may be in the messages themselves.
+      const words = params.get("q");
+      if (words.length >= 2 && !body.here.length && !body.elsewhere.length) this.results.append(conversationSearch(this.app, words));
     } catch (error) {
       if (error.name !== "AbortError") this.status.textContent = error.code === "unreachable" ? t("err_unreachable") : error.message;
     }

@@ -9,6 +9,7 @@ import { renderCard } from "./cards.js";
 import { Conversation } from "./conversation.js";
 import { ago, costText, folderName, h, shortPath } from "./dom.js";
 import { showAudit } from "./audit.js";
+import { attachPinning, dt, showDecisions } from "./decisions.js";
 import { memoryActions } from "./memory.js";
 import { showCost, showPolicy } from "./extras.js";
 import { stateLabel, t } from "./i18n.js";
@@ -49,6 +50,7 @@ export class SessionView {
     this.build();
     this.convo = new Conversation(this.list, { onAgent: (agent) => { location.hash = `#/s/${encodeURIComponent(id)}${readOnly ? "/read" : ""}/agent/${encodeURIComponent(agent)}`; },
       onFull: (seq) => get(`/api/sessions/${encodeURIComponent(id)}/events/${seq}/full`) });
+    attachPinning(this);
     this.start();
   }
 
@@ -394,6 +396,7 @@ export class SessionView {
 
   onSession(session) {
     this.snap = { ...(this.snap || {}), ...session };
+    if (this.snap.state !== "busy") this.showPreview(""); // the turn ended: nothing is being written
     this.renderMeta();
     this.refreshSnapshot();
   }
@@ -682,6 +685,7 @@ export class SessionView {
       { label: t("cost"), run: () => showCost(this.id) },
       { label: t("perms"), run: () => showPolicy(this.id, this.readOnly || this.archived()) },
       { label: t("audit"), run: () => showAudit(this.id) },
+      { label: dt("title"), run: () => showDecisions(this) },
     ]);
     if (this.readOnly) {
       groupedSheet(this.title(), [...looks, { label: t("leave_read_only"), group: "info", run: () => { location.hash = "#/s/" + encodeURIComponent(this.id); } }]);
@@ -712,6 +716,7 @@ export class SessionView {
       ...inGroup("arrange", [
         { label: t("rename"), run: async () => { const v = await promptBox(t("rename_label"), s.title || ""); if (v !== null && v.trim()) this.change({ title: v.trim() }); } },
         { label: t("reset_title"), run: () => this.change(null, () => del(`/api/sessions/${encodeURIComponent(this.id)}/title`)) },
+        { label: t("regen_title"), run: () => this.change(null, async () => { const r = await post(`/api/sessions/${encodeURIComponent(this.id)}/title/regenerate`); toast(t("regen_title_ok", { title: r.title })); return { title: r.title }; }) },
         { label: s.pinned ? t("unpin") : t("pin"), run: () => this.pin(!s.pinned) },
         { label: t("group"), run: async () => { const v = await promptBox(t("group_label"), s.group || ""); if (v !== null) this.change({ group: v.trim() }); } },
         { label: s.locked ? t("unlock") : t("lock"), run: () => this.change({ locked: !s.locked }) },

@@ -6,14 +6,14 @@ and is never proposed again, a dismissal takes it out again, and the fates are k
 from __future__ import annotations
 
 import stat
-import sys
-import types
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
 
+from relay.features import decisions
 from relay.ledger import Constraint, Decision, Ledger, Source
 from tests.support.api import error_of
 from tests.support.bridge import Bridge
@@ -161,13 +161,49 @@ def test_pins_and_remember_marks_come_from_the_decisions_feature(
         assert where == project and account_id == account.account_id
         return {sids[0]: frozenset({"e1.0"})}
 
-    seam = types.ModuleType("relay.features.decisions")
-    seam.ledger_for = ledger_for  # type: ignore[attr-defined]
-    seam.remembered = remembered  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "relay.features.decisions", seam)
+    monkeypatch.setattr(decisions, "ledger_for", ledger_for)
+    monkeypatch.setattr(decisions, "remembered", remembered)
     with phone_client(relay, account.phone_token) as phone:
         found = {c["text"]: c["rules"] for c in candidates(phone, project)}
     assert found == {
         "Never touch the billing folder": ["pinned_twice"],
         "Which database? → Postgres 16": ["remembered"],
     }
+
+
+def test_two_taps_at_once_both_end_up_in_the_file(
+    fake: Bridge, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Accepts of one project are written one at a time: neither overwrites the other's fact."""
+    fake.start_agent()
+    cwd = fake.folder("twice")
+    with fake.phone() as phone:
+        sid = start_session(phone, fake, cwd, prompt="hello", permission_mode="manual")
+        wait_state(phone, sid, "idle")
+        source = Source(seq=1, at=None)
+        marked = (
+            Decision("e1.0", "typed_answer", "Postgres 16", source, context="Which database?"),
+            Decision("e2.0", "typed_answer", "Tabs", source, context="Tabs or spaces?"),
+        )
+
+        async def ledger_for(state: object, session_id: str) -> Ledger:
+            return Ledger(decisions=marked)
+
+        async def remembered(
+            state: object, where: str, account_id: str
+        ) -> dict[str, frozenset[str]]:
+            return {sid: frozenset({"e1.0", "e2.0"})}
+
+        monkeypatch.setattr(decisions, "ledger_for", ledger_for)
+        monkeypatch.setattr(decisions, "remembered", remembered)
+        ids = [c["id"] for c in candidates(phone, cwd)]
+        assert len(ids) == 2
+        with ThreadPoolExecutor(2) as pool:
+            answers = list(
+                pool.map(
+                    lambda cid: phone.post(f"/api/memory/{cid}", json={"action": "accept"}), ids
+                )
+            )
+        assert [a.status_code for a in answers] == [200, 200]
+        text = (Path(cwd) / "CLAUDE.local.md").read_text()
+        assert "Which database? → Postgres 16" in text and "Tabs or spaces? → Tabs" in text

@@ -90,6 +90,7 @@ def test_starts_resumes_tokens_and_searches_are_reported(fake: Bridge) -> None:
         assert body["by_mac"][device]["sessions"]["started"] == 1
         assert body["by_project"][cwd]["sessions"]["resumed"]["full"] == 1
         assert body["macs"][device] == "e2e mac"
+        assert body["starts_by_how"] == {"new": 1, "reopen": 1, "revive": 0, "move": 0}
         assert sum(p["started"] for p in body["series"]) == 1
 
         # Searches: one with words and a result opened, one browse (not a search).
@@ -182,3 +183,27 @@ def test_the_scope_is_the_one_the_mac_reports_else_full() -> None:
     told = SessionInfo(session_id="s", state="starting", resume_scope="fresh")
     assert scope_of(told) == "fresh"
     assert scope_of(SessionInfo(session_id="s", state="starting")) == "full"
+
+
+def test_a_reopen_is_counted_by_the_scope_the_mac_used(fake: Bridge) -> None:
+    """The Mac tells the scope of each start (SessionInfo.resume_scope): a ``summary`` reopen
+    counts as a summary resume, not a full one."""
+    fake.start_agent()
+    cwd = fake.folder("scoped")
+    with fake.phone() as phone:
+        sid = start_session(phone, fake, cwd, prompt="hello scope", permission_mode="manual")
+        wait_state(phone, sid, "idle")
+        assert phone.post(f"/api/sessions/{sid}/end").status_code == 200
+        wait_state(phone, sid, "ended")
+        reopened = phone.post(f"/api/sessions/{sid}/reopen", json={"scope": "summary"})
+        assert reopened.status_code == 200, reopened.text
+        resumed = wait_for(
+            lambda: (
+                (r := report(phone)["by_project"].get(cwd))
+                and sum(r["sessions"]["resumed"].values())
+                and r["sessions"]["resumed"]
+            ),
+            15,
+            "the resume recorded",
+        )
+        assert resumed == {"full": 0, "summary": 1, "fresh": 0}

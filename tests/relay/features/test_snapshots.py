@@ -86,6 +86,11 @@ def test_a_turn_that_carried_a_decision_is_snapshotted_once(
             phone(relay, account) as client,
         ):
             await link.send_lines(session_id, "c1", lines_of("f_ask_question"), cwd=CWD)
+            # The person picked "fresh": the Mac keeps the handoff a fresh start types first.
+            chosen = await client.put(
+                f"/api/sessions/{session_id}/resume_scope", json={"scope": "fresh"}
+            )
+            assert chosen.status_code == 200, chosen.text
             await turn(link, session_id)
             found = await until(lambda: snapshots(client, session_id), "a snapshot event")
             assert len(found) == 1
@@ -102,8 +107,12 @@ def test_a_turn_that_carried_a_decision_is_snapshotted_once(
             await link.wait_for_seq(session_id, event["seq"])
             assert archived(link).last_seq(session_id) == event["seq"]
             # The handoff a fresh start would type, given to the Mac after the snapshot.
-            handoff = await until(lambda: _async(commands.handoffs()), "set_resume")
-            assert handoff[-1]["decisions"] == 1 and "Blue" in handoff[-1]["handoff"]
+            handoff = await until(
+                lambda: _async([h for h in commands.handoffs() if h.get("handoff")]),
+                "set_resume with the handoff",
+            )
+            assert handoff[-1]["scope"] == "fresh" and handoff[-1]["decisions"] == 1
+            assert "Blue" in handoff[-1]["handoff"]
             assert handoff[-1]["handoff"].startswith(HANDOFF_OPENING)
 
             # Another turn with no new decision: no snapshot.
@@ -119,6 +128,10 @@ def test_a_turn_that_carried_a_decision_is_snapshotted_once(
             assert made.status_code == 200
             await until(lambda: _async(len(commands.handoffs()) > before), "a new handoff")
             assert "Keep it blue" in commands.handoffs()[-1]["handoff"]
+            # The reopen card's fresh figure is that handoff's (relay/features/resume.py).
+            card = (await client.get(f"/api/sessions/{session_id}/reopen")).json()
+            assert card["scopes"]["fresh"]["decisions"] == 1
+            assert card["scopes"]["fresh"]["constraints"] == 1
 
             # The session ends: a snapshot "end", as the pin is new since the last one.
             await link.update(SessionInfo(session_id=session_id, state="ended"))
