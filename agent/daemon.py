@@ -42,6 +42,7 @@ from agent.archive import DiskArchive
 from agent.commands import CommandTable
 from agent.controls import Controls
 from agent.decisions import DecisionLog
+from agent.deskfiles import DeskCommands
 from agent.driver import SessionDriver
 from agent.errors import BatchRefused, NotLinked
 from agent.files import write_json, write_text
@@ -181,6 +182,7 @@ class Agent:
                 *permissions.handlers(),
                 *SessionFiles(self.sessions, options.claude_home).handlers(),
                 *MemoryFiles(self.sessions).handlers(),
+                *DeskCommands(self.sessions, options.claude_home).handlers(),
                 *self.moving.handlers(),
             ]
         )

@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 from typing import Any, Protocol
 
+from agent import deskfiles
 from agent import held as heldrules
 from agent import worktree as worktrees
 from agent.commands import Handler
@@ -48,7 +49,11 @@ class LifeHost(Protocol):
     def add(self, record: SessionRecord, *, reported: bool = True) -> None: ...
     def transcript_file(self, record: SessionRecord) -> Path: ...
     def copy_of(self, session_id: str, conversation_id: str) -> Path: ...
-    async def launch(self, record: SessionRecord, start: Start) -> SessionDriver: ...
+    async def launch(
+        self, record: SessionRecord, start: Start, choice: ResumeChoice | None = None
+    ) -> SessionDriver: ...
+    @property
+    def claude_home(self) -> Path: ...
     async def reopen(self, record: SessionRecord, choice: ResumeChoice | None = None) -> None: ...
     async def end(self, record: SessionRecord, *, resting: bool) -> None: ...
     async def forget(self, session_id: str) -> SessionRecord | None: ...
@@ -102,6 +107,10 @@ class SessionLife:
             raise CommandFailed("bad_folder", f"there is no folder {cwd!r} on this Mac")
         if sessions.get(session_id) is not None:
             raise CommandFailed("session_exists", f"session {session_id} already exists here")
+        if args.desk_conversation and (parent is not None or args.worktree):
+            raise CommandFailed(
+                "bad_args", "a conversation from the desk goes on in its own folder, not a fork's"
+            )
         if parent is not None and args.worktree:
             raise CommandFailed(
                 "bad_args",
@@ -130,11 +139,14 @@ class SessionLife:
         if args.allow_all:
             policy = dataclasses.replace(policy, allow_all=True)
         set_policy(record, policy)
+        start, choice = Start.NEW, None
+        if args.desk_conversation:
+            start, choice = await self._desk(record, args)
         if args.prompt is not None and pastetext.has_text(args.prompt):
             record.held.append(heldrules.new_message(args.prompt))  # typed once the prompt is up
         sessions.add(record)
         try:
-            rt = await sessions.launch(record, Start.NEW)
+            rt = await sessions.launch(record, start, choice)
         except BaseException:
             await sessions.forget(record.id)  # the relay keeps no trace of it either
             if made is not None:
@@ -150,6 +162,42 @@ class SessionLife:
             "worktree": record.worktree,
             "parent_id": record.parent_id,
         }
+
+    async def _desk(
+        self, record: SessionRecord, args: CreateSessionArgs
+    ) -> tuple[Start, ResumeChoice | None]:
+        """The session goes on with a conversation begun at the desk: resumed as its own (by the
+        scope given), or forked (``--resume … --fork-session``: its lines copied as the first
+        history). A conversation a claude runs now only as a fork or fresh: two processes on one
+        conversation corrupt it."""
+        cid = args.desk_conversation
+        assert cid is not None
+        home = self.sessions.claude_home
+        path = await asyncio.to_thread(deskfiles.find_transcript, home, cid)
+        if path is None:
+            raise CommandFailed(
+                "unknown_conversation", f"this Mac has no Claude Code conversation {cid}"
+            )
+        pid = await asyncio.to_thread(deskfiles.live_pid, home, cid)
+        if pid is not None and not args.desk_fork and args.resume_scope != "fresh":
+            raise CommandFailed(
+                "conversation_live",
+                f"a claude at the desk runs this conversation now (pid {pid}): two processes on "
+                "one conversation corrupt it. Continue it as a fork, or fresh from its decisions",
+            )
+        if args.desk_fork:
+            record.fork_conversation = cid
+            copy = self.sessions.copy_of(record.id, cid)
+            await asyncio.to_thread(copy_lines, path, copy)
+            record.fork_copy = str(copy)
+            return Start.NEW, None
+        record.conversation_id = cid
+        record.conversation_ids = [cid]
+        record.transcript_path = str(path)
+        scope = args.resume_scope or "full"
+        return Start.REOPEN, ResumeChoice(
+            scope=scope, handoff=args.handoff, decisions=args.decisions
+        )
 
     async def _fork(
         self, record: SessionRecord, parent: SessionRecord, *, keep_policy: bool

@@ -115,6 +115,11 @@ class Sessions:
             spawn=host.spawn,
         )
 
+    @property
+    def claude_home(self) -> Path:
+        """Where Claude Code keeps its transcripts and status files on this Mac."""
+        return self.setup.claude_home
+
     # -- the registry ----------------------------------------------------------------------
 
     def get(self, session_id: str) -> SessionRecord | None:

@@ -24,6 +24,7 @@ from relay.feature import Feature, close_all, schemas, start_all
 from relay.features import (
     audit,
     decisions,
+    desk,
     files,
     fulltext,
     grants,
@@ -259,6 +260,7 @@ FEATURES: tuple[Feature, ...] = (
     memory.FEATURE,  # memory candidates, written to a project's CLAUDE.md with a tap
     report.FEATURE,  # the usage report: starts, resumes, searches, memory, expiries
     resume.FEATURE,  # resume scopes and the reopen card's figures
+    desk.FEATURE,  # a Mac's Claude Code conversations, the desk's too
 )
 
 

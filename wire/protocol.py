@@ -514,6 +514,8 @@ CommandName = Literal[
     "save_attachment",
     "revoke_grant",
     "set_resume",
+    "list_conversations",
+    "read_conversation",
     # Moving a session to another Mac (relay/features/moves.py, agent/moving.py)
     "move_probe",
     "move_export",
@@ -529,6 +531,8 @@ CommandName = Literal[
 # Limits of a command's args (docs/protocol.md §9), checked by the agent: args outside them are
 # answered ``bad_args`` at once.
 MAX_MESSAGE_CHARS = 100_000  # a message's text; the relay's max_message_chars is at most this
+MAX_DECISIONS_COUNT = 1_000_000  # a handoff's count of decisions
+CONVERSATION_ID = r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$"  # Claude Code's
 MAX_MODEL_CHARS = 200
 MAX_CARD_KEY_CHARS = 32
 MAX_CARD_KEYS = 64
@@ -568,6 +572,13 @@ class CreateSessionArgs(ArgsModel):
     fork_of: str | None = Field(default=None, min_length=1, max_length=200)
     # A new git worktree on a new branch (agent/worktree.py): true, or the branch's name.
     worktree: bool | Annotated[str, Field(min_length=1, max_length=MAX_BRANCH_CHARS)] | None = None
+    # A conversation begun at the desk (list_conversations) that this session continues: its
+    # own (``--resume``, by ``resume_scope``), or a fork of it (``desk_fork``: a live one).
+    desk_conversation: str | None = Field(default=None, pattern=CONVERSATION_ID)
+    desk_fork: bool = False
+    resume_scope: ResumeScope | None = None
+    handoff: str | None = Field(default=None, max_length=MAX_MESSAGE_CHARS)
+    decisions: int | None = Field(default=None, ge=0, le=MAX_DECISIONS_COUNT)
 
 
 class SendArgs(ArgsModel):
@@ -610,9 +621,6 @@ class RestArgs(ArgsModel):
     name: ClassVar[CommandName] = "rest"
 
 
-MAX_DECISIONS_COUNT = 1_000_000
-
-
 class ReopenArgs(ArgsModel):
     """Start a stopped session again. ``scope``/``handoff``: this once, instead of the ones the
     session keeps (set_resume)."""
@@ -621,6 +629,29 @@ class ReopenArgs(ArgsModel):
     scope: ResumeScope | None = None
     handoff: str | None = Field(default=None, max_length=MAX_MESSAGE_CHARS)
     decisions: int | None = Field(default=None, ge=0, le=MAX_DECISIONS_COUNT)
+
+
+MAX_DESK_CONVERSATIONS = 500
+
+
+class ListConversationsArgs(ArgsModel):
+    """The Mac's Claude Code conversations, newest first, per folder (agent/desk.py): the ones
+    started at the desk too. Not about one session: the command's session id is empty."""
+
+    name: ClassVar[CommandName] = "list_conversations"
+    limit: int = Field(default=200, ge=1, le=MAX_DESK_CONVERSATIONS)
+
+
+MAX_READ_CONVERSATION_BYTES = 8 * 1024 * 1024
+
+
+class ReadConversationArgs(ArgsModel):
+    """One of the Mac's Claude Code conversations, read only: its last ``max_bytes`` of lines
+    (whole lines; the session id is empty)."""
+
+    name: ClassVar[CommandName] = "read_conversation"
+    conversation_id: str = Field(pattern=CONVERSATION_ID)
+    max_bytes: int = Field(default=2 * 1024 * 1024, ge=1024, le=MAX_READ_CONVERSATION_BYTES)
 
 
 class SetResumeArgs(ArgsModel):
@@ -888,6 +919,8 @@ CommandArgs = (
     | SaveAttachmentArgs
     | RevokeGrantArgs
     | SetResumeArgs
+    | ListConversationsArgs
+    | ReadConversationArgs
     | MoveProbeArgs
     | MoveExportArgs
     | MoveAcceptArgs

@@ -25,6 +25,7 @@ from wire.protocol import (
     GitDiffArgs,
     GitStatusArgs,
     InterruptArgs,
+    ListConversationsArgs,
     ListFilesArgs,
     MoveAcceptArgs,
     MoveExportArgs,
@@ -33,6 +34,7 @@ from wire.protocol import (
     MoveProbeArgs,
     MoveReadArgs,
     MoveWriteArgs,
+    ReadConversationArgs,
     ReadFileArgs,
     ReopenArgs,
     RestArgs,
@@ -117,6 +119,11 @@ EXAMPLES: list[tuple[CommandArgs, dict[str, Any]]] = [
     (
         ReopenArgs(scope="fresh", handoff="## Decisions", decisions=2),
         {"scope": "fresh", "handoff": "## Decisions", "decisions": 2},
+    ),
+    (ListConversationsArgs(limit=50), {"limit": 50}),
+    (
+        ReadConversationArgs(conversation_id="79a9d55d-5099-4f5b-bae6-c4e19f9a8f9e"),
+        {"conversation_id": "79a9d55d-5099-4f5b-bae6-c4e19f9a8f9e"},
     ),
     (
         SetResumeArgs(scope="summary", handoff=None, decisions=0),
