@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from playwright.sync_api import Browser, Page, Route
 
 from relay.app import WEB_DIR
-from relay.bundle import BundleError, bundle, evaluation_order, read_module
+from relay.bundle import BundleError, bundle, evaluation_order, read_module, split
 from relay.static import load
 
 HYPOTHESIS = settings(
@@ -41,14 +41,21 @@ def bundled_modules(text: str) -> list[str]:
 
 def test_every_module_of_the_page_is_bundled_after_its_imports() -> None:
     files = page_scripts()
-    app = bundle(files, "app.js")
+    made = split(files, "app.js")
+    app = made.main
     order = bundled_modules(app)
-    assert set(order) == {"app.js"} | {n for n in files if n.startswith("js/")}
-    assert order[-1] == "app.js" and len(order) == len(set(order))
-    for name in order:
-        for imported in read_module(name, files[name], files).imports:
-            assert order.index(imported.source) < order.index(name), (imported.source, name)
-    assert not re.search(r"^\s*(import|export)\b", app, re.M)  # nothing left to resolve
+    in_chunks = [bundled_modules(text) for text in made.chunks.values()]
+    everything = order + [name for names in in_chunks for name in names]
+    # every module in exactly one script: evaluated once, as in the browser
+    assert sorted(everything) == sorted({"app.js"} | {n for n in files if n.startswith("js/")})
+    assert order[-1] == "app.js"
+    for names in [order, *in_chunks]:
+        for name in names:
+            for imported in read_module(name, files[name], files).imports:
+                if imported.source in names:
+                    assert names.index(imported.source) < names.index(name), (imported, name)
+    assert not re.search(r"^\s*import\b", app, re.M)  # nothing left to resolve
+    assert not re.search(r"^\s*export\b(?! \{ __cb_module_\d)", app, re.M)
     pair = bundled_modules(bundle(files, "pair.js"))
     assert pair[-1] == "pair.js" and {"js/api.js", "js/i18n.js", "js/ui.js"} <= set(pair)
     # what the relay serves
@@ -61,17 +68,25 @@ def test_a_module_keeps_its_line_numbers_inside_the_bundle() -> None:
     """An error's line in the bundle is found in the file: a module's line k is k lines below
     its function's first line."""
     files = page_scripts()
-    lines = bundle(files, "app.js").splitlines()
-    for name in bundled_modules("\n".join(lines)):
-        first = lines.index(f"// ---- {name}") + 1  # the function's first line
-        in_import = False
-        for number, text in enumerate(files[name].splitlines(), start=1):
-            in_import = in_import or text.startswith("import")
-            if in_import:
-                assert lines[first + number] == "", (name, number)  # left blank
-                in_import = 'from "' not in text
-            else:
-                assert lines[first + number] == text.removeprefix("export "), (name, number)
+    made = split(files, "app.js")
+    for text in [made.main, *made.chunks.values()]:
+        lines = text.splitlines()
+        for name in bundled_modules(text):
+            assert_lines_kept(files, lines, name)
+
+
+def assert_lines_kept(files: dict[str, str], lines: list[str], name: str) -> None:
+    first = lines.index(f"// ---- {name}") + 1  # the function's first line
+    in_import = False
+    for number, text in enumerate(files[name].splitlines(), start=1):
+        in_import = in_import or text.startswith("import")
+        if in_import:
+            assert lines[first + number] == "", (name, number)  # left blank
+            in_import = 'from "' not in text
+        elif 'import("' in text:  # a lazy import: the same line, asking for the module's script
+            assert "__cb_module_" in lines[first + number], (name, number)
+        else:
+            assert lines[first + number] == text.removeprefix("export "), (name, number)
 
 
 @pytest.mark.parametrize(
@@ -89,7 +104,8 @@ def test_a_module_keeps_its_line_numbers_inside_the_bundle() -> None:
         ("export var a = 1;", "export the bundler does not take"),
         ("export const { a } = {};", "export the bundler does not take"),
         ("export const a = 1, b = 2;", "one name per export const"),
-        ('const m = await import("./a.js");', "is not bundled"),
+        ("const m = import(name);", "is not bundled"),
+        ('const m = import("./missing.js");', "names no file"),
         ("console.log(import.meta.url);", "is not bundled"),
         ('const answer = await fetch("/api/me");', "await at the module's level"),
         ('import { a } from "lodash";', "is not a relative path"),
