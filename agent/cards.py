@@ -748,8 +748,13 @@ class _Option:
     description: str = ""
 
 
+# What may stand left of an option's number: the cursor, or the arrow a dialog too tall for
+# its terminal draws on its first and last visible option ('↑ 2. [ ] Olives', 2.1.332 at 70x14)
+_OPTION_LEFT = ("", "❯", "↑", "↓")
+
+
 def _option_at(line: str, col: int) -> tuple[str, str] | None:
-    if len(line) <= col or line[:col].strip() not in ("", "❯"):
+    if len(line) <= col or line[:col].strip() not in _OPTION_LEFT:
         return None
     m = _OPTION_TAIL_RE.match(line, col)
     if not m:
@@ -904,7 +909,9 @@ def _collect_options(
             continue
         stripped = line.strip().removeprefix("❯").strip()
         if stripped in ("Submit", "Next") and _indent(line) <= col + 4:
-            submit_row = len(options) + 1
+            # the row after the option above it: options scrolled off the top count too
+            above = options[-1].key
+            submit_row = int(above) + 1 if above.isdigit() else len(options) + 1
             cursor_on_submit = line.strip().startswith("❯")
             continue
         current = options[-1]

@@ -488,7 +488,7 @@ class SessionDriver(Runtime):
             self.was_live = True
         if was_alive and not self.pane_alive:
             _log.info("session %s ended (its terminal is gone)", record.id)
-            if not self.was_live:
+            if not self.was_live and not record.ended_by_person:
                 # claude ended before its session was live (a login, a flag, a config): why, in
                 # its own words, stays on the session until a start works; its held messages
                 # stay held, and it is not revived (a message reopens it).

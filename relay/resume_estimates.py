@@ -29,7 +29,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import Any, Final
 
 from relay.convert import Conversion
@@ -167,24 +167,36 @@ def _post_compact_tokens(record: LineRecord, conversion: Conversion) -> int | No
 
 
 def track_usage(track: UsageTrack, lines: Iterable[tuple[LineRecord, Conversion]]) -> UsageTrack:
-    """``track`` after new lines of the session (a line observer's ``lines``)."""
+    """``track`` after new lines of the session (a line observer's ``lines``).
+
+    Runs for every batch a Mac sends: the figures are kept in locals and the track is made once
+    at the end (a ``replace`` per event would cost more than the rest of it)."""
+    first, first_prompt, last = track.first, track.first_prompt_tokens, track.last
+    compacted, pending = track.compacted, track.pending_prompt_tokens
     for record, conversion in lines:
         if not _main_line(conversion):
             continue
         for event in conversion.events:
             if event.kind is EventKind.USER and event.text:
-                track = replace(track, pending_prompt_tokens=estimate_tokens(event.text))
+                pending = estimate_tokens(event.text)
             elif event.kind is EventKind.MARKER and event.marker is MarkerKind.COMPACTED:
-                track = replace(track, compacted=_post_compact_tokens(record, conversion))
+                compacted = _post_compact_tokens(record, conversion)
         if conversion.facts.line_type != "assistant" or conversion.facts.model is None:
             continue  # Claude Code's synthetic answers (API errors) carry no real usage
         usage = AnswerUsage.of(conversion.facts.usage)
         if usage is None:
             continue
-        if track.first is None:
-            track = replace(track, first=usage, first_prompt_tokens=track.pending_prompt_tokens)
-        track = replace(track, last=usage)
-    return track
+        if first is None:
+            first, first_prompt = usage, pending
+        last = usage
+    after = UsageTrack(
+        first=first,
+        first_prompt_tokens=first_prompt,
+        last=last,
+        compacted=compacted,
+        pending_prompt_tokens=pending,
+    )
+    return track if after == track else after
 
 
 @dataclass(frozen=True, slots=True)

@@ -111,6 +111,16 @@ class TaskTracker:
         """The list in Claude Code's order (creation, or as TaskList / TodoWrite gave it)."""
         return tuple(self._tasks.values())
 
+    def seed(self, tasks: Iterable[Task]) -> None:
+        """Start from a list kept earlier (the relay's, across a restart): each task with a
+        known status, at most ``MAX_TASKS``; the tool uses still awaited are not known."""
+        self._tasks = {}
+        for task in tasks:
+            if len(self._tasks) >= MAX_TASKS:
+                break
+            if task.status in STATUSES and task.id and task.id not in self._tasks:
+                self._tasks[task.id] = task
+
     def feed(self, line: Mapping[str, Any]) -> bool:
         """Read one transcript line (parsed); True when the list changed."""
         if not isinstance(line, Mapping) or line.get("isSidechain") is True:

@@ -4,7 +4,7 @@
     POST   /api/sessions/{id}/constraints            pin {"text"} or {"seq"[, "text"]}
     PATCH  /api/sessions/{id}/constraints/{cid}      edit {"text"}
     DELETE /api/sessions/{id}/constraints/{cid}      remove
-    POST   /api/sessions/{id}/remember               mark {"decision_id"} or {"seq"} "remember"
+    POST   /api/sessions/{id}/remember               mark {"decision_id"}, {"seq"} or {"text"}
     DELETE /api/sessions/{id}/remember/{decision_id} unmark
 
 The ledger is built by relay/ledger_rules.py ``build_ledger`` over the session's stored events,
@@ -41,6 +41,7 @@ from fastapi import APIRouter, Depends
 from pydantic import Field, model_validator
 
 from relay.db import Connection, database_errors
+from relay.db.migrations import add_column
 from relay.deps import Body, Phone, State, refuse_read_only, session_or_404
 from relay.errors import BadRequest, Conflict, NotFound
 from relay.feature import Feature
@@ -65,8 +66,10 @@ from relay.snapshot import Snapshot, take_snapshot
 from relay.state import RelayState, iso
 from relay.store import NewLines, Session
 from relay.store import sessions as session_rows
+from relay.store.ingest import is_claude_conversation
 from wire.protocol import MAX_SEQ, EventKind, NumberedEvent
 from wire.tasklist import TASK_TOOLS, TaskTracker
+from wire.tasklist import Task as TrackedTask
 
 __all__ = [
     "CONSTRAINTS_MAX",
@@ -95,6 +98,7 @@ REMEMBERED_MAX: Final = 500  # decisions marked "remember" per session
 AUDIT_ROWS_READ: Final = 1000  # the newest phone answers read for rules
 TRACKERS_KEPT: Final = 500  # conversations whose task list is followed in memory
 ID_BYTES: Final = 6
+OPEN_OR_DONE: Final = frozenset({"pending", "in_progress", "completed"})
 # Events a pin may be taken from: the person's messages and Claude's lines.
 PINNABLE: Final = frozenset({EventKind.USER, EventKind.ASSISTANT})
 _TASK_MARKS: Final = tuple(f'"{name}"' for name in sorted(TASK_TOOLS))
@@ -131,7 +135,8 @@ TABLES: Final = (
         mode TEXT,
         tasks TEXT,
         tasks_seq INTEGER,
-        tasks_at TEXT
+        tasks_at TEXT,
+        tasks_conversation TEXT
     )""",
 )
 
@@ -140,6 +145,7 @@ def setup(conn: Connection) -> None:
     """The feature's tables (safe to run again)."""
     for sql in TABLES:
         conn.execute(sql)
+    add_column(conn, "ledger_facts", "tasks_conversation", "TEXT")
 
 
 setup.schema_version = 1  # type: ignore[attr-defined]
@@ -196,10 +202,12 @@ class LineReader:
     def _read(self, conn: Connection, new: NewLines) -> None:
         anchors = _anchors(new)
         row = conn.execute(
-            "SELECT mode FROM ledger_facts WHERE session_id = ?", (new.session_id,)
+            "SELECT mode, tasks, tasks_conversation FROM ledger_facts WHERE session_id = ?",
+            (new.session_id,),
         ).fetchone()
         had_row = row is not None
         previous = row[0] if row else None
+        kept_tasks = (row[1], row[2]) if row else (None, None)
         observed = [
             (
                 f"{new.conversation_id[:80]}:{record.offset}",
@@ -215,7 +223,7 @@ class LineReader:
             " VALUES (?, ?, ?, ?, ?)",
             [(new.session_id, c.id, c.mode, c.source.seq, c.source.at) for c in changes],
         )
-        tasks = self._tasks(new, anchors)
+        tasks = self._tasks(new, anchors, kept_tasks)
         if not had_row:
             conn.execute(
                 "INSERT OR IGNORE INTO ledger_facts (session_id) VALUES (?)", (new.session_id,)
@@ -227,17 +235,38 @@ class LineReader:
         if tasks is not None:
             listed, source = tasks
             conn.execute(
-                "UPDATE ledger_facts SET tasks = ?, tasks_seq = ?, tasks_at = ?"
-                " WHERE session_id = ?",
-                (json.dumps(listed, ensure_ascii=False), source.seq, source.at, new.session_id),
+                "UPDATE ledger_facts SET tasks = ?, tasks_seq = ?, tasks_at = ?,"
+                " tasks_conversation = ? WHERE session_id = ?",
+                (
+                    json.dumps(listed, ensure_ascii=False),
+                    source.seq,
+                    source.at,
+                    new.conversation_id,
+                    new.session_id,
+                ),
             )
 
     def _tasks(
-        self, new: NewLines, anchors: Sequence[_LineSeqs]
+        self,
+        new: NewLines,
+        anchors: Sequence[_LineSeqs],
+        kept: tuple[str | None, str | None],
     ) -> tuple[list[dict[str, str]], Source] | None:
+        """The task list after the batch, when it changed. A new conversation of Claude Code's
+        (``/clear``, a fresh start) has a list of its own: the kept one ends with its first
+        lines. A tracker the relay lost (a restart) starts from the list it kept."""
         key = (new.session_id, new.conversation_id)
         tracker = self.trackers.get(key)
         changed_at: Source | None = None
+        kept_list, kept_conversation = kept
+        main = is_claude_conversation(new.conversation_id)
+        if main and kept_list and kept_conversation and kept_conversation != new.conversation_id:
+            tracker = self.trackers[key] = TaskTracker()  # a new conversation: a list of its own
+            first = anchors[0] if anchors else _LineSeqs(None, None)
+            changed_at = Source(first.seq, first.at)
+        elif tracker is None and kept_list and kept_conversation == new.conversation_id:
+            tracker = self.trackers[key] = TaskTracker()
+            tracker.seed(_stored_tasks(kept_list))
         for (record, conversion), anchor in zip(new.lines, anchors, strict=True):
             uses = any(mark in record.text for mark in _TASK_MARKS)
             if not uses and (tracker is None or _RESULT_MARK not in record.text):
@@ -286,6 +315,21 @@ def _rules(rows: Sequence[Sequence[Any]], events: Sequence[NumberedEvent]) -> li
         rule = rule_from_card(str(row_id), labels, tool, summary, source)
         if rule is not None:
             found.append(rule)
+    return found
+
+
+def _stored_tasks(text: str) -> list[TrackedTask]:
+    """The task list as ``ledger_facts.tasks`` keeps it, for a tracker to start from."""
+    try:
+        items = json.loads(text)
+    except ValueError:
+        return []
+    found = []
+    for item in items if isinstance(items, list) else []:
+        if isinstance(item, dict) and item.get("status") in OPEN_OR_DONE:
+            found.append(
+                TrackedTask(str(item.get("id", "")), str(item.get("subject", "")), item["status"])
+            )
     return found
 
 
@@ -526,8 +570,11 @@ class EditBody(Body):
 
 
 class RememberBody(Body):
+    """Which decision: its ``decision_id``, the ``seq`` of its event, or its ``text`` as listed."""
+
     decision_id: str | None = Field(default=None, min_length=1, max_length=64)
     seq: int | None = Field(default=None, ge=1, le=MAX_SEQ)
+    text: str | None = Field(default=None, min_length=1, max_length=ENTRY_MAX_CHARS)
 
 
 def _new_id() -> str:
@@ -692,9 +739,12 @@ async def remember(
         for d in built.ledger.decisions
         if (body.decision_id is not None and d.id == body.decision_id)
         or (body.seq is not None and d.source.seq == body.seq)
+        or (body.text is not None and d.text == body.text.strip())
     ]
-    if body.decision_id is None and body.seq is None:
-        raise BadRequest("give the decision_id (or the seq) of the decision", code="bad_request")
+    if body.decision_id is None and body.seq is None and body.text is None:
+        raise BadRequest(
+            "give the decision_id, the seq or the text of the decision", code="bad_request"
+        )
     if not chosen:
         raise NotFound("no such decision in this session's ledger", code="unknown_decision")
     now = time.time()

@@ -1073,3 +1073,28 @@ def test_an_unknown_dialog_becomes_a_card_from_its_footer_keys() -> None:
         assert keys_for(card, "BTab") == [["BTab"]]
         with pytest.raises(ValueError):
             keys_for(card, "1")
+
+
+# The same dialog at more terminal sizes (real 2.1.332): always the question card, whose Submit
+# row is the one after option 4 even when the dialog scrolled options off its top (70x14).
+MORE_SIZES = [
+    *(
+        f"{V332}/21_ask_one_multi_cursor_on_submit_{size}"
+        for size in ("120x40", "40x24", "220x60", "70x14")
+    ),
+    *(f"{V332}/22_ask2_q2_toggled_cursor_on_submit_{size}" for size in ("100x16", "160x50")),
+]
+
+
+@pytest.mark.parametrize("name", MORE_SIZES)
+@pytest.mark.parametrize("twin", ["plain", "ansi"])
+def test_the_cursor_on_submit_is_the_question_card_at_any_size(name: str, twin: str) -> None:
+    c = card(name, twin)
+    assert (c.kind, c.multi_select, c.on_submit, c.selected) == ("question", True, True, None)
+    assert c.submit_row == 5 and c.free_text_key == "4"
+    keys = [o.key for o in c.options]
+    scrolled = name.endswith("70x14")  # '↑ 2. [ ] Olives': option 1 is above the screen
+    assert keys == (["2", "3", "4", "5"] if scrolled else ["1", "2", "3", "4", "5"])
+    # the keys leave the Submit row before any digit (digits do nothing there)
+    first_digit = next(i for i, group in enumerate(keys_for(c, ["3"])) if group[0].isdigit())
+    assert keys_for(c, ["3"])[:first_digit] == [["Up"]] * 4

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+from itertools import pairwise
 from pathlib import Path
 
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from relay.convert import Conversion
 from relay.resume_estimates import (
     SUMMARY_TOKENS_GUESS,
     AnswerUsage,
@@ -17,6 +19,7 @@ from relay.resume_estimates import (
     track_usage,
 )
 from tests.support.transcripts import CLAUDE_332, converted, lines_of, transcript
+from wire.protocol import LineRecord
 
 PROPERTIES = settings(max_examples=200, derandomize=True, database=None, deadline=None)
 CHOOSER = CLAUDE_332 / "resume_chooser"
@@ -116,3 +119,29 @@ def test_summary_never_costs_more_than_full_and_fresh_is_the_fixed_part_and_the_
         if compacted is None and figures.fixed is not None and figures.full >= figures.fixed:
             assert figures.summary <= figures.fixed + SUMMARY_TOKENS_GUESS
     assert figures.fresh == (figures.fixed or 0) + handoff
+
+
+def _one_line_at_a_time(
+    track: UsageTrack, lines: list[tuple[LineRecord, Conversion]]
+) -> UsageTrack:
+    for line in lines:
+        track = track_usage(track, [line])
+    return track
+
+
+@PROPERTIES
+@given(cuts=st.lists(st.integers(min_value=0, max_value=400), max_size=6))
+def test_a_batch_tracks_what_its_lines_one_by_one_would(cuts: list[int]) -> None:
+    lines = converted(
+        lines_of(
+            CLAUDE_332 / "summary_resume" / "79a9d55d-5099-4f5b-bae6-c4e19f9a8f9e.jsonl",
+            transcript("m_subagent"),
+        )
+    )
+    bounds = sorted({0, len(lines), *(min(c, len(lines)) for c in cuts)})
+    track = UsageTrack()
+    for start, end in pairwise(bounds):
+        track = track_usage(track, lines[start:end])
+    assert track == _one_line_at_a_time(UsageTrack(), lines)
+    assert track.compacted == 2901 and track.first is not None
+    assert track_usage(track, []) is track  # nothing new: the same track

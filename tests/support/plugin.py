@@ -51,6 +51,8 @@ BACKEND_MODULES = frozenset(
         # the features' APIs (relay/features/)
         "relay/features/test_outbox.py",
         "relay/features/test_decisions.py",
+        "relay/features/test_snapshots.py",
+        "relay/features/test_title_convention.py",
         "relay/features/test_search.py",
         "relay/features/test_subagents.py",
         "relay/features/test_audit.py",

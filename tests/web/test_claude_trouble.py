@@ -95,7 +95,7 @@ def test_a_start_failure_shows_on_the_session_and_in_the_list(
     page = phone.login(account).open("/")
     row = page.locator(f".session-row[data-id='{sid}']")
     expect(row.locator(".row-failure")).to_have_text(
-        "Claude Code could not start: Invalid API key · Please run /login"
+        "Did not start: Invalid API key · Please run /login"
     )
     phone.shot("22-01-list-start-failure")
 

@@ -36,7 +36,7 @@ def test_the_menu_is_grouped_with_ending_last_and_apart(
         return parts[start:end]
 
     assert group("Work")[:2] == ["Change mode", "Change model"], parts
-    assert {"Files", "Changes", "Fork"} <= set(group("Work")), parts
+    assert {"Files", "Changes", "Decisions", "Fork"} <= set(group("Work")), parts
     assert group("Information")[0] == "Cost and usage" and len(group("Information")) == 4, parts
     assert group("Arrange")[0] == "Rename" and "Lock" in group("Arrange"), parts
     assert group("Stop or remove") == ["note", "Rest", "End", "Delete"], parts

@@ -480,7 +480,9 @@ def test_read_only_view_marks_every_request_and_cannot_send(
     page.locator("dialog").get_by_role("button", name="Cancel").click()
     page.get_by_role("button", name="Session actions").click()
     sheet = page.locator("dialog .sheet-item").all_inner_texts()
-    assert sheet == ["Cost and usage", "Permissions", "Audit log", "Open normally"], sheet
+    assert sheet == ["Decisions", "Cost and usage", "Permissions", "Audit log", "Open normally"], (
+        sheet
+    )
     page.locator("dialog .sheet-cancel").click()
     phone.shot("25-read-only")
 

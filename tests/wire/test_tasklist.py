@@ -171,3 +171,18 @@ def test_any_lines_give_a_well_formed_list(lines: list[Any]) -> None:
     for t in tasks:
         assert t.status in ("pending", "in_progress", "completed")
         assert t.id and t.subject
+
+
+def test_a_tracker_seeded_with_a_kept_list_goes_on_from_it() -> None:
+    tracker = TaskTracker()
+    kept = [Task("1", "Write the parser", "in_progress"), Task("2", "Update the docs", "pending")]
+    tracker.seed([*kept, Task("1", "a repeat", "pending"), Task("3", "odd", "deleted")])  # type: ignore[arg-type]
+    assert tracker.tasks == tuple(kept)
+    use = {"type": "tool_use", "id": "u1", "name": "TaskUpdate"}
+    use["input"] = {"taskId": "1", "status": "completed"}  # type: ignore[assignment]
+    tracker.feed({"type": "assistant", "message": {"content": [use]}})
+    result = {"type": "tool_result", "tool_use_id": "u1", "content": "Updated task #1 status"}
+    assert tracker.feed({"type": "user", "message": {"content": [result]}})
+    assert [(t.id, t.status) for t in tracker.tasks] == [("1", "completed"), ("2", "pending")]
+    tracker.seed([Task(str(n), f"t{n}", "pending") for n in range(MAX_TASKS + 5)])
+    assert len(tracker.tasks) == MAX_TASKS

@@ -685,10 +685,11 @@ export class SessionView {
       { label: t("cost"), run: () => showCost(this.id) },
       { label: t("perms"), run: () => showPolicy(this.id, this.readOnly || this.archived()) },
       { label: t("audit"), run: () => showAudit(this.id) },
-      { label: dt("title"), run: () => showDecisions(this) },
     ]);
+    // The decisions ledger is an everyday entry (issue 22): with files and changes.
+    const decisions = { label: dt("title"), group: "everyday", run: () => showDecisions(this) };
     if (this.readOnly) {
-      groupedSheet(this.title(), [...looks, { label: t("leave_read_only"), group: "info", run: () => { location.hash = "#/s/" + encodeURIComponent(this.id); } }]);
+      groupedSheet(this.title(), [decisions, ...looks, { label: t("leave_read_only"), group: "info", run: () => { location.hash = "#/s/" + encodeURIComponent(this.id); } }]);
       return;
     }
     const archived = this.archived();
@@ -707,6 +708,7 @@ export class SessionView {
         })),
         ...(archived ? [] : [scopeAction({ ...s, id: this.id }, (snap) => { this.snap = { ...this.snap, ...snap }; })]),
         ...filesActions(this.id),
+        decisions,
         ...memoryActions(s.cwd),
         !archived ? { label: t("fork"), run: () => this.fork() } : null,
         move || null,

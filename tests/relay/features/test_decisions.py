@@ -13,11 +13,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from relay.features.decisions import CONSTRAINTS_MAX, ledger_for, remembered
+from relay.features.decisions import CONSTRAINTS_MAX, Decisions, ledger_for, remembered
 from relay.features.memory import project_ledgers
 from relay.ledger_rules import ENTRY_MAX_CHARS
 from tests.support.relay import Account, RelayServer, mac, phone_client
-from tests.support.transcripts import CLAUDE_332, transcript
+from tests.support.transcripts import CLAUDE_332, tool_result_line, tool_use_line, transcript
 from wire.protocol import Card, HeldMessage, LineRecord, SessionInfo
 from wire.transcript import read_lines
 
@@ -169,6 +169,9 @@ def test_remembered_decisions_feed_the_projects_memory(
         url = f"/api/sessions/{session_id}/remember"
         marked = client.post(url, json={"decision_id": answer["id"]})
         assert marked.status_code == 200 and marked.json()["remembered"] == [answer["id"]]
+        by_text = client.post(url, json={"text": "MAKE_PLAN again"})
+        assert by_text.status_code == 200 and len(by_text.json()["remembered"]) == 1
+        client.delete(f"{url}/{by_text.json()['remembered'][0]}")
         unknown = client.post(url, json={"decision_id": "e99999.0"})
         assert unknown.status_code == 404 and unknown.json()["error"]["code"] == "unknown_decision"
         again = next(
@@ -242,3 +245,49 @@ def test_any_typed_constraint_is_kept_as_typed_trimmed(
         made = client.post(f"/api/sessions/{session_id}/constraints", json={"text": text})
         assert made.status_code == 200, made.text
         assert get_ledger(client, session_id)["constraints"][0]["text"] == text.strip()
+
+
+def task_lines() -> tuple[list[LineRecord], list[LineRecord]]:
+    """Two tasks made (as 2.1.332 writes TaskCreate and its result), then the first one done."""
+    made = [
+        tool_use_line("TaskCreate", {"subject": "Write the parser"}, "toolu_t1"),
+        tool_result_line("toolu_t1", "Task #1 created successfully: Write the parser"),
+        tool_use_line("TaskCreate", {"subject": "Update the docs"}, "toolu_t2"),
+        tool_result_line("toolu_t2", "Task #2 created successfully: Update the docs"),
+    ]
+    done = [
+        tool_use_line("TaskUpdate", {"taskId": "1", "status": "completed"}, "toolu_t3"),
+        tool_result_line("toolu_t3", "Updated task #1 status"),
+    ]
+    records = [LineRecord(offset=n * 100, text=text) for n, text in enumerate(made + done)]
+    return records[: len(made)], records[len(made) :]
+
+
+def test_the_task_list_survives_a_restart_and_ends_with_its_conversation(
+    relay: RelayServer, account: Account
+) -> None:
+    session_id = str(uuid.uuid4())
+    before, after = task_lines()
+    part = relay.state.part(Decisions)
+    assert part is not None
+
+    async def run() -> None:
+        async with mac(relay, account.device_token) as link:
+            await link.send_lines(session_id, "c-tasks", before, cwd=CWD)
+            part.reader.trackers.clear()  # what a restarted relay holds in memory: nothing
+            await link.send_lines(session_id, "c-tasks", after, cwd=CWD)
+
+    asyncio.run(run())
+    with phone_client(relay, account.phone_token) as client:
+        tasks = [
+            (o["text"], o["status"], o["ref"])
+            for o in get_ledger(client, session_id)["open_items"]
+            if o["kind"] == "task"
+        ]
+        # The update after the restart applied to the list kept before it.
+        assert tasks == [("Update the docs", "pending", "2")]
+
+    # /clear (or a fresh start): Claude Code's next conversation keeps a list of its own.
+    push(relay, account, session_id, transcript("b_idle"))
+    with phone_client(relay, account.phone_token) as client:
+        assert get_ledger(client, session_id)["open_items"] == []

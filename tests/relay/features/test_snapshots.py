@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 
 from relay.features.snapshots import EVENT_INPUT_MAX_BYTES, event_input
 from relay.ledger import Decision, Ledger, Source
@@ -223,6 +224,10 @@ def test_an_index_made_before_decisions_gets_the_field_and_keeps_its_files(
     make_relay: Callable[..., RelayServer],
 ) -> None:
     first = make_relay()
+    if first.state.store.path is None:
+        pytest.skip(
+            "an FTS5 index made before decisions exists on SQLite only (PostgreSQL adds the column)"
+        )
     account = first.account("old")
     session_id = str(uuid.uuid4())
 

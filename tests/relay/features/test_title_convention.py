@@ -114,7 +114,8 @@ def test_a_changed_format_applies_to_stored_sessions_and_a_bad_one_is_refused(
     push(first, account, sid, prompt("Refactor the session store and its callers"))
     data_dir = Path(first.config.str("data_dir"))
     first.stop()
-    again = RelayServer(data_dir, title_format="[{folder}] {title}").start()
+    store = first.config.str("database_url")  # the same store again, on either backend
+    again = RelayServer(data_dir, database_url=store, title_format="[{folder}] {title}").start()
     try:
         with phone_client(again, account.phone_token) as client:
             assert title(client, sid) == "[shop] Refactor the session store and its callers"
