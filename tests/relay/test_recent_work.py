@@ -4,7 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from relay.recent_work import HANDOFF_OPENING, Exchange, files_touched, last_exchange
+from relay.recent_work import (
+    HANDOFF_OPENING,
+    Exchange,
+    files_touched,
+    is_handoff,
+    last_exchange,
+)
 from tests.support.transcripts import (
     assistant_line,
     prompt_line,
@@ -65,6 +71,18 @@ def test_a_handoff_prompt_is_left_out_of_the_exchange() -> None:
     assert [(p.role, p.text) for p in last_exchange(events).pieces] == [
         ("claude", "Read the handoff; ready.")
     ]
+
+
+def test_a_handoff_claude_code_wrapped_as_pasted_content_is_left_out_too() -> None:
+    # As the real 2.1.332 writes a long paste (seen in tests/e2e/test_resume_scope.py).
+    wrapped = (
+        f'\n\n<pasted_content id="3dd1">\n{HANDOFF_OPENING}\n## Decisions\n- answered: Blue'
+        '\n</pasted_content id="3dd1">\n'
+    )
+    events = stored_events(prompt_line(wrapped), assistant_line("Ready."))
+    assert [(p.role, p.text) for p in last_exchange(events).pieces] == [("claude", "Ready.")]
+    assert is_handoff(wrapped) and is_handoff(HANDOFF_OPENING)
+    assert not is_handoff('<pasted_content id="1">\nplease review this') and not is_handoff("")
 
 
 @pytest.mark.parametrize(
