@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from relay.recent_work import (
     HANDOFF_OPENING,
@@ -92,3 +94,16 @@ def test_a_handoff_claude_code_wrapped_as_pasted_content_is_left_out_too() -> No
 def test_a_stored_exchange_that_is_not_one_is_refused(data: object) -> None:
     with pytest.raises(ValueError):
         Exchange.from_json(data)
+
+
+@settings(max_examples=200, derandomize=True, database=None, deadline=None)
+@given(st.text(max_size=200), st.text(alphabet="0123456789abcdef", min_size=1, max_size=8))
+def test_a_handoff_is_known_with_or_without_the_wrapper_and_nothing_else_is(
+    rest: str, paste_id: str
+) -> None:
+    typed = HANDOFF_OPENING + rest
+    wrapped = f'\n\n<pasted_content id="{paste_id}">\n{typed}\n</pasted_content id="{paste_id}">\n'
+    assert is_handoff(typed) and is_handoff(wrapped)
+    assert (
+        is_handoff(rest) == rest.lstrip().startswith(HANDOFF_OPENING) or "<pasted_content" in rest
+    )
