@@ -87,7 +87,7 @@ class Snapshot:
     through_seq: int
 
     def summary(self) -> str:
-        """The snapshot event's one line, e.g. ``📸 Snapshot at compaction: 3 decisions, 1
+        """The snapshot event's one line, e.g. ``Snapshot at compaction: 3 decisions, 1
         constraint, 2 open items``."""
         why = " and ".join(_REASON_WORDS.get(r, r) for r in self.reasons) or "a request"
         counts = ", ".join(
@@ -98,7 +98,7 @@ class Snapshot:
                 (len(self.ledger.open_items), "open item"),
             )
         )
-        return f"📸 Snapshot at {why}: {counts}"
+        return f"Snapshot at {why}: {counts}"
 
     def to_json(self) -> dict[str, Any]:
         return {

@@ -60,7 +60,7 @@ def test_a_snapshot_keeps_what_aged_out_and_reads_back() -> None:
     assert base.files and base.exchange.pieces and base.through_seq == first[-1].seq
     stored = json.loads(json.dumps(base.to_json()))
     assert Snapshot.from_json(stored) == base
-    assert base.summary() == "📸 Snapshot at a decision: 1 decision, 1 constraint, 0 open items"
+    assert base.summary() == "Snapshot at a decision: 1 decision, 1 constraint, 0 open items"
 
     # Later events, numbered on; the earlier ones have aged out of the window.
     later_lines = lines_of(transcript("l_model"))

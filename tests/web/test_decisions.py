@@ -115,7 +115,7 @@ def test_decisions_panel_pins_and_remembers(
     wait_for(snapshot_stored, what="the snapshot event")
     snapshot = page.locator("details.ev.snapshot")
     expect(snapshot).to_have_count(1)
-    expect(snapshot.locator("summary")).to_contain_text("📸 Snapshot at a decision")
+    expect(snapshot.locator("summary")).to_contain_text("Snapshot at a decision")
     expect(snapshot.locator(".snap-list")).to_be_hidden()
     snapshot.locator("summary").click()
     expect(snapshot.locator(".snap-list")).to_contain_text("Never deploy on Fridays")

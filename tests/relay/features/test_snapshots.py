@@ -98,7 +98,7 @@ def test_a_turn_that_carried_a_decision_is_snapshotted_once(
             event = found[0]
             assert (
                 event["text"]
-                == "📸 Snapshot at a decision: 1 decision, 0 constraints, 0 open items"
+                == "Snapshot at a decision: 1 decision, 0 constraints, 0 open items"
             )
             snap = event["input"]
             assert snap["reasons"] == ["decision"] and snap["complete"] is True
@@ -167,7 +167,7 @@ def test_compaction_and_clear_are_snapshotted(relay: RelayServer, account: Accou
             found = await until(lambda: _more(client, session_id, 1), "two snapshot events")
             assert [event["input"]["reasons"] for event in found] == [["compaction"], ["clear"]]
             for event in found:
-                assert event["text"].startswith("📸 Snapshot at ")
+                assert event["text"].startswith("Snapshot at ")
             # The ledger's decisions survive in the latest snapshot, read as the base.
             ledger = (await client.get(f"/api/sessions/{session_id}/decisions")).json()
             assert ledger["through_seq"] >= found[-1]["input"]["through_seq"]
