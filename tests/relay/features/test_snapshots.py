@@ -97,8 +97,7 @@ def test_a_turn_that_carried_a_decision_is_snapshotted_once(
             assert len(found) == 1
             event = found[0]
             assert (
-                event["text"]
-                == "Snapshot at a decision: 1 decision, 0 constraints, 0 open items"
+                event["text"] == "Snapshot at a decision: 1 decision, 0 constraints, 0 open items"
             )
             snap = event["input"]
             assert snap["reasons"] == ["decision"] and snap["complete"] is True
