@@ -214,6 +214,12 @@ class App {
         this.sub = new MemoryView(this, parts[1]);
         this.show("memory", this.sub.el, this.sub.title());
       });
+    } else if (parts[0] === "desk" && parts[1]) {
+      this.backTo = parts[2] ? "#/desk/" + encodeURIComponent(parts[1]) : "#/settings";
+      this.lazily(() => import("./js/desk.js"), ({ DeskView }) => {
+        this.sub = new DeskView(this, parts[1], parts[2]);
+        this.show("desk", this.sub.el, this.sub.title());
+      });
     } else if (parts[0] === "report") {
       this.backTo = "#/settings";
       this.lazily(() => import("./js/report.js"), ({ ReportView }) => {

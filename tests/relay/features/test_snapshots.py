@@ -15,7 +15,7 @@ from typing import Any
 import httpx
 import pytest
 
-from relay.features.snapshots import EVENT_INPUT_MAX_BYTES, event_input
+from relay.features.snapshots import EVENT_INPUT_MAX_BYTES, event_input, session_ended
 from relay.ledger import Decision, Ledger, Source
 from relay.recent_work import HANDOFF_OPENING, Exchange
 from relay.snapshot import Snapshot
@@ -264,3 +264,16 @@ def test_an_index_made_before_decisions_gets_the_field_and_keeps_its_files(
         asyncio.run(check())
     finally:
         again.stop()
+
+
+def test_only_a_session_seen_running_ends() -> None:
+    def info(state: str | None) -> SessionInfo:
+        return SessionInfo(session_id="s", state=state)  # type: ignore[arg-type]
+
+    assert session_ended(info("idle"), info("ended"))
+    assert session_ended(info("starting"), info("ended"))
+    # First heard as ended (a relay start, a first report before claude ran): nothing ended.
+    assert not session_ended(None, info("ended"))
+    assert not session_ended(info(None), info("ended"))
+    assert not session_ended(info("ended"), info("ended"))
+    assert not session_ended(info("busy"), info("idle"))
