@@ -3,7 +3,9 @@ versioned, cached.
 
 Every file is read when the relay starts. Each page's module script (``app.js``, ``pair.js``) is
 served as one bundle of it and the modules it imports (relay/bundle.py; the modules stay
-servable as they are), and the stylesheet a page links goes inline into the page as a
+servable as they are) — what a page opens rarely (settings, memory, the report, files…) is
+left out of it, in lazy chunks fetched when first opened (``chunks/…``, outside the first load and
+the service worker's shell) — and the stylesheet a page links goes inline into the page as a
 ``<style>`` whose hash the Content-Security-Policy names (``inline_styles``, relay/app.py): a
 cold open on a slow phone network then waits for the page and one script, not for 24 modules
 and a stylesheet. One version (a hash of every body as sent) is appended as ``?v=<version>`` to

@@ -20,7 +20,7 @@ from playwright.sync_api import Browser, Page, Route
 
 from relay.app import WEB_DIR
 from relay.bundle import BundleError, bundle, evaluation_order, read_module, split
-from relay.static import load
+from relay.static import IMMUTABLE, load
 
 HYPOTHESIS = settings(
     derandomize=True,
@@ -338,3 +338,87 @@ def test_a_bundle_throws_where_its_module_throws(origin: Origin) -> None:
     origin.files.update({"throws/" + n: t for n, t in files.items()})
     origin.files["throws/bundle.js"] = bundle(files, "main.js")
     assert origin.run("throws/main.js") == origin.run("throws/bundle.js") == "Error: a fails"
+
+
+# -- lazy chunks ----------------------------------------------------------------------------------
+
+LAZY = {
+    "main.js": (
+        'import { log } from "./log.js";\n'
+        'log("main");\n'
+        "globalThis.__open = async () => {\n"
+        '  const { b } = await import("./b.js");\n'
+        '  const { c } = await import("./c.js");\n'
+        '  const again = await import("./log.js");\n'
+        '  log(b() + c() + (again.log === log ? " same log" : " another log"));\n'
+        "};\n"
+    ),
+    "log.js": "export function log(text) { globalThis.__log.push(text); }\n",
+    "shared.js": 'import { log } from "./log.js";\nlog("shared ran");\nexport const S = "s";\n',
+    "b.js": 'import { S } from "./shared.js";\nimport { log } from "./log.js";\nlog("b ran");\n'
+    'export function b() { return "b" + S; }\n',
+    "c.js": 'import { S } from "./shared.js";\nexport function c() { return "c" + S; }\n',
+}
+
+
+def test_modules_reached_only_lazily_go_into_chunks_each_module_once() -> None:
+    made = split(LAZY, "main.js")
+    assert bundled_modules(made.main) == ["log.js", "main.js"]
+    names = {path: bundled_modules(text) for path, text in made.chunks.items()}
+    # b and c each a chunk; what both reach (shared.js) a chunk of its own, not a copy in each
+    assert sorted(names.values()) == [["b.js"], ["c.js"], ["shared.js"]]
+    for path in made.chunks:
+        assert re.fullmatch(r"chunks/(b|c|shared)-[0-9a-f]{10}\.js", path), path
+    assert "export { __cb_module_0 }" in made.main  # log.js, which the chunks import
+    shared = next(p for p, n in names.items() if n == ["shared.js"])
+    b = next(p for p, n in names.items() if n == ["b.js"])
+    assert f'from "./{shared.removeprefix("chunks/")}"' in made.chunks[b]
+    assert 'from "../main.js"' in made.chunks[b]
+    assert "Promise.resolve(__cb_module_0)" in made.main  # import() of a module already there
+    # the hash follows the modules' text
+    changed = split({**LAZY, "c.js": LAZY["c.js"] + "// more\n"}, "main.js")
+    assert set(changed.chunks) - set(made.chunks) == {
+        p for p in changed.chunks if p.startswith("chunks/c-")
+    }
+
+
+def test_lazy_chunks_run_the_same_as_separate_modules_in_chromium(origin: Origin) -> None:
+    made = split(LAZY, "main.js")
+    origin.files.update({"lazy/" + name: text for name, text in LAZY.items()})
+    origin.files["lazy/bundle/main.js"] = made.main
+    origin.files.update({"lazy/bundle/" + path: text for path, text in made.chunks.items()})
+    logs = []
+    for path in ("lazy/main.js", "lazy/bundle/main.js"):
+        logs.append(
+            origin.page.evaluate(
+                """async (url) => {
+                    globalThis.__log = [];
+                    await import(url);
+                    await globalThis.__open();
+                    await globalThis.__open();  // a second opening evaluates nothing again
+                    return globalThis.__log;
+                }""",
+                "http://bundle.test/" + path,
+            )
+        )
+    assert logs[0] == ["main", "shared ran", "b ran", "bscs same log", "bscs same log"]
+    assert logs[1] == logs[0]
+
+
+def test_the_relay_serves_the_page_s_lazy_chunks_outside_the_first_load() -> None:
+    served = load(WEB_DIR)
+    assert served.chunks, "the page has lazily loaded features"
+    first = set(served.cold_open())
+    app = served.files["app.js"].body.decode()
+    for path in served.chunks:
+        assert re.fullmatch(r"chunks/[a-z]+-[0-9a-f]{10}\.js", path), path
+        assert path not in first and path not in served.shell  # fetched when opened
+        assert served.files[path].cache == IMMUTABLE
+        text = served.files[path].body.decode()
+        # the entry's script by its served address: the same module instance as the page's
+        assert f'from "../app.js?v={served.version}"' in text
+        assert f'"./{path}?v={served.version}"' in app or any(
+            f'"./{path.removeprefix("chunks/")}?v={served.version}"'
+            in served.files[other].body.decode()
+            for other in served.chunks
+        ), f"{path} is never imported"
