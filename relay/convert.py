@@ -53,6 +53,7 @@ __all__ = [
     "LineFacts",
     "convert_line",
     "is_handled",
+    "unwrap_pasted",
 ]
 
 
@@ -526,6 +527,7 @@ def _user(line: _JsonObj, ctx: _Ctx) -> None:
             if not isinstance(value, str):
                 raise _BadShape("text block without text")
             text = value
+        text = unwrap_pasted(text)
         special = _special_text(text)
         if special is None:
             if text:
@@ -534,6 +536,20 @@ def _user(line: _JsonObj, ctx: _Ctx) -> None:
             flush()
             special(text, ctx)
     flush()
+
+
+# Claude Code 2.1.332 writes a long pasted prompt (every message the bridge types is a paste)
+# wrapped: "\n\n<pasted_content id="3dd1">\n" + the text + "\n</pasted_content id="3dd1">\n".
+_PASTED_RE: Final = re.compile(
+    r'\s*<pasted_content id="([^"\n]{0,40})">\n(.*)\n</pasted_content id="\1">\s*', re.S
+)
+
+
+def unwrap_pasted(text: str) -> str:
+    """A prompt that is nothing but one pasted text, as the person wrote it (the wrapper is
+    Claude Code's, for the model); any other prompt as it is."""
+    found = _PASTED_RE.fullmatch(text)
+    return found.group(2) if found else text
 
 
 # Blocks a person can attach to a prompt, drawn as a placeholder inside the USER event.

@@ -9,12 +9,14 @@ Snapshots keep them beside the ledger, the ``fresh`` handoff passes them on.
   :data:`FILES_KEPT` kept. A subagent's files count: the work is the session's.
 * **The last exchange**: the person's last prompt in the session's own conversation (not a
   subagent's) and every text Claude answered after it, in order, each with its source. A prompt
-  that is itself a handoff (it starts with :data:`HANDOFF_OPENING`) is left out: its content is
+  that is itself a handoff (it starts with :data:`HANDOFF_OPENING`, inside Claude Code's
+  ``<pasted_content>`` wrapper or not: :func:`is_handoff`) is left out: its content is
   the ledger, which travels on its own. Only the newest :data:`EXCHANGE_MAX_PIECES` are kept.
 """
 
 from __future__ import annotations
 
+import re
 from collections import deque
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
@@ -31,6 +33,7 @@ __all__ = [
     "Exchange",
     "Piece",
     "files_touched",
+    "is_handoff",
     "last_exchange",
 ]
 
@@ -40,7 +43,17 @@ EXCHANGE_MAX_PIECES: Final = 50
 # The first line of every handoff (relay/handoff.py writes it): how a handoff prompt is known.
 HANDOFF_OPENING: Final = "[claude-bridge handoff] This conversation continues earlier work."
 
+# Claude Code 2.1.332 writes a long pasted message wrapped: "\n\n<pasted_content id="3dd1">\n"
+# + the text + "\n</pasted_content id="3dd1">\n" (seen with the real binary: a handoff is one).
+_PASTED_OPENING: Final = re.compile(r'\s*<pasted_content id="[^"\n]{0,40}">\n')
+
 Role = Literal["person", "claude"]
+
+
+def is_handoff(text: str) -> bool:
+    """Is this prompt a handoff (as typed, or as Claude Code wrapped it as pasted content)?"""
+    opened = _PASTED_OPENING.match(text)
+    return text[opened.end() if opened else 0 :].lstrip().startswith(HANDOFF_OPENING)
 
 
 @dataclass(frozen=True, slots=True)
@@ -107,7 +120,7 @@ def last_exchange(events: Iterable[NumberedEvent]) -> Exchange:
         source = Source(event.seq, event.timestamp)
         if event.kind is EventKind.USER and event.text.strip():
             pieces.clear()
-            if not event.text.startswith(HANDOFF_OPENING):
+            if not is_handoff(event.text):
                 pieces.append(Piece("person", event.text, source))
         elif event.kind is EventKind.ASSISTANT and event.text.strip():
             pieces.append(Piece("claude", event.text, source))

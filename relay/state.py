@@ -40,14 +40,15 @@ def known_of(info: SessionInfo) -> dict[str, Any] | None:
     """A session's ``last_known`` from what its Mac said; None before it said a state."""
     if not info.state:
         return None
-    return {
+    known: dict[str, Any] = {
         "state": info.state,
         "activity": info.activity,
         "needs_you": info.card is not None,
         "card_kind": info.card.kind if info.card else None,
-        # Why its claude could not start: still said while the Mac is offline.
-        "failure": info.failure.model_dump() if info.failure else None,
     }
+    if info.failure is not None:
+        known["failure"] = info.failure.model_dump()  # still said while the Mac is offline
+    return known
 
 
 def first_message_pending(last_seq: int, live: SessionInfo | None) -> bool:
@@ -179,7 +180,7 @@ class RelayState:
         activity line): what an offline Mac's session shows, even after a relay restart."""
         known = known_of(info)
         kept = self.last_known.get(session_id)
-        if known is None or (kept and all(kept.get(k) == known[k] for k in _KNOWN_KEYS)):
+        if known is None or (kept and all(kept.get(k) == known.get(k) for k in _KNOWN_KEYS)):
             return
         self.last_known[session_id] = known
         await self.store.save_last_known(session_id, known)

@@ -13,6 +13,7 @@ import { renderNewSession, renderSettings } from "./js/forms.js";
 import { t } from "./js/i18n.js";
 import { LiveStream } from "./js/live.js";
 import { MemoryView } from "./js/memory.js";
+import { DeskView } from "./js/desk.js";
 import { renderOverview } from "./js/overview.js";
 import { ReportView } from "./js/report.js";
 import { SearchPanel } from "./js/search.js";
@@ -212,6 +213,10 @@ class App {
       this.sub = new MemoryView(this, parts[1]);
       this.backTo = "#/settings";
       this.show("memory", this.sub.el, this.sub.title());
+    } else if (parts[0] === "desk" && parts[1]) {
+      this.sub = new DeskView(this, parts[1], parts[2]);
+      this.backTo = parts[2] ? "#/desk/" + encodeURIComponent(parts[1]) : "#/settings";
+      this.show("desk", this.sub.el, this.sub.title());
     } else if (parts[0] === "report") {
       this.sub = new ReportView(this, parts[1]);
       this.backTo = "#/settings";

@@ -112,7 +112,14 @@ def turn_ended(before: SessionInfo | None, after: SessionInfo) -> bool:
 
 
 def session_ended(before: SessionInfo | None, after: SessionInfo) -> bool:
-    return after.state == "ended" and (before is None or before.state != "ended")
+    """A session seen running went to ``ended``. An ``ended`` first heard (the relay started,
+    or a session's very first report before its claude ran) ends nothing that was seen."""
+    return (
+        after.state == "ended"
+        and before is not None
+        and before.state is not None
+        and before.state != "ended"
+    )
 
 
 async def latest(state: RelayState, session_id: str) -> Snapshot | None:
@@ -154,7 +161,10 @@ class Snapshots:
     def on_update(
         self, account_id: str, session: Session, before: SessionInfo | None, after: SessionInfo
     ) -> None:
-        turn, ended = turn_ended(before, after), session_ended(before, after)
+        # A session with no history yet (its claude ended before it wrote a line) has nothing
+        # a snapshot could keep.
+        ended = session_ended(before, after) and session.last_seq > 0
+        turn = turn_ended(before, after)
         if (turn or ended) and not self.tasks.closed:
             self.tasks.start(
                 self.take(session.id, (), turn_ended=turn, ended=ended), name="snapshot"

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from agent.deskfiles import scan
 from agent.transcript import project_slug
+from relay.recent_work import HANDOFF_OPENING
 from tests.support.bridge import Bridge
 from tests.support.journeys import snapshot, wait_event
 from tests.support.transcripts import CLAUDE_332
@@ -141,3 +142,23 @@ def test_a_live_desk_conversation_continues_only_as_a_fork(fake: Bridge) -> None
     ).stdout  # fmt: skip
     # The fake Claude Code does not fork; the real one writes a new conversation under that id.
     assert f"--resume {CONVERSATION} --fork-session --session-id {session_id}" in shown
+
+
+def test_a_live_desk_conversation_continues_fresh_from_its_handoff(fake: Bridge) -> None:
+    desk_conversation(fake, live=True)
+    fake.start_agent()
+    base = f"/api/devices/{fake.account.device_id}/conversations/{CONVERSATION}"
+    with fake.phone() as phone:
+        went_on = phone.post(f"{base}/continue", json={"scope": "fresh"})
+        assert went_on.status_code == 201, went_on.text
+        session_id = went_on.json()["id"]
+        handoff = wait_event(
+            phone,
+            session_id,
+            lambda e: e["kind"] == "user" and e["text"].startswith(HANDOFF_OPENING),
+            "the handoff",
+        )
+        up = snapshot(phone, session_id)
+    # A new conversation: the desk's claude keeps its own untouched.
+    assert up["conversation_id"] not in (CONVERSATION, None)
+    assert "SLOW please" in handoff["text"]  # its last exchange

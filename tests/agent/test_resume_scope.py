@@ -79,3 +79,26 @@ def test_a_fresh_scope_starts_a_new_conversation_with_the_handoff_first(fake: Br
     assert markers == ["resumed fresh from 0 decisions"]
     # seq goes on across the two conversations
     assert [e["seq"] for e in listed] == list(range(1, len(listed) + 1))
+
+
+def test_a_revive_after_a_reboot_starts_by_the_sessions_scope(fake: Bridge) -> None:
+    fake.start_agent()
+    with fake.phone() as phone:
+        session_id = start_session(phone, fake, fake.folder(), prompt="hello there")
+        wait_event(phone, session_id, lambda e: e["kind"] == "assistant", "the answer")
+        wait_state(phone, session_id, "idle")
+        phone.put(f"/api/sessions/{session_id}/resume_scope", json={"scope": "summary"})
+        fake.stop_agent()
+        fake.kill_tmux()  # the Mac rebooted
+        fake.start_agent()
+        wait_event(phone, session_id, lambda e: e.get("marker") == "revived", "the revive line")
+        wait_event(
+            phone,
+            session_id,
+            lambda e: "/compact" in e.get("text", "") and e.get("marker") == "local_command",
+            "Claude Code's own compaction, typed by the agent",
+        )
+        listed = events(phone, session_id)
+    markers = [e.get("marker") for e in listed]
+    assert markers.index("revived") < markers.index("local_command")
+    assert "resumed" in markers

@@ -113,8 +113,8 @@ def test_a_fresh_reopen_carries_every_decision_and_no_earlier_turn(
         wait_event(
             phone,
             session_id,
-            # A long paste is written as <pasted_content …> around the text by Claude Code.
-            lambda e: e["kind"] == "user" and HANDOFF_OPENING in e["text"],
+            # Claude Code writes a long paste inside <pasted_content …>: the event shows the text.
+            lambda e: e["kind"] == "user" and e["text"].startswith(HANDOFF_OPENING),
             "the handoff",
         )
         wait_answered(phone, session_id)

@@ -121,6 +121,7 @@ def test_every_api_route_refuses_missing_revoked_expired_and_device_tokens(
         "grant_id": "g1",
         "seq": 1,
         "candidate_id": "m1",
+        "conversation_id": "0b7f5a3e-1c2d-4e5f-8a9b-0c1d2e3f4a5b",
         "constraint_id": "c1",
         "decision_id": "e1.0",
     }

@@ -19,6 +19,7 @@ from relay.convert import (
     ConversionLimits,
     convert_line,
     is_handled,
+    unwrap_pasted,
 )
 from tests.support.paths import FIXTURES
 from wire import config as relay_config
@@ -843,3 +844,23 @@ def test_the_parsed_line_travels_with_its_conversion(text: str, extra: dict[str,
     assert convert_line(raw).line == json.loads(raw)
     assert convert_line("not json").line is None
     assert convert_line(json.dumps({"type": "user", "message": 3})).line is None  # unreadable
+
+
+def test_a_prompt_claude_code_wrapped_as_pasted_content_shows_as_typed() -> None:
+    # As the real 2.1.332 writes a long paste (every message the bridge types is one).
+    text = "[claude-bridge handoff] This conversation continues earlier work.\n## Decisions"
+    wrapped = f'\n\n<pasted_content id="3dd1">\n{text}\n</pasted_content id="3dd1">\n'
+    line = json.dumps({"type": "user", "message": {"role": "user", "content": wrapped}})
+    (event,) = convert_line(line).events
+    assert (event.kind, event.text) == (EventKind.USER, text)
+    # Words of the person's own around a paste: the prompt stays as Claude Code wrote it.
+    mixed = f"please read this{wrapped}"
+    assert unwrap_pasted(mixed) == mixed
+    assert unwrap_pasted('<pasted_content id="a">\nx\n</pasted_content id="b">') != "x"
+
+
+@settings(max_examples=200, derandomize=True, database=None, deadline=None)
+@given(st.text(max_size=300), st.text(alphabet="0123456789abcdef", min_size=1, max_size=8))
+def test_unwrapping_a_paste_gives_back_exactly_what_was_pasted(text: str, paste_id: str) -> None:
+    wrapped = f'\n\n<pasted_content id="{paste_id}">\n{text}\n</pasted_content id="{paste_id}">\n'
+    assert unwrap_pasted(wrapped) == text

@@ -73,3 +73,40 @@ def test_last_known_state_of_an_offline_mac_survives_a_relay_restart(
         back.close()
     finally:
         second.stop()
+
+
+def test_why_a_session_could_not_start_is_kept_while_its_mac_is_offline(
+    tmp_path: Path, loop: LoopThread, relay_overrides: Callable[[], dict[str, Any]]
+) -> None:
+    from wire.protocol import StartFailureInfo
+
+    data = tmp_path / "relay"
+    store = relay_overrides()
+    failure = StartFailureInfo(
+        code="claude_not_logged_in",
+        reason="Not logged in · Please run /login",
+        action="Run `claude` once in a terminal on Studio and log in (/login).",
+        last_lines=["Not logged in · Please run /login"],
+        status=1,
+    )
+    first = RelayServer(data, **store).start()
+    try:
+        account = first.account()
+        mac = ScriptedMac(first, account.device_token, loop).connect()
+        failed = new_sid()
+        mac.send_json_lines(failed, [user_line("hello", str(uuid.uuid4()))])
+        mac.update(failed, state="ended", error="Claude Code stopped", failure=failure)
+        live = wait_for(lambda: sessions(first, account.phone_token)[failed]["failure"], 10)
+        assert live == failure.model_dump()
+        mac.abort()
+        wait_for(lambda: first.state.live.link(account.device_id) is None, 10, "Mac offline")
+        assert sessions(first, account.phone_token)[failed]["failure"] == failure.model_dump()
+    finally:
+        first.stop()
+    second = RelayServer(data, **store).start()
+    try:
+        after = sessions(second, account.phone_token)[failed]
+        assert after["failure"]["code"] == "claude_not_logged_in"
+        assert after["last_known"]["failure"]["reason"] == "Not logged in · Please run /login"
+    finally:
+        second.stop()

@@ -3,8 +3,16 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
-from relay.recent_work import HANDOFF_OPENING, Exchange, files_touched, last_exchange
+from relay.recent_work import (
+    HANDOFF_OPENING,
+    Exchange,
+    files_touched,
+    is_handoff,
+    last_exchange,
+)
 from tests.support.transcripts import (
     assistant_line,
     prompt_line,
@@ -67,6 +75,18 @@ def test_a_handoff_prompt_is_left_out_of_the_exchange() -> None:
     ]
 
 
+def test_a_handoff_claude_code_wrapped_as_pasted_content_is_left_out_too() -> None:
+    # As the real 2.1.332 writes a long paste (seen in tests/e2e/test_resume_scope.py).
+    wrapped = (
+        f'\n\n<pasted_content id="3dd1">\n{HANDOFF_OPENING}\n## Decisions\n- answered: Blue'
+        '\n</pasted_content id="3dd1">\n'
+    )
+    events = stored_events(prompt_line(wrapped), assistant_line("Ready."))
+    assert [(p.role, p.text) for p in last_exchange(events).pieces] == [("claude", "Ready.")]
+    assert is_handoff(wrapped) and is_handoff(HANDOFF_OPENING)
+    assert not is_handoff('<pasted_content id="1">\nplease review this') and not is_handoff("")
+
+
 @pytest.mark.parametrize(
     "data",
     [None, {}, [1], [{"role": "robot", "text": "x", "source": {}}], [{"role": "person"}]],
@@ -74,3 +94,16 @@ def test_a_handoff_prompt_is_left_out_of_the_exchange() -> None:
 def test_a_stored_exchange_that_is_not_one_is_refused(data: object) -> None:
     with pytest.raises(ValueError):
         Exchange.from_json(data)
+
+
+@settings(max_examples=200, derandomize=True, database=None, deadline=None)
+@given(st.text(max_size=200), st.text(alphabet="0123456789abcdef", min_size=1, max_size=8))
+def test_a_handoff_is_known_with_or_without_the_wrapper_and_nothing_else_is(
+    rest: str, paste_id: str
+) -> None:
+    typed = HANDOFF_OPENING + rest
+    wrapped = f'\n\n<pasted_content id="{paste_id}">\n{typed}\n</pasted_content id="{paste_id}">\n'
+    assert is_handoff(typed) and is_handoff(wrapped)
+    assert (
+        is_handoff(rest) == rest.lstrip().startswith(HANDOFF_OPENING) or "<pasted_content" in rest
+    )

@@ -10,6 +10,7 @@ from playwright.sync_api import expect
 
 from tests.support.relay import Account, RelayServer
 from tests.support.web import Phone, ScriptedMac, actions, new_sid, wait_for
+from wire.protocol import Card, CardOption
 
 
 def test_the_reopen_card_shows_each_scope_and_reopens_with_the_one_picked(
@@ -66,3 +67,35 @@ def test_the_reopen_card_shows_each_scope_and_reopens_with_the_one_picked(
     expect(page.locator(".toast").last).to_contain_text("Resume scope: From a summary")
     pick.scroll_into_view_if_needed()
     phone.shot("ro-settings-390x844")
+
+
+def test_claude_codes_own_resume_chooser_is_a_card_for_the_person(
+    phone: Phone, scripted: ScriptedMac, account: Account
+) -> None:
+    sid = new_sid()
+    scripted.send_transcript(sid, "b_idle")
+    options = [
+        CardOption(key="1", label="Resume from summary (instant, recommended)"),
+        CardOption(key="2", label="Resume full session as-is"),
+        CardOption(key="3", label="Don't ask again"),
+    ]
+    card = Card(
+        id="card-r",
+        kind="resume",
+        title="This session is 3d old and 121.5k tokens.",
+        text="Resuming the full session uses a lot of your usage limits. Resuming from a summary "
+        "uses less.",
+        options=options,
+    )
+    scripted.update(sid, state="waiting", card=card)
+    page = phone.login(account).open(f"/#/s/{sid}")
+    el = page.locator(".card[data-card-id='card-r']")
+    expect(el).to_contain_text("How to resume")
+    expect(el).to_contain_text("This session is 3d old and 121.5k tokens.")
+    expect(el.locator(".option[data-key='2']")).to_contain_text("Resume full session as-is")
+    phone.shot("ro-resume-chooser-card-390x844")
+    el.locator(".option[data-key='2']").click()
+    answered = wait_for(
+        lambda: [c for c in scripted.commands if c.name == "answer_card"], what="the answer"
+    )
+    assert answered[-1].args["key"] == "2"

@@ -2,6 +2,7 @@
 // Macs, log out).
 
 import { scopeSetting } from "./reopen.js";
+import { deskLink } from "./desk.js";
 import { del, get, post } from "./api.js";
 import { ago, folderName, h, shortPath } from "./dom.js";
 import { LANGS, getLang, setLang, t } from "./i18n.js";
@@ -134,7 +135,8 @@ export function renderSettings(app) {
     macs.append(h("li", null, h("span.row-title", null, d.name || d.id),
       h("span.row-meta", null, [d.online ? t("online") : t("offline_seen", { ago: ago(d.last_seen, t) }),
         info.agent_version ? t("agent_version", { v: info.agent_version }) : "",
-        info.claude_version ? t("claude_version", { v: info.claude_version }) : ""].filter(Boolean).join(" · "))));
+        info.claude_version ? t("claude_version", { v: info.claude_version }) : ""].filter(Boolean).join(" · ")),
+      d.online ? deskLink(d) : null));
   }
   page.append(h("section", null, h("h2", null, t("macs")), macs));
   page.append(scopeSetting());

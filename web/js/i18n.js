@@ -9,7 +9,7 @@ const en = {
   mk_ended: "Ended", mk_resting: "Resting", mk_moving: "Moving", mk_offline: "Mac offline",
   // cards
   ck_permission: "Permission", ck_question: "Question", ck_plan: "Plan",
-  ck_dialog: "Terminal", ck_keyed: "Terminal", ck_stuck: "Waiting for instructions",
+  ck_dialog: "Terminal", ck_keyed: "Terminal", ck_stuck: "Waiting for instructions", ck_resume: "How to resume",
   // connection
   band_reconnecting: "Reconnecting…",
   band_unreachable: "Relay unreachable — showing what this phone saved",
@@ -157,7 +157,7 @@ const ko = {
   st_waiting: "응답 대기", st_ended: "멈춤",
   mk_ended: "끝남", mk_resting: "휴면", mk_moving: "옮기는 중", mk_offline: "기기 끊김",
   ck_permission: "권한 요청", ck_question: "질문", ck_plan: "플랜 승인",
-  ck_dialog: "터미널 확인", ck_keyed: "터미널 확인", ck_stuck: "지시 대기",
+  ck_dialog: "터미널 확인", ck_keyed: "터미널 확인", ck_stuck: "지시 대기", ck_resume: "이어가기 방식",
   band_reconnecting: "다시 연결하는 중…",
   band_unreachable: "릴레이에 연결할 수 없어요 — 폰에 저장된 내용을 보여 줘요",
   band_mac_offline: "맥 연결 끊김 — {name}, 마지막 연결 {ago}. 저장된 대화를 보여 줘요.",

@@ -107,6 +107,13 @@ def test_scopes_figures_and_reopen(relay: RelayServer, account: Account) -> None
             assert recorder.last("set_resume") == {"scope": "summary", "decisions": 0}
             figures = (await client.get(f"{base}/reopen")).json()
             assert figures["scope"] == "summary" and figures["account_scope"] == "summary"
+            # A session with nothing said yet: nothing to re-read, the handoff just its opening.
+            created = await client.post(
+                "/api/sessions", json={"device_id": account.device_id, "cwd": "/Users/t/new"}
+            )
+            empty = (await client.get(f"/api/sessions/{created.json()['id']}/reopen")).json()
+            assert empty["scopes"]["full"]["tokens"] is None and empty["fixed"] is None
+            assert empty["scopes"]["fresh"]["decisions"] == 0 and empty["scopes"]["fresh"]["fits"]
             bad = await client.put("/api/settings/resume_scope", json={"scope": "all"})
             assert bad.status_code == 422 or bad.status_code == 400
 
