@@ -35,7 +35,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import Any, Final, Literal
 
 from fastapi import APIRouter, Depends
 from pydantic import Field, model_validator
@@ -487,10 +487,14 @@ async def _build(state: RelayState, session: Session) -> Built:
     return Built(session, ledger, found.pins, found.remembered)
 
 
-async def snapshot_now(state: RelayState, session: Session) -> Snapshot:
+async def snapshot_now(
+    state: RelayState, session: Session, base: Snapshot | Literal["read"] | None = "read"
+) -> Snapshot:
     """The session as a snapshot would take it now (no reason, not stored): the ledger over
-    the latest snapshot, the files touched and the last exchange."""
-    base = await latest_snapshot(state, session.id)
+    the latest snapshot (``base``, read now unless the caller just read it), the files touched
+    and the last exchange."""
+    if isinstance(base, str):
+        base = await latest_snapshot(state, session.id)
     found = await inputs(state, session)
     events = [e for e in found.events if e.kind is not EventKind.SNAPSHOT]
     return take_snapshot(events, (), found.relay, base)
