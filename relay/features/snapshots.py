@@ -164,11 +164,16 @@ class LatestSnapshots:
             _log.warning("the snapshot of session %s is not readable: %s", session_id, exc)
             self.read.pop(session_id, None)
             return None
+        self.remember(session_id, seq, snapshot)
+        return snapshot
+
+    def remember(self, session_id: str, seq: int, snapshot: Snapshot) -> None:
+        """The snapshot just stored as the session's latest (its event's seq): it reads back
+        equal (tests/relay/test_snapshot.py), so the next take need not parse it."""
         self.read[session_id] = (seq, snapshot)
         self.read.move_to_end(session_id)
         while len(self.read) > SNAPSHOTS_KEPT_READ:
             self.read.popitem(last=False)
-        return snapshot
 
 
 async def push_handoff(state: RelayState, session: Session) -> bool:
@@ -280,6 +285,7 @@ class Snapshots:
             )
 
         await state.store.write(keep)
+        self.latest.remember(session.id, seq, snapshot)
         await index(state, session.id, snapshot.ledger)
         link = state.live.link(after.device_id)
         if isinstance(link, DeviceLink) and not link.closed:
