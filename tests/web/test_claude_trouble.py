@@ -10,8 +10,9 @@ from typing import Any
 
 from playwright.sync_api import expect
 
+from agent.launch import INSTALL_HINT
 from tests.support.relay import Account
-from tests.support.web import Phone, ScriptedMac, held, new_sid, user_line, wait_for
+from tests.support.web import PHONE, Phone, ScriptedMac, held, new_sid, user_line, wait_for
 from wire.protocol import StartFailureInfo
 
 INSTALL = "npm install -g @anthropic-ai/claude-code"
@@ -111,3 +112,25 @@ def test_a_start_failure_shows_on_the_session_and_in_the_list(
         re.compile("Not delivered")
     )
     phone.shot("22-01-session-start-failure")
+
+
+def test_the_agents_long_install_hint_never_widens_the_form(
+    phone: Phone, scripted: ScriptedMac, account: Account
+) -> None:
+    """The hint a real agent sends is a sentence, longer than the screen: its line scrolls inside
+    its box, and the form (the Folder field, the Start button) stays within 390 px."""
+    report_device(
+        scripted,
+        account,
+        claude_found=False,
+        claude_standing="missing",
+        claude_install_hint=INSTALL_HINT,
+    )
+    page = phone.login(account).open("/#/new")
+    line = page.locator("form .install-line")
+    expect(line).to_have_text(INSTALL_HINT)
+    for part in (line, page.locator("#ns-cwd"), page.get_by_role("button", name="Start")):
+        box = part.bounding_box()
+        assert box is not None and box["x"] + box["width"] <= PHONE["width"], box
+    assert page.evaluate("document.documentElement.scrollWidth") <= PHONE["width"]
+    phone.shot("22-04-new-session-long-install-hint")
