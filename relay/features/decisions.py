@@ -75,12 +75,14 @@ __all__ = [
     "CONSTRAINTS_MAX",
     "FEATURE",
     "Decisions",
+    "EventsRead",
     "Inputs",
     "handoff_for",
     "inputs",
     "latest_snapshot",
     "ledger_for",
     "ledger_json",
+    "names_task_tool",
     "remembered",
     "snapshot_now",
 ]
@@ -105,6 +107,14 @@ OPEN_OR_DONE: Final = frozenset({"pending", "in_progress", "completed"})
 PINNABLE: Final = frozenset({EventKind.USER, EventKind.ASSISTANT})
 _TASK_MARKS: Final = tuple(f'"{name}"' for name in sorted(TASK_TOOLS))
 _RESULT_MARK: Final = '"tool_result"'  # read only while a task tool use waits for its result
+_TASK_MARKS_START: Final = '"T'  # what every one of _TASK_MARKS starts with
+
+
+def names_task_tool(text: str) -> bool:
+    """A transcript line's text names a task tool (a quoted name of ``TASK_TOOLS``): one
+    search for what every name starts with, the names only when it is there."""
+    return _TASK_MARKS_START in text and any(mark in text for mark in _TASK_MARKS)
+
 
 TABLES: Final = (
     """CREATE TABLE IF NOT EXISTS ledger_constraints (
@@ -270,7 +280,7 @@ class LineReader:
             tracker = self.trackers[key] = TaskTracker()
             tracker.seed(_stored_tasks(kept_list))
         for (record, conversion), anchor in zip(new.lines, anchors, strict=True):
-            uses = any(mark in record.text for mark in _TASK_MARKS)
+            uses = names_task_tool(record.text)
             if not uses and (tracker is None or _RESULT_MARK not in record.text):
                 continue
             line: Any = conversion.line  # parsed once, as the line was converted

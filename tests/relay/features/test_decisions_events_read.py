@@ -1,6 +1,7 @@
-"""The events a session's ledgers are built from are parsed once: a ledger built after more
-events were stored (or aged out, or a new epoch rewrote them, or the bytes budget cut the oldest)
-reads the same events as a read from scratch."""
+"""The ledger's reads are lean and read the same: the events a session's ledgers are built from
+are parsed once (a ledger built after more events were stored, aged out, rewritten by a new epoch
+or cut by the bytes budget reads the same events as a read from scratch); a line is searched for
+the task tools' names only when it may hold one."""
 
 from __future__ import annotations
 
@@ -14,11 +15,12 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from relay.features import decisions
-from relay.features.decisions import EventsRead
+from relay.features.decisions import EventsRead, names_task_tool
 from relay.state import RelayState
 from relay.store import Session
 from relay.store import events as stored_events
 from wire.protocol import EventKind, NumberedEvent
+from wire.tasklist import TASK_TOOLS
 
 SESSION = "s1"
 
@@ -132,3 +134,18 @@ def test_an_unreadable_stored_event_is_left_out_as_before() -> None:
         return [e.seq for e in await EventsRead().read(state, session("e0", 2, 1))]
 
     assert asyncio.run(check()) == [1]
+
+
+_NAMES = st.sampled_from([*sorted(TASK_TOOLS), "Task", "Todo", "Bash", "T", ""])
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    pieces=st.lists(
+        st.text(max_size=12) | _NAMES.map(lambda n: f'"{n}"') | _NAMES.map(lambda n: f'"{n}'),
+        max_size=6,
+    )
+)
+def test_a_line_names_a_task_tool_as_the_quoted_names_say(pieces: list[str]) -> None:
+    text = "".join(pieces)
+    assert names_task_tool(text) == any(f'"{name}"' in text for name in TASK_TOOLS)
