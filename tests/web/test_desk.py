@@ -82,6 +82,8 @@ def test_a_desk_conversation_is_listed_read_and_continued(phone: Phone, fake: Br
     expect(log).to_contain_text("earlier question 0")
     expect(page.get_by_text("Start of the conversation")).to_be_visible()
     expect(log.locator(".ev.user").first).to_have_text("earlier question 0")
+    page.evaluate("window.scrollTo(0, 0)")
+    phone.shot("desk-read-start-390x844")
     page.get_by_role("button", name="Continue as a session…").click()
     dialog = page.locator("dialog .ro-form")
     expect(dialog.get_by_role("radio", name="Full conversation")).to_be_checked()
