@@ -4,31 +4,35 @@
 // GET /api/devices/{id}/conversations[/{cid}], POST …/{cid}/continue.
 
 import { get, post } from "./api.js";
+import { Conversation } from "./conversation.js";
 import { ago, folderName, h, shortPath } from "./dom.js";
 import { getLang, t } from "./i18n.js";
 import { rt } from "./reopen.js";
 import { modal, showError, toast } from "./ui.js";
 
 const enc = encodeURIComponent;
+const PAGE = 100; // events a page of a read asks for (the relay's default too)
 
 const LABELS = {
   en: {
     title: "Conversations on {mac}", link: "Conversations on this Mac",
     note: "Claude Code conversations on this Mac, those begun in a terminal too. Read one, or continue it here.",
     none: "No Claude Code conversations on this Mac.", live: "running at the desk", bridge: "a bridge session",
-    more: "{n} more not shown", read_title: "Conversation", cut: "Only its latest part is shown.",
-    go_on: "Continue here", fork: "As a fork (a new conversation with the same history; the desk's stays as it is)",
+    more: "{n} more not shown", read_title: "Conversation", cut: "Only its latest part was read from the Mac.",
+    read_only: "Read only: begun at the desk.", empty: "Nothing to show in this conversation yet.",
+    go_on: "Continue here", go_on_read: "Continue as a session…", fork: "As a fork (a new conversation with the same history; the desk's stays as it is)",
     live_why: "A claude at the desk runs this conversation now: two processes on one conversation corrupt it, so it continues as a fork, or fresh from its decisions.",
-    started: "Continuing on the phone…", cancel: "Cancel", you: "You", unknown_folder: "(folder not known)",
+    started: "Continuing on the phone…", cancel: "Cancel", unknown_folder: "(folder not known)",
   },
   ko: {
     title: "{mac}의 대화", link: "이 맥의 대화",
     note: "이 맥의 Claude Code 대화예요. 터미널에서 시작한 것도 있어요. 읽거나 여기서 이어갈 수 있어요.",
     none: "이 맥에는 Claude Code 대화가 없어요.", live: "데스크에서 실행 중", bridge: "브리지 세션",
-    more: "{n}개 더 있어요", read_title: "대화", cut: "마지막 부분만 보여요.",
-    go_on: "여기서 이어가기", fork: "포크로(같은 기록의 새 대화, 데스크의 대화는 그대로)",
+    more: "{n}개 더 있어요", read_title: "대화", cut: "맥에서 마지막 부분만 읽었어요.",
+    read_only: "읽기 전용: 데스크에서 시작한 대화예요.", empty: "아직 보여줄 내용이 없어요.",
+    go_on: "여기서 이어가기", go_on_read: "세션으로 이어가기…", fork: "포크로(같은 기록의 새 대화, 데스크의 대화는 그대로)",
     live_why: "데스크의 claude가 지금 이 대화를 실행 중이에요. 한 대화에 두 프로세스가 있으면 망가지므로 포크나 결정에서 새로 이어가요.",
-    started: "폰에서 이어가는 중…", cancel: "취소", you: "나", unknown_folder: "(폴더를 몰라요)",
+    started: "폰에서 이어가는 중…", cancel: "취소", unknown_folder: "(폴더를 몰라요)",
   },
 };
 
@@ -91,18 +95,51 @@ export class DeskView {
     ].filter(Boolean));
   }
 
+  /** One conversation read only, drawn by the session's own renderer (conversation.js): the
+   * newest page first, earlier pages on request, like a read-only session. */
   async read() {
-    const read = await get(`/api/devices/${enc(this.deviceId)}/conversations/${enc(this.conversationId)}`);
-    const go = h("button.primary", { type: "button", id: "desk-continue" }, dt("go_on"));
-    go.addEventListener("click", () => this.continueDialog(read.live));
-    const shown = read.events.filter((e) => ["user", "assistant"].includes(e.kind) && e.text);
+    const page = await this.page(null);
+    const go = h("button.primary", { type: "button", id: "desk-continue" }, dt("go_on_read"));
+    go.addEventListener("click", () => this.continueDialog(page.live === true));
+    this.earlier = h("button.earlier", { type: "button", hidden: true }, t("earlier"));
+    this.earlier.addEventListener("click", () => this.older());
+    this.topNote = h("p.note.center", { hidden: true });
+    this.list = h("div.convo.desk-events", { role: "log", "aria-label": dt("read_title") });
+    this.convo = new Conversation(this.list);
+    this.convo.epoch = typeof page.epoch === "string" ? page.epoch : null;
     this.el.replaceChildren(...[
-      h("div.row.end", null, go),
-      read.live ? h("p.note", null, dt("live_why")) : null,
-      read.cut ? h("p.muted", null, dt("cut")) : null,
-      h("ol.desk-events", null, shown.map((e) => h("li", { class: "ev-" + e.kind },
-        h("span.muted", null, e.kind === "user" ? dt("you") : "Claude"), h("div", null, e.text)))),
+      h("div.read-only-note", null, h("span", null, dt("read_only")), go),
+      page.live ? h("p.note", null, dt("live_why")) : null,
+      h("section.session.desk-read", { "aria-label": dt("read_title") },
+        h("div.older", null, this.earlier, this.topNote), this.list),
     ].filter(Boolean));
+    this.add(page);
+    window.scrollTo(0, document.documentElement.scrollHeight);
+  }
+
+  page(before) {
+    const query = before ? `?before=${before}&limit=${PAGE}` : `?limit=${PAGE}`;
+    return get(`/api/devices/${enc(this.deviceId)}/conversations/${enc(this.conversationId)}${query}`);
+  }
+
+  add(page) {
+    this.convo.add(Array.isArray(page.events) ? page.events : []);
+    this.earlier.hidden = !page.has_more;
+    if (page.has_more) return;
+    this.topNote.textContent = page.cut ? dt("cut") : t("start_of_history");
+    this.topNote.hidden = false;
+    if (!this.convo.size) { this.topNote.textContent = dt("empty"); }
+  }
+
+  async older() {
+    this.earlier.disabled = true;
+    try {
+      const height = document.documentElement.scrollHeight;
+      const top = window.scrollY;
+      this.add(await this.page(this.convo.min));
+      window.scrollTo(0, top + document.documentElement.scrollHeight - height);
+    } catch (error) { showError(error); }
+    this.earlier.disabled = false;
   }
 
   continueDialog(live) {
