@@ -18,6 +18,18 @@ def state_of(session: SessionSnapshot | SearchItem) -> str:
     return str(mark) if mark else str(session.get("state") or "ended")
 
 
+def trouble_lines(session: Mapping[str, object], indent: str = "  ") -> list[str]:
+    """What went wrong with a session and what to do, as the page says it: a claude that ended
+    before the session was live (its reason, then the action), else the session's error."""
+    failure = session.get("failure")
+    if isinstance(failure, dict) and failure:
+        said = failure.get("reason") or failure.get("code") or "Claude Code ended"
+        action = failure.get("action")
+        return [f"{indent}Did not start: {said}", *([f"{indent}→ {action}"] if action else [])]
+    error = session.get("error")
+    return [f"{indent}Error: {error}"] if error else []
+
+
 def usd_text(usd: object, unknown: str = "unknown") -> str:
     """An amount in USD: to the hundredth of a cent below a dollar, to the cent above;
     ``unknown`` when there is no amount."""
