@@ -22,15 +22,27 @@ Only the module syntax the page uses is taken; anything else is refused with ``B
 
 Refused: default imports and exports, export lists and re-exports, ``export let`` / ``var`` (an
 import here is a copy, so a value that changes would not be seen), several names in one
-``export const``, dynamic ``import()``, ``import.meta``, ``await`` at a module's top level, a
-specifier that is not a relative path to a file of the folder, an imported name the module does
-not export, and import cycles.
+``export const``, an ``import()`` of anything but a string written in place, ``import.meta``,
+``await`` at a module's top level, a specifier that is not a relative path to a file of the
+folder, an imported name the module does not export, and import cycles.
+
+Lazy chunks (``split``): a module the entry reaches only through ``import("./x.js")`` (a feature
+the page opens rarely: memory, the report, settings, files…) is not in the entry's script: the
+modules reached only that way go into chunks, ES modules of their own (``chunks/<name>-<hash>.js``,
+the hash of their text), fetched when the feature is first opened. Modules are grouped by the
+set of lazily imported modules that reach them, so each module is in exactly one script (a module
+is evaluated once, as in the browser) and chunks import each other without a cycle. A chunk takes
+what it uses of the entry's script, or of another chunk, by a static ``import`` of that script
+(same address, so the same module instance); each ``import("./x.js")`` in the code becomes the
+promise of x's namespace, as the browser would give it.
 """
 
 from __future__ import annotations
 
+import hashlib
+import posixpath
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import PurePosixPath
 from typing import Final
 
@@ -48,7 +60,10 @@ _EXPORT_CONST = re.compile(rf"^export\s+const\s+{IDENTIFIER}\s*=([^;]*)", re.M)
 # What is left of an import or export after the forms above: refused.
 _ANY_IMPORT = re.compile(r"^\s*import\b(?!\s*\()", re.M)
 _ANY_EXPORT = re.compile(r"^\s*export\b", re.M)
-_DYNAMIC_IMPORT = re.compile(r"\bimport\s*\(|\bimport\.meta\b")
+_DYNAMIC_IMPORT = re.compile(r"\bimport\s*\((?!\s*\"[^\"]+\"\s*\))|\bimport\.meta\b")
+_LAZY_IMPORT = re.compile(r'\bimport\s*\(\s*"([^"]+)"\s*\)')
+CHUNK_FOLDER: Final = "chunks"
+CHUNK_HASH_LENGTH: Final = 10
 # A line of the module's level (not indented) that awaits outside a one-line async function.
 _TOP_LEVEL_AWAIT = re.compile(r"^(?![\s}/*])(?!.*\basync\b.*\bawait\b).*\bawait\b", re.M)
 
@@ -74,6 +89,7 @@ class Module:
     imports: tuple[Import, ...]
     exports: tuple[str, ...]
     body: str
+    lazy: tuple[str, ...] = ()  # the modules it loads with import("…"), as paths in the folder
 
 
 def _line_of(text: str, offset: int) -> int:
@@ -129,6 +145,12 @@ def read_module(name: str, text: str, files: dict[str, str]) -> Module:
     found = _TOP_LEVEL_AWAIT.search(text)
     if found:
         raise BundleError(f"{name}:{_line_of(text, found.start())}: await at the module's level")
+    lazy = tuple(
+        dict.fromkeys(
+            _resolve(name, match[1], files, _line_of(text, match.start()))
+            for match in _LAZY_IMPORT.finditer(text)
+        )
+    )
     spans: list[tuple[int, int, Import]] = []
     for match in _IMPORT_NAMED.finditer(text):
         line = _line_of(text, match.start())
@@ -167,7 +189,7 @@ def read_module(name: str, text: str, files: dict[str, str]) -> Module:
             f"{name}:{_line_of(body, found.start())}: an export the bundler does not take "
             "(only export function / async function / class / const NAME)"
         )
-    return Module(name, tuple(span[2] for span in spans), exports, body)
+    return Module(name, tuple(span[2] for span in spans), exports, body, lazy)
 
 
 def _declares_several(initializer: str) -> bool:
@@ -219,11 +241,15 @@ def evaluation_order(modules: dict[str, Module], entry: str) -> list[str]:
     return order
 
 
-def bundle(files: dict[str, str], entry: str) -> str:
-    """``entry`` and every module it imports, directly or not, as one script.
+@dataclass(frozen=True)
+class Split:
+    """An entry's script and its lazy chunks (paths in the page's folder → text)."""
 
-    ``files`` maps paths in the page's folder (``js/api.js``) to their text; only the modules
-    ``entry`` reaches are read. BundleError when one of them cannot be bundled."""
+    main: str
+    chunks: dict[str, str] = field(default_factory=dict)
+
+
+def _read_all(files: dict[str, str], entry: str) -> dict[str, Module]:
     modules: dict[str, Module] = {}
     todo = [entry]
     while todo:
@@ -231,31 +257,161 @@ def bundle(files: dict[str, str], entry: str) -> str:
         if name not in modules:
             modules[name] = read_module(name, files[name], files)
             todo.extend(i.source for i in modules[name].imports)
-    order = evaluation_order(modules, entry)
-    variable = {name: f"__cb_module_{i}" for i, name in enumerate(order)}
-    parts = [f"// {entry} and the modules it imports, joined by the relay (relay/bundle.py).\n"]
-    for name in order:
-        module = modules[name]
-        bindings: list[str] = []
+            todo.extend(modules[name].lazy)
+    return modules
+
+
+def _reach(modules: dict[str, Module], start: str) -> set[str]:
+    """``start`` and the modules it imports statically, directly or not."""
+    seen: set[str] = set()
+    todo = [start]
+    while todo:
+        name = todo.pop()
+        if name not in seen:
+            seen.add(name)
+            todo.extend(i.source for i in modules[name].imports)
+    return seen
+
+
+def _relative(importer: str, target: str) -> str:
+    path = posixpath.relpath(target, posixpath.dirname(importer) or ".")
+    return path if path.startswith("../") else "./" + path
+
+
+def _function(name: str, module: Module, variable: dict[str, str], lazy: dict[str, str]) -> str:
+    bindings: list[str] = []
+    for imported in module.imports:
+        if imported.namespace:
+            bindings.append(f"const {imported.namespace} = {variable[imported.source]};")
+        elif imported.names:
+            listed = ", ".join(n if n == local else f"{n}: {local}" for n, local in imported.names)
+            bindings.append(f"const {{ {listed} }} = {variable[imported.source]};")
+    exported = ", ".join(sorted(module.exports))  # a namespace's keys are sorted
+    body = _LAZY_IMPORT.sub(
+        lambda m: lazy[_resolve(name, m[1], {s: "" for s in lazy}, 0)], module.body.rstrip()
+    )
+    return (
+        f"\n// ---- {name}\n"
+        f"const {variable[name]} = (() => {{ {' '.join(bindings)}\n"
+        f"{body}\n"
+        f"return Object.freeze({{ __proto__: null, {exported} }});\n"
+        "})();\n"
+    )
+
+
+def _check_names(modules: dict[str, Module]) -> None:
+    for name, module in modules.items():
         for imported in module.imports:
             missing = [n for n, _ in imported.names if n not in modules[imported.source].exports]
             if missing:
                 raise BundleError(
                     f"{name}:{imported.line}: {imported.source} does not export {', '.join(missing)}"
                 )
-            if imported.namespace:
-                bindings.append(f"const {imported.namespace} = {variable[imported.source]};")
-            elif imported.names:
-                listed = ", ".join(
-                    n if n == local else f"{n}: {local}" for n, local in imported.names
-                )
-                bindings.append(f"const {{ {listed} }} = {variable[imported.source]};")
-        exported = ", ".join(sorted(module.exports))  # a namespace's keys are sorted
-        parts.append(
-            f"\n// ---- {name}\n"
-            f"const {variable[name]} = (() => {{ {' '.join(bindings)}\n"
-            f"{module.body.rstrip()}\n"
-            f"return Object.freeze({{ __proto__: null, {exported} }});\n"
-            "})();\n"
+
+
+def _chunk_groups(modules: dict[str, Module], main: set[str]) -> list[list[str]]:
+    """The modules outside ``main``, grouped by the lazily imported modules that reach them,
+    each group in evaluation order (a module after the imports it shares a group with)."""
+    roots = sorted({t for m in modules.values() for t in m.lazy} - main)
+    reached_by: dict[str, set[str]] = {}
+    for root in roots:
+        evaluation_order(modules, root)  # a cycle is refused
+        for name in _reach(modules, root) - main:
+            reached_by.setdefault(name, set()).add(root)
+    groups: dict[frozenset[str], list[str]] = {}
+    for name in sorted(reached_by):
+        groups.setdefault(frozenset(reached_by[name]), []).append(name)
+    out: list[list[str]] = []
+    for key in sorted(groups, key=lambda k: (-len(k), sorted(k))):
+        members = set(groups[key])
+        inner: list[str] = []
+
+        def visit(name: str, members: set[str] = members, inner: list[str] = inner) -> None:
+            if name in inner or name not in members:
+                return
+            for imported in modules[name].imports:
+                visit(imported.source)
+            inner.append(name)
+
+        for name in sorted(members, key=lambda n: (n not in key, n)):  # its root first
+            visit(name)
+        out.append(inner)
+    return out
+
+
+def split(files: dict[str, str], entry: str) -> Split:
+    """``entry`` and every module it imports statically as one script, and the modules it
+    reaches only through ``import("…")`` as chunks. BundleError when one cannot be bundled.
+
+    A chunk's name carries a hash of its modules' text; its address on the wire also carries
+    the relay's version (relay/static.py), which changes with any file."""
+    modules = _read_all(files, entry)
+    _check_names(modules)
+    order = evaluation_order(modules, entry)
+    groups = _chunk_groups(modules, set(order))
+    everything = order + [name for inner in groups for name in inner]
+    variable = {name: f"__cb_module_{i}" for i, name in enumerate(everything)}
+    home = dict.fromkeys(order, entry)
+    lazy_targets = {t for m in modules.values() for t in m.lazy}
+    for inner in groups:
+        digest = hashlib.sha256()
+        for name in inner:
+            digest.update(name.encode() + b"\0" + files[name].encode() + b"\0")
+        stem = PurePosixPath(next((n for n in inner if n in lazy_targets), inner[0])).stem
+        path = f"{CHUNK_FOLDER}/{stem}-{digest.hexdigest()[:CHUNK_HASH_LENGTH]}.js"
+        home.update(dict.fromkeys(inner, path))
+    # What each script must export: what other scripts import from it, and what import() asks.
+    exported: dict[str, set[str]] = {}
+    for name, module in modules.items():
+        used = [i.source for i in module.imports] + list(module.lazy)
+        for source in used:
+            if home[source] != home[name]:
+                exported.setdefault(home[source], set()).add(variable[source])
+
+    def lazy_for(importer: str) -> dict[str, str]:
+        out: dict[str, str] = {}
+        for target in modules[importer].lazy:
+            if home[target] == home[importer]:
+                out[target] = f"Promise.resolve({variable[target]})"
+            else:
+                path = _relative(home[importer], home[target])
+                out[target] = f'import("{path}").then((m) => m.{variable[target]})'
+        return out
+
+    def script(path: str, inner: list[str], head: str) -> str:
+        parts = [head]
+        sources: dict[str, set[str]] = {}
+        for name in inner:
+            for imported in modules[name].imports:
+                if home[imported.source] != path:
+                    sources.setdefault(home[imported.source], set()).add(variable[imported.source])
+        for source, names in sorted(sources.items()):
+            listed = ", ".join(sorted(names))
+            parts.append(f'import {{ {listed} }} from "{_relative(path, source)}";\n')
+        parts.extend(_function(name, modules[name], variable, lazy_for(name)) for name in inner)
+        if path in exported:
+            parts.append(f"export {{ {', '.join(sorted(exported[path]))} }};\n")
+        return "".join(parts)
+
+    main = script(
+        entry,
+        order,
+        f"// {entry} and the modules it imports, joined by the relay (relay/bundle.py).\n",
+    )
+    chunks = {
+        home[inner[0]]: script(
+            home[inner[0]],
+            inner,
+            f"// {', '.join(inner)}: loaded by {entry} when first opened (relay/bundle.py).\n",
         )
-    return "".join(parts)
+        for inner in groups
+    }
+    return Split(main, chunks)
+
+
+def bundle(files: dict[str, str], entry: str) -> str:
+    """``entry`` and every module it imports statically as one script (``split``'s main).
+
+    ``files`` maps paths in the page's folder (``js/api.js``) to their text; only the modules
+    ``entry`` reaches are read. BundleError when one of them cannot be bundled."""
+    return split(files, entry).main

@@ -3,7 +3,9 @@ versioned, cached.
 
 Every file is read when the relay starts. Each page's module script (``app.js``, ``pair.js``) is
 served as one bundle of it and the modules it imports (relay/bundle.py; the modules stay
-servable as they are), and the stylesheet a page links goes inline into the page as a
+servable as they are) — what a page opens rarely (settings, memory, the report, files…) is
+left out of it, in lazy chunks fetched when first opened (``chunks/…``, outside the first load and
+the service worker's shell) — and the stylesheet a page links goes inline into the page as a
 ``<style>`` whose hash the Content-Security-Policy names (``inline_styles``, relay/app.py): a
 cold open on a slow phone network then waits for the page and one script, not for 24 modules
 and a stylesheet. One version (a hash of every body as sent) is appended as ``?v=<version>`` to
@@ -42,7 +44,7 @@ from starlette.requests import HTTPConnection
 from starlette.responses import Response
 from starlette.types import Receive, Scope, Send
 
-from relay.bundle import BundleError, bundle
+from relay.bundle import CHUNK_FOLDER, BundleError, split
 from relay.jsontext import dumps
 
 _log = logging.getLogger("relay")
@@ -104,6 +106,7 @@ class WebFiles:
     inline_styles: tuple[str, ...]  # CSP sources ('sha256-…') of the pages' inline styles
     shell: tuple[str, ...]  # versioned files index.html loads: the service worker keeps them
     bundled: tuple[str, ...]  # the module scripts served as one bundle each
+    chunks: tuple[str, ...] = ()  # the bundles' lazy chunks, fetched when a feature is opened
 
     def cold_open(self) -> list[str]:
         """The files a phone downloads on its first open of the page: index.html, what it
@@ -146,14 +149,17 @@ def _normalized(base: str, reference: str) -> str:
     return "/".join(parts)
 
 
-def module_graph(files: dict[str, bytes], entry: str) -> list[str]:
-    """Every module ``entry`` imports, directly or not, as paths under the web folder."""
+def module_graph(files: dict[str, bytes], entry: str, lazy: bool = True) -> list[str]:
+    """Every module ``entry`` imports, directly or not, as paths under the web folder; without
+    ``lazy``, only what it imports statically (what its first run needs)."""
     seen: list[str] = []
     todo = [entry]
     while todo:
         name = todo.pop()
         text = files.get(name, b"").decode("utf-8", "replace")
         for match in _JS_IMPORTED.finditer(text):
+            if not lazy and match[1].startswith("import") and "(" in match[1]:
+                continue  # import("…"): fetched when the feature is opened
             dep = _normalized(Path(name).parent.as_posix(), match[2])
             if dep in files and dep not in seen:
                 seen.append(dep)
@@ -196,7 +202,7 @@ def _shell(files: dict[str, bytes], page: str) -> list[str]:
     found = [ref for ref in _SERVED_REF.findall(html) if ref not in UNVERSIONED]
     for ref in list(found):
         if ref.endswith(".js"):
-            found.extend(module_graph(files, ref))
+            found.extend(module_graph(files, ref, lazy=False))
     return sorted(set(found))
 
 
@@ -212,7 +218,8 @@ def favicon(png: bytes) -> bytes:
 
 
 def _bundles(raw: dict[str, bytes]) -> dict[str, bytes]:
-    """Each page's module script as one bundle; one that cannot be bundled is left out (its
+    """Each page's module script as one bundle, and the lazy chunks it loads when a rarely
+    opened feature is first opened (``chunks/…``); one that cannot be bundled is left out (its
     modules are then served as they are, and preloaded)."""
     texts = {n: b.decode("utf-8") for n, b in raw.items() if n.endswith(".js")}
     out: dict[str, bytes] = {}
@@ -220,9 +227,12 @@ def _bundles(raw: dict[str, bytes]) -> dict[str, bytes]:
         for entry in _MODULE_SCRIPT.findall(raw[page].decode("utf-8")):
             if entry in texts and entry not in out:
                 try:
-                    out[entry] = bundle(texts, entry).encode("utf-8")
+                    made = split(texts, entry)
                 except BundleError as exc:
                     _log.warning("serving %s as separate modules: %s", entry, exc)
+                    continue
+                out[entry] = made.main.encode("utf-8")
+                out.update((path, text.encode("utf-8")) for path, text in made.chunks.items())
     return out
 
 
@@ -259,13 +269,15 @@ def load(directory: Path) -> WebFiles:
             html = bodies[page].decode("utf-8")
             for entry in _MODULE_SCRIPT.findall(html):
                 if entry not in bundles:
-                    html = _preload(html, module_graph(bodies, entry), version)
+                    html = _preload(html, module_graph(bodies, entry, lazy=False), version)
             bodies[page] = html.encode("utf-8")
     shell = _shell(bodies, "index.html") if "index.html" in bodies else []
     if "sw.js" in bodies:
         bodies["sw.js"] = _sw_shell(bodies["sw.js"].decode("utf-8"), shell).encode("utf-8")
     files = {name: _web_file(name, body) for name, body in bodies.items()}
-    return WebFiles(version, files, tuple(sorted(styles)), tuple(shell), tuple(sorted(bundles)))
+    chunks = tuple(sorted(n for n in bundles if n.startswith(CHUNK_FOLDER + "/")))
+    entries = tuple(sorted(n for n in bundles if n not in chunks))
+    return WebFiles(version, files, tuple(sorted(styles)), tuple(shell), entries, chunks)
 
 
 def _web_file(name: str, body: bytes) -> WebFile:

@@ -8,17 +8,13 @@ import { extraHeaders, get, onReachability, setReadOnly } from "./js/api.js";
 import * as cache from "./js/cache.js";
 import * as contact from "./js/connection.js";
 import { $, h } from "./js/dom.js";
-import { FilesView } from "./js/files.js";
-import { renderNewSession, renderSettings } from "./js/forms.js";
 import { t } from "./js/i18n.js";
 import { LiveStream } from "./js/live.js";
-import { MemoryView } from "./js/memory.js";
-import { DeskView } from "./js/desk.js";
 import { renderOverview } from "./js/overview.js";
-import { ReportView } from "./js/report.js";
 import { SearchPanel } from "./js/search.js";
 import { SessionView } from "./js/session.js";
 import { SubagentView } from "./js/subagent.js";
+import { showError } from "./js/ui.js";
 import { placeSide, watchWidth } from "./js/wide.js";
 
 class App {
@@ -165,7 +161,7 @@ class App {
     if (this.screen === "overview") this.drawOverview();
     placeSide(this);
     if (this.screen === "new" && !this.main.querySelector("#ns-mac option")) {
-      this.show("new", renderNewSession(this), t("ns_title"));
+      this.lazily(() => import("./js/forms.js"), ({ renderNewSession }) => this.show("new", renderNewSession(this), t("ns_title")));
     }
     this.updateBand();
   }
@@ -185,6 +181,7 @@ class App {
   route() {
     const hash = location.hash.replace(/^#\/?/, "");
     const parts = hash.split("/").map(decodeURIComponent);
+    this.turn = (this.turn || 0) + 1; // a screen still loading (lazily) is not drawn after this
     if (this.view) { this.view.destroy(); this.view = null; }
     if (this.sub) { this.sub.destroy(); this.sub = null; }
     $("#back").hidden = !hash;
@@ -199,30 +196,38 @@ class App {
       this.backTo = "#/s/" + encodeURIComponent(parts[1]) + (readOnly ? "/read" : "");
       this.show("subagent", this.sub.el, t("subagent"));
     } else if (parts[0] === "s" && parts[1] && ["files", "file", "changes"].includes(parts[2])) {
-      this.sub = new FilesView(this, parts[1], parts[2], parts.slice(3).join("/"));
       this.backTo = "#/s/" + encodeURIComponent(parts[1]);
-      this.show("files", this.sub.el, this.sub.title());
+      this.lazily(() => import("./js/files.js"), ({ FilesView }) => {
+        this.sub = new FilesView(this, parts[1], parts[2], parts.slice(3).join("/"));
+        this.show("files", this.sub.el, this.sub.title());
+      });
     } else if (parts[0] === "s" && parts[1]) {
       this.view = new SessionView(this, parts[1], { readOnly });
       this.show("session", this.view.el, this.view.title());
       $("#top-actions").replaceChildren(this.view.badge, this.view.moreButton);
       this.view.renderMeta();
     } else if (parts[0] === "new") {
-      this.show("new", renderNewSession(this), t("ns_title"));
+      this.lazily(() => import("./js/forms.js"), ({ renderNewSession }) => this.show("new", renderNewSession(this), t("ns_title")));
     } else if (parts[0] === "memory") {
-      this.sub = new MemoryView(this, parts[1]);
       this.backTo = "#/settings";
-      this.show("memory", this.sub.el, this.sub.title());
+      this.lazily(() => import("./js/memory.js"), ({ MemoryView }) => {
+        this.sub = new MemoryView(this, parts[1]);
+        this.show("memory", this.sub.el, this.sub.title());
+      });
     } else if (parts[0] === "desk" && parts[1]) {
-      this.sub = new DeskView(this, parts[1], parts[2]);
       this.backTo = parts[2] ? "#/desk/" + encodeURIComponent(parts[1]) : "#/settings";
-      this.show("desk", this.sub.el, this.sub.title());
+      this.lazily(() => import("./js/desk.js"), ({ DeskView }) => {
+        this.sub = new DeskView(this, parts[1], parts[2]);
+        this.show("desk", this.sub.el, this.sub.title());
+      });
     } else if (parts[0] === "report") {
-      this.sub = new ReportView(this, parts[1]);
       this.backTo = "#/settings";
-      this.show("report", this.sub.el, this.sub.title());
+      this.lazily(() => import("./js/report.js"), ({ ReportView }) => {
+        this.sub = new ReportView(this, parts[1]);
+        this.show("report", this.sub.el, this.sub.title());
+      });
     } else if (parts[0] === "settings") {
-      this.show("settings", renderSettings(this), t("settings"));
+      this.lazily(() => import("./js/forms.js"), ({ renderSettings }) => this.show("settings", renderSettings(this), t("settings")));
     } else {
       this.screen = "overview";
       this.overviewEl = null;
@@ -230,6 +235,17 @@ class App {
       this.refreshLists(0);
     }
     placeSide(this);
+    this.updateBand();
+  }
+
+  /** A screen opened rarely: its module comes from the relay the first time it is opened (a chunk
+   * of its own, relay/bundle.py), then the screen is drawn unless another was asked for since. */
+  async lazily(load, draw) {
+    const turn = this.turn;
+    let module;
+    try { module = await load(); } catch (error) { showError(error); return; }
+    if (turn !== this.turn) return;
+    draw(module);
     this.updateBand();
   }
 

@@ -35,7 +35,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Final
+from typing import Any, Final, Literal
 
 from fastapi import APIRouter, Depends
 from pydantic import Field, model_validator
@@ -97,6 +97,8 @@ EVENTS_READ_MAX_BYTES: Final = 32 * 1024 * 1024
 REMEMBERED_MAX: Final = 500  # decisions marked "remember" per session
 AUDIT_ROWS_READ: Final = 1000  # the newest phone answers read for rules
 TRACKERS_KEPT: Final = 500  # conversations whose task list is followed in memory
+# Sessions whose events stay parsed between two ledgers (EventsRead): the ones built lately.
+EVENTS_KEPT_SESSIONS: Final = 4
 ID_BYTES: Final = 6
 OPEN_OR_DONE: Final = frozenset({"pending", "in_progress", "completed"})
 # Events a pin may be taken from: the person's messages and Claude's lines.
@@ -303,6 +305,62 @@ def _events(rows: Sequence[tuple[int, str]]) -> list[NumberedEvent]:
     return found
 
 
+def _parsed(data: str) -> NumberedEvent | None:
+    try:
+        return NumberedEvent.model_validate_json(data)
+    except ValueError:
+        return None
+
+
+@dataclass
+class _ReadRows:
+    epoch: str
+    rows: list[tuple[int, int, NumberedEvent | None]]  # seq, bytes read, the event (None: not one)
+
+
+@dataclass
+class EventsRead:
+    """The events a session's ledgers are built from, parsed once: the next ledger (a snapshot
+    at every compaction, the Decisions panel) reads and parses only the events stored since.
+    A stored event never changes within an epoch (a new epoch rewrites them: read again); the
+    window's start and the bytes budget are those of a read from scratch."""
+
+    sessions: OrderedDict[str, _ReadRows] = field(default_factory=OrderedDict)
+
+    async def read(self, state: RelayState, session: Session) -> list[NumberedEvent]:
+        first, last = session.oldest_seq or 1, session.last_seq
+        known = self.sessions.get(session.id)
+        kept = []
+        if known is not None and known.epoch == session.epoch:
+            kept = [row for row in known.rows if first <= row[0] <= last]
+        start = kept[-1][0] + 1 if kept else first
+        fresh = await state.store.read_events(
+            session.id, start, last, max_bytes=EVENTS_READ_MAX_BYTES, newest=True
+        )
+        rows = within_budget([*kept, *((seq, len(d) + 1, _parsed(d)) for seq, d in fresh)])
+        self.sessions[session.id] = _ReadRows(session.epoch, rows)
+        self.sessions.move_to_end(session.id)
+        while len(self.sessions) > EVENTS_KEPT_SESSIONS:
+            self.sessions.popitem(last=False)
+        return [event for _, _, event in rows if event is not None]
+
+    def forget(self) -> None:
+        self.sessions.clear()
+
+
+def within_budget(
+    rows: list[tuple[int, int, NumberedEvent | None]],
+) -> list[tuple[int, int, NumberedEvent | None]]:
+    """The newest rows (oldest first) within ``EVENTS_READ_MAX_BYTES``, at least one: what
+    relay/store/events.py ``read`` keeps of a range read newest first."""
+    size = 0
+    for i in range(len(rows) - 1, -1, -1):
+        size += rows[i][1]
+        if size > EVENTS_READ_MAX_BYTES and i < len(rows) - 1:
+            return rows[i + 1 :]
+    return rows
+
+
 def _rules(rows: Sequence[Sequence[Any]], events: Sequence[NumberedEvent]) -> list[RuleAnswer]:
     found = []
     for row_id, at, answer, tool, summary in rows:
@@ -421,11 +479,13 @@ class Decisions:
     ``listeners``, told after a pin or a mark changed (the session, what changed)."""
 
     reader: LineReader
+    events: EventsRead = field(default_factory=EventsRead)
     snapshot_of: Callable[[str], Awaitable[Snapshot | None]] | None = None
     listeners: list[Callable[[Session, str], Awaitable[None]]] = field(default_factory=list)
 
     async def close(self) -> None:
         self.reader.trackers.clear()
+        self.events.forget()
 
 
 @dataclass(frozen=True)
@@ -451,14 +511,18 @@ class Inputs:
 
 async def inputs(state: RelayState, session: Session) -> Inputs:
     """The inputs of ``build_ledger`` / ``take_snapshot`` for the session, read now."""
-    rows = await state.store.read_events(
-        session.id,
-        session.oldest_seq or 1,
-        session.last_seq,
-        max_bytes=EVENTS_READ_MAX_BYTES,
-        newest=True,
-    )
-    events = _events(rows)
+    part = state.part(Decisions)
+    if part is not None:
+        events = await part.events.read(state, session)
+    else:
+        rows = await state.store.read_events(
+            session.id,
+            session.oldest_seq or 1,
+            session.last_seq,
+            max_bytes=EVENTS_READ_MAX_BYTES,
+            newest=True,
+        )
+        events = _events(rows)
     kept = await state.store.reading(lambda conn: _read_kept(conn, session.id))
     card, held = _live_side(state, session)
     relay = RelaySide(
@@ -487,10 +551,14 @@ async def _build(state: RelayState, session: Session) -> Built:
     return Built(session, ledger, found.pins, found.remembered)
 
 
-async def snapshot_now(state: RelayState, session: Session) -> Snapshot:
+async def snapshot_now(
+    state: RelayState, session: Session, base: Snapshot | Literal["read"] | None = "read"
+) -> Snapshot:
     """The session as a snapshot would take it now (no reason, not stored): the ledger over
-    the latest snapshot, the files touched and the last exchange."""
-    base = await latest_snapshot(state, session.id)
+    the latest snapshot (``base``, read now unless the caller just read it), the files touched
+    and the last exchange."""
+    if isinstance(base, str):
+        base = await latest_snapshot(state, session.id)
     found = await inputs(state, session)
     events = [e for e in found.events if e.kind is not EventKind.SNAPSHOT]
     return take_snapshot(events, (), found.relay, base)

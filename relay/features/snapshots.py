@@ -25,6 +25,7 @@ import asyncio
 import json
 import logging
 import time
+from collections import OrderedDict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
@@ -67,6 +68,8 @@ TURN_STATES: Final = frozenset({"idle", "waiting"})
 _MARKS: Final = (f'"marker":"{MarkerKind.COMPACTED}"', f'"marker":"{MarkerKind.CLEARED}"')
 # Decisions whose context (the question, the tool) is searched with them (a plan is too long).
 SEARCHED_CONTEXT: Final = frozenset({"answer", "typed_answer", "rejected", "rule"})
+# Sessions whose latest snapshot stays parsed in memory (the ones snapshotted lately).
+SNAPSHOTS_KEPT_READ: Final = 64
 
 TABLES: Final = (
     """CREATE TABLE IF NOT EXISTS ledger_snapshots (
@@ -87,10 +90,16 @@ def setup(conn: Connection) -> None:
 setup.schema_version = 1  # type: ignore[attr-defined]
 
 
-def event_input(snapshot: Snapshot) -> dict[str, Any]:
-    """The snapshot event's ``input``: the whole snapshot, or its counts when too large."""
-    whole = snapshot.to_json()
-    if len(json.dumps(whole, ensure_ascii=False)) <= EVENT_INPUT_MAX_BYTES:
+def event_input(
+    snapshot: Snapshot, whole: dict[str, Any] | None = None, text: str | None = None
+) -> dict[str, Any]:
+    """The snapshot event's ``input``: the whole snapshot, or its counts when too large.
+    ``whole`` and ``text``, when the caller has them, are ``snapshot.to_json()`` and its JSON."""
+    if whole is None:
+        whole = snapshot.to_json()
+    if text is None:
+        text = json.dumps(whole, ensure_ascii=False)
+    if len(text) <= EVENT_INPUT_MAX_BYTES:
         return {**whole, "complete": True}
     ledger = snapshot.ledger
     return {
@@ -124,16 +133,47 @@ def session_ended(before: SessionInfo | None, after: SessionInfo) -> bool:
 
 async def latest(state: RelayState, session_id: str) -> Snapshot | None:
     """The session's latest snapshot, None when it has none (or one this relay cannot read)."""
-    rows = await state.store.read(
-        "SELECT data FROM ledger_snapshots WHERE session_id = ?", (session_id,)
-    )
-    if not rows:
-        return None
-    try:
-        return Snapshot.from_json(json.loads(rows[0][0]))
-    except ValueError as exc:
-        _log.warning("the snapshot of session %s is not readable: %s", session_id, exc)
-        return None
+    return await LatestSnapshots().get(state, session_id)
+
+
+@dataclass
+class LatestSnapshots:
+    """Each session's latest snapshot as last read, by the seq of its event: a take and the
+    ledger it builds on read the row's seq and parse its JSON only when it changed (another
+    relay of a cluster may have taken one meanwhile)."""
+
+    read: OrderedDict[str, tuple[int, Snapshot]] = field(default_factory=OrderedDict)
+
+    async def get(self, state: RelayState, session_id: str) -> Snapshot | None:
+        known = self.read.get(session_id)
+        rows = await state.store.read(
+            "SELECT seq, CASE WHEN seq = ? THEN NULL ELSE data END FROM ledger_snapshots"
+            " WHERE session_id = ?",
+            (known[0] if known is not None else -1, session_id),
+        )
+        if not rows:
+            self.read.pop(session_id, None)
+            return None
+        seq, data = int(rows[0][0]), rows[0][1]
+        if known is not None and data is None:
+            self.read.move_to_end(session_id)
+            return known[1]
+        try:
+            snapshot = Snapshot.from_json(json.loads(data))
+        except ValueError as exc:
+            _log.warning("the snapshot of session %s is not readable: %s", session_id, exc)
+            self.read.pop(session_id, None)
+            return None
+        self.remember(session_id, seq, snapshot)
+        return snapshot
+
+    def remember(self, session_id: str, seq: int, snapshot: Snapshot) -> None:
+        """The snapshot just stored as the session's latest (its event's seq): it reads back
+        equal (tests/relay/test_snapshot.py), so the next take need not parse it."""
+        self.read[session_id] = (seq, snapshot)
+        self.read.move_to_end(session_id)
+        while len(self.read) > SNAPSHOTS_KEPT_READ:
+            self.read.popitem(last=False)
 
 
 async def push_handoff(state: RelayState, session: Session) -> bool:
@@ -155,6 +195,7 @@ class Snapshots:
     tasks: TaskSet = field(default_factory=lambda: TaskSet("snapshots", _log))
     # One snapshot at a time (they are rare): two moments at once make one, then none.
     lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    latest: LatestSnapshots = field(default_factory=LatestSnapshots)
 
     # -- the moments ----------------------------------------------------------------------
 
@@ -209,8 +250,8 @@ class Snapshots:
         session = await state.store.reading(lambda conn: session_rows.find(conn, session_id))
         if session is None:
             return None
-        base = await latest(state, session_id)
-        snapshot = await decisions.snapshot_now(state, session)
+        base = await self.latest.get(state, session_id)
+        snapshot = await decisions.snapshot_now(state, session, base)
         last = base.through_seq if base is not None else 0
         reasons = snapshot_reasons(
             new_events, snapshot.ledger, last, turn_ended=turn, session_ended=ended
@@ -220,10 +261,12 @@ class Snapshots:
         snapshot = Snapshot(
             reasons, snapshot.ledger, snapshot.files, snapshot.exchange, snapshot.through_seq
         )
+        whole = snapshot.to_json()
+        data = json.dumps(whole, ensure_ascii=False)  # made once: the event's and the row's
         event = DisplayEvent(
             kind=EventKind.SNAPSHOT,
             text=snapshot.summary(),
-            input=event_input(snapshot),
+            input=event_input(snapshot, whole, data),
             timestamp=iso(time.time()),
         )
         stored = await state.store.add_event(session.account_id, session.id, event)
@@ -231,7 +274,6 @@ class Snapshots:
             return None
         after, numbered = stored
         seq = numbered[0][0]
-        data = json.dumps(snapshot.to_json(), ensure_ascii=False)
 
         def keep(conn: Connection) -> None:
             conn.execute(
@@ -243,6 +285,7 @@ class Snapshots:
             )
 
         await state.store.write(keep)
+        self.latest.remember(session.id, seq, snapshot)
         await index(state, session.id, snapshot.ledger)
         link = state.live.link(after.device_id)
         if isinstance(link, DeviceLink) and not link.closed:
@@ -266,7 +309,7 @@ class Snapshots:
             await self._handoff(session)
 
     async def snapshot_of(self, session_id: str) -> Snapshot | None:
-        return await latest(self.state, session_id)
+        return await self.latest.get(self.state, session_id)
 
     async def close(self) -> None:
         await self.tasks.close()

@@ -19,8 +19,8 @@ from hypothesis import strategies as st
 from playwright.sync_api import Browser, Page, Route
 
 from relay.app import WEB_DIR
-from relay.bundle import BundleError, bundle, evaluation_order, read_module
-from relay.static import load
+from relay.bundle import BundleError, bundle, evaluation_order, read_module, split
+from relay.static import IMMUTABLE, load
 
 HYPOTHESIS = settings(
     derandomize=True,
@@ -41,14 +41,21 @@ def bundled_modules(text: str) -> list[str]:
 
 def test_every_module_of_the_page_is_bundled_after_its_imports() -> None:
     files = page_scripts()
-    app = bundle(files, "app.js")
+    made = split(files, "app.js")
+    app = made.main
     order = bundled_modules(app)
-    assert set(order) == {"app.js"} | {n for n in files if n.startswith("js/")}
-    assert order[-1] == "app.js" and len(order) == len(set(order))
-    for name in order:
-        for imported in read_module(name, files[name], files).imports:
-            assert order.index(imported.source) < order.index(name), (imported.source, name)
-    assert not re.search(r"^\s*(import|export)\b", app, re.M)  # nothing left to resolve
+    in_chunks = [bundled_modules(text) for text in made.chunks.values()]
+    everything = order + [name for names in in_chunks for name in names]
+    # every module in exactly one script: evaluated once, as in the browser
+    assert sorted(everything) == sorted({"app.js"} | {n for n in files if n.startswith("js/")})
+    assert order[-1] == "app.js"
+    for names in [order, *in_chunks]:
+        for name in names:
+            for imported in read_module(name, files[name], files).imports:
+                if imported.source in names:
+                    assert names.index(imported.source) < names.index(name), (imported, name)
+    assert not re.search(r"^\s*import\b", app, re.M)  # nothing left to resolve
+    assert not re.search(r"^\s*export\b(?! \{ __cb_module_\d)", app, re.M)
     pair = bundled_modules(bundle(files, "pair.js"))
     assert pair[-1] == "pair.js" and {"js/api.js", "js/i18n.js", "js/ui.js"} <= set(pair)
     # what the relay serves
@@ -61,17 +68,25 @@ def test_a_module_keeps_its_line_numbers_inside_the_bundle() -> None:
     """An error's line in the bundle is found in the file: a module's line k is k lines below
     its function's first line."""
     files = page_scripts()
-    lines = bundle(files, "app.js").splitlines()
-    for name in bundled_modules("\n".join(lines)):
-        first = lines.index(f"// ---- {name}") + 1  # the function's first line
-        in_import = False
-        for number, text in enumerate(files[name].splitlines(), start=1):
-            in_import = in_import or text.startswith("import")
-            if in_import:
-                assert lines[first + number] == "", (name, number)  # left blank
-                in_import = 'from "' not in text
-            else:
-                assert lines[first + number] == text.removeprefix("export "), (name, number)
+    made = split(files, "app.js")
+    for text in [made.main, *made.chunks.values()]:
+        lines = text.splitlines()
+        for name in bundled_modules(text):
+            assert_lines_kept(files, lines, name)
+
+
+def assert_lines_kept(files: dict[str, str], lines: list[str], name: str) -> None:
+    first = lines.index(f"// ---- {name}") + 1  # the function's first line
+    in_import = False
+    for number, text in enumerate(files[name].splitlines(), start=1):
+        in_import = in_import or text.startswith("import")
+        if in_import:
+            assert lines[first + number] == "", (name, number)  # left blank
+            in_import = 'from "' not in text
+        elif 'import("' in text:  # a lazy import: the same line, asking for the module's script
+            assert "__cb_module_" in lines[first + number], (name, number)
+        else:
+            assert lines[first + number] == text.removeprefix("export "), (name, number)
 
 
 @pytest.mark.parametrize(
@@ -89,7 +104,8 @@ def test_a_module_keeps_its_line_numbers_inside_the_bundle() -> None:
         ("export var a = 1;", "export the bundler does not take"),
         ("export const { a } = {};", "export the bundler does not take"),
         ("export const a = 1, b = 2;", "one name per export const"),
-        ('const m = await import("./a.js");', "is not bundled"),
+        ("const m = import(name);", "is not bundled"),
+        ('const m = import("./missing.js");', "names no file"),
         ("console.log(import.meta.url);", "is not bundled"),
         ('const answer = await fetch("/api/me");', "await at the module's level"),
         ('import { a } from "lodash";', "is not a relative path"),
@@ -322,3 +338,87 @@ def test_a_bundle_throws_where_its_module_throws(origin: Origin) -> None:
     origin.files.update({"throws/" + n: t for n, t in files.items()})
     origin.files["throws/bundle.js"] = bundle(files, "main.js")
     assert origin.run("throws/main.js") == origin.run("throws/bundle.js") == "Error: a fails"
+
+
+# -- lazy chunks ----------------------------------------------------------------------------------
+
+LAZY = {
+    "main.js": (
+        'import { log } from "./log.js";\n'
+        'log("main");\n'
+        "globalThis.__open = async () => {\n"
+        '  const { b } = await import("./b.js");\n'
+        '  const { c } = await import("./c.js");\n'
+        '  const again = await import("./log.js");\n'
+        '  log(b() + c() + (again.log === log ? " same log" : " another log"));\n'
+        "};\n"
+    ),
+    "log.js": "export function log(text) { globalThis.__log.push(text); }\n",
+    "shared.js": 'import { log } from "./log.js";\nlog("shared ran");\nexport const S = "s";\n',
+    "b.js": 'import { S } from "./shared.js";\nimport { log } from "./log.js";\nlog("b ran");\n'
+    'export function b() { return "b" + S; }\n',
+    "c.js": 'import { S } from "./shared.js";\nexport function c() { return "c" + S; }\n',
+}
+
+
+def test_modules_reached_only_lazily_go_into_chunks_each_module_once() -> None:
+    made = split(LAZY, "main.js")
+    assert bundled_modules(made.main) == ["log.js", "main.js"]
+    names = {path: bundled_modules(text) for path, text in made.chunks.items()}
+    # b and c each a chunk; what both reach (shared.js) a chunk of its own, not a copy in each
+    assert sorted(names.values()) == [["b.js"], ["c.js"], ["shared.js"]]
+    for path in made.chunks:
+        assert re.fullmatch(r"chunks/(b|c|shared)-[0-9a-f]{10}\.js", path), path
+    assert "export { __cb_module_0 }" in made.main  # log.js, which the chunks import
+    shared = next(p for p, n in names.items() if n == ["shared.js"])
+    b = next(p for p, n in names.items() if n == ["b.js"])
+    assert f'from "./{shared.removeprefix("chunks/")}"' in made.chunks[b]
+    assert 'from "../main.js"' in made.chunks[b]
+    assert "Promise.resolve(__cb_module_0)" in made.main  # import() of a module already there
+    # the hash follows the modules' text
+    changed = split({**LAZY, "c.js": LAZY["c.js"] + "// more\n"}, "main.js")
+    assert set(changed.chunks) - set(made.chunks) == {
+        p for p in changed.chunks if p.startswith("chunks/c-")
+    }
+
+
+def test_lazy_chunks_run_the_same_as_separate_modules_in_chromium(origin: Origin) -> None:
+    made = split(LAZY, "main.js")
+    origin.files.update({"lazy/" + name: text for name, text in LAZY.items()})
+    origin.files["lazy/bundle/main.js"] = made.main
+    origin.files.update({"lazy/bundle/" + path: text for path, text in made.chunks.items()})
+    logs = []
+    for path in ("lazy/main.js", "lazy/bundle/main.js"):
+        logs.append(
+            origin.page.evaluate(
+                """async (url) => {
+                    globalThis.__log = [];
+                    await import(url);
+                    await globalThis.__open();
+                    await globalThis.__open();  // a second opening evaluates nothing again
+                    return globalThis.__log;
+                }""",
+                "http://bundle.test/" + path,
+            )
+        )
+    assert logs[0] == ["main", "shared ran", "b ran", "bscs same log", "bscs same log"]
+    assert logs[1] == logs[0]
+
+
+def test_the_relay_serves_the_page_s_lazy_chunks_outside_the_first_load() -> None:
+    served = load(WEB_DIR)
+    assert served.chunks, "the page has lazily loaded features"
+    first = set(served.cold_open())
+    app = served.files["app.js"].body.decode()
+    for path in served.chunks:
+        assert re.fullmatch(r"chunks/[a-z]+-[0-9a-f]{10}\.js", path), path
+        assert path not in first and path not in served.shell  # fetched when opened
+        assert served.files[path].cache == IMMUTABLE
+        text = served.files[path].body.decode()
+        # the entry's script by its served address: the same module instance as the page's
+        assert f'from "../app.js?v={served.version}"' in text
+        assert f'"./{path}?v={served.version}"' in app or any(
+            f'"./{path.removeprefix("chunks/")}?v={served.version}"'
+            in served.files[other].body.decode()
+            for other in served.chunks
+        ), f"{path} is never imported"

@@ -11,7 +11,14 @@ from hypothesis import strategies as st
 from relay.ledger import Pin, RelaySide, Source
 from relay.ledger_rules import build_ledger
 from relay.snapshot import SNAPSHOT_VERSION, Snapshot, snapshot_reasons, take_snapshot
-from tests.support.transcripts import converted, lines_of, number, stored_events, transcript
+from tests.support.transcripts import (
+    TRANSCRIPTS,
+    converted,
+    lines_of,
+    number,
+    stored_events,
+    transcript,
+)
 
 PROPERTIES = settings(
     max_examples=150,
@@ -136,3 +143,18 @@ def test_reading_any_stored_json_either_gives_a_snapshot_or_refuses_it(data: obj
     except ValueError:
         return
     assert Snapshot.from_json(snapshot.to_json()) == snapshot
+
+
+def test_every_snapshot_taken_of_a_captured_transcript_reads_back_equal() -> None:
+    """The relay keeps the snapshot it just stored as the latest without reading it back
+    (relay/features/snapshots.py ``LatestSnapshots.remember``): it must read back equal."""
+    paths = sorted(p for p in TRANSCRIPTS.glob("*.jsonl") if "__subagent__" not in p.name)
+    assert paths
+    relay = RelaySide(pins=(Pin("c1", "Never push to main", Source(None, None)),))
+    base = None
+    for path in paths:
+        events = stored_events(path)
+        for reasons in (("decision",), ("compaction", "end")):
+            taken = take_snapshot(events, reasons, relay, base)
+            assert Snapshot.from_json(json.loads(json.dumps(taken.to_json()))) == taken
+        base = taken

@@ -18,6 +18,7 @@ import pytest
 from playwright.sync_api import Browser, expect
 
 from relay.app import WEB_DIR
+from relay.bundle import split
 from relay.static import IMMUTABLE, REVALIDATE, load, module_graph
 from tests.support.relay import Account, RelayServer
 from tests.support.web import Phone
@@ -89,9 +90,14 @@ def test_a_cold_open_waits_for_the_page_and_one_script(relay: RelayServer) -> No
             (script,) = re.findall(r'<script type="module" src="([^"]+)"></script>', html)
             bundle = c.get("/" + script).text
             assert not re.search(r'^\s*import\b|\bfrom\s*"', bundle, re.M), page
-        app = c.get("/app.js").text
+        # every module in the script, or in a chunk it loads when a feature is first opened
+        scripts = [c.get("/app.js").text]
+        chunks = set(re.findall(r'"\./chunks/([a-z]+-[0-9a-f]{10}\.js)\?v=', scripts[0]))
+        for name in sorted(chunks):
+            scripts.append(c.get("/chunks/" + name).text)
+        joined = "".join(scripts)
         for module in sorted((WEB_DIR / "js").glob("*.js")):
-            assert f"// ---- js/{module.name}\n" in app, module.name
+            assert f"// ---- js/{module.name}\n" in joined, module.name
 
 
 def test_the_csp_lets_in_no_inline_code_but_the_pages_own_style(
@@ -176,7 +182,16 @@ def test_a_script_that_cannot_be_bundled_is_served_as_modules_and_preloaded(
     assert served.bundled == ("pair.js",)
     html = served.files["index.html"].body.decode()
     preloads = re.findall(r'<link rel="modulepreload" href="([^"?]+)\?v=', html)
-    assert sorted(preloads) == sorted(f"js/{p.name}" for p in (web / "js").glob("*.js"))
+    # every module the first run needs (what features load lazily is fetched when opened)
+    texts = {p.relative_to(WEB_DIR).as_posix(): p.read_text() for p in WEB_DIR.rglob("*.js")}
+    lazy = {
+        n
+        for t in split(texts, "app.js").chunks.values()
+        for n in re.findall(r"^// ---- (\S+)$", t, re.M)
+    }
+    assert lazy and sorted(preloads) == sorted(
+        f"js/{p.name}" for p in (web / "js").glob("*.js") if f"js/{p.name}" not in lazy
+    )
     app = served.files["app.js"].body.decode()
     assert f'from "./js/live.js?v={served.version}"' in app
     assert set(preloads) <= set(served.shell)  # the worker keeps them all, then

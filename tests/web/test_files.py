@@ -209,6 +209,7 @@ def test_new_session_picks_a_recent_folder_a_model_and_a_mode(
         )
         # A model from the list needs no typing.
         page.goto("/#/new")
+        page.wait_for_selector("#ns-model-pick option", state="attached")  # a lazy chunk
         options = page.eval_on_selector_all("#ns-model-pick option", "os => os.map(o => o.value)")
         assert options[:3] == ["", "opus", "sonnet"] and options[-1] == "other"
     finally:

@@ -20,6 +20,7 @@ def test_the_form_says_the_mode_a_session_starts_in(
     phone: Phone, scripted: ScriptedMac, account: Account
 ) -> None:
     page = phone.login(account).open("/#/new")
+    page.wait_for_selector("#ns-mode option", state="attached")  # the form's chunk, loaded lazily
     options = page.eval_on_selector_all("#ns-mode option", "os => os.map(o => o.textContent)")
     assert options == ["Claude Code's default (Auto)", *NAMES]
     hint = page.locator("#ns-mode-hint")

@@ -2,16 +2,12 @@
 // held messages, the in-progress preview and the composer; its cost, permissions, pin and title.
 // A read-only view (#/s/<id>/read) and an archived session have no way to send.
 
-import { reopenDialog, scopeAction } from "./reopen.js";
 import { del, get, post, patch } from "./api.js";
 import * as cache from "./cache.js";
 import { renderCard } from "./cards.js";
 import { Conversation } from "./conversation.js";
 import { ago, costText, folderName, h, shortPath } from "./dom.js";
-import { showAudit } from "./audit.js";
 import { attachPinning, dt, showDecisions } from "./decisions.js";
-import { memoryActions } from "./memory.js";
-import { showCost, showPolicy } from "./extras.js";
 import { stateLabel, t } from "./i18n.js";
 import { LiveStream } from "./live.js";
 import { offerQueue, offlineLabel, queuedItems } from "./offline.js";
@@ -22,7 +18,6 @@ import { modeName } from "./modes.js";
 import { groupedSheet, inGroup } from "./menu.js";
 import { confirmBox, promptBox, showError, toast } from "./ui.js";
 import { placeBand } from "./versionband.js";
-import { filesActions } from "./files.js";
 import { Attachments, heldDetails, modeModelActions, upload } from "./composer.js";
 import { moveAction, moveBand } from "./move.js";
 
@@ -65,7 +60,7 @@ export class SessionView {
     this.markBadge = h("span.badge.mark", { hidden: true });
     this.pinBadge = h("span.pin", { hidden: true, role: "img", title: t("pinned"), "aria-label": t("pinned") }, "📌");
     this.costButton = h("button.link.cost", { type: "button", title: t("cost") });
-    this.costButton.addEventListener("click", () => showCost(this.id));
+    this.costButton.addEventListener("click", async () => (await import("./extras.js")).showCost(this.id));
     this.meta = h("p.session-meta");
     this.summary = h("p.session-sum", { hidden: true });
     this.moveSlot = h("div.move-slot");
@@ -678,13 +673,13 @@ export class SessionView {
     if (await this.change(null, () => post(`/api/sessions/${encodeURIComponent(this.id)}/${on ? "pin" : "unpin"}`))) toast(t(on ? "pinned_ok" : "unpinned_ok"));
   }
 
-  actions() {
+  async actions() {
     const s = this.snap || {};
     const stopped = s.state === "ended" || ["ended", "resting"].includes(s.mark);
     const looks = inGroup("info", [
-      { label: t("cost"), run: () => showCost(this.id) },
-      { label: t("perms"), run: () => showPolicy(this.id, this.readOnly || this.archived()) },
-      { label: t("audit"), run: () => showAudit(this.id) },
+      { label: t("cost"), run: async () => (await import("./extras.js")).showCost(this.id) },
+      { label: t("perms"), run: async () => (await import("./extras.js")).showPolicy(this.id, this.readOnly || this.archived()) },
+      { label: t("audit"), run: async () => (await import("./audit.js")).showAudit(this.id) },
     ]);
     // The decisions ledger is an everyday entry (issue 22): with files and changes.
     const decisions = { label: dt("title"), group: "everyday", run: () => showDecisions(this) };
@@ -692,6 +687,12 @@ export class SessionView {
       groupedSheet(this.title(), [decisions, ...looks, { label: t("leave_read_only"), group: "info", run: () => { location.hash = "#/s/" + encodeURIComponent(this.id); } }]);
       return;
     }
+    // What this menu opens comes from the relay the first time (chunks of their own, relay/bundle.py).
+    let reopen, files, memory;
+    try {
+      [reopen, files, memory] = await Promise.all([import("./reopen.js"), import("./files.js"), import("./memory.js")]);
+    } catch (error) { showError(error); return; }
+    const { reopenDialog, scopeAction } = reopen;
     const archived = this.archived();
     const moving = s.mark === "moving" || (s.move && s.move.state === "moving");
     const move = !archived && !s.locked && !moving && moveAction({ ...s, id: this.id }, this.app.devices, (m) => {
@@ -707,9 +708,9 @@ export class SessionView {
           this.renderMeta();
         })),
         ...(archived ? [] : [scopeAction({ ...s, id: this.id }, (snap) => { this.snap = { ...this.snap, ...snap }; })]),
-        ...filesActions(this.id),
+        ...files.filesActions(this.id),
         decisions,
-        ...memoryActions(s.cwd),
+        ...memory.memoryActions(s.cwd),
         !archived ? { label: t("fork"), run: () => this.fork() } : null,
         move || null,
       ]),
