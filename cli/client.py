@@ -74,6 +74,7 @@ class StartFailure(TypedDict, total=False):
     reason: str
     action: str
     last_lines: list[str]
+    status: int | None  # claude's exit status, when known
 
 
 class SessionSnapshot(TypedDict, total=False):

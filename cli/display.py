@@ -18,6 +18,17 @@ def state_of(session: SessionSnapshot | SearchItem) -> str:
     return str(mark) if mark else str(session.get("state") or "ended")
 
 
+RUNNING_STATES = {"starting", "idle", "busy", "waiting"}
+
+
+def is_running(session: SessionSnapshot) -> bool:
+    """Whether the session's claude runs now, as the relay last heard."""
+    return session.get("state") in RUNNING_STATES and session.get("mark") not in (
+        "ended",
+        "resting",
+    )
+
+
 def trouble_lines(session: Mapping[str, object], indent: str = "  ") -> list[str]:
     """What went wrong with a session and what to do, as the page says it: a claude that ended
     before the session was live (its reason, then the action), else the session's error."""
