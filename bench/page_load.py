@@ -83,7 +83,8 @@ _MEASURE = """async () => {
 # The page's module scripts and preloads, as served (to follow their imports).
 _MODULE_SCRIPT = re.compile(r'<script type="module" src="([^"]+)"')
 _MODULE_PRELOAD = re.compile(r'<link rel="modulepreload" href="([^"]+)"')
-_IMPORT = re.compile(r'(?:\bfrom\s*|^import\s+|\bimport\s*\(\s*)"([^"]+)"', re.M)
+_IMPORT = re.compile(r'(?:\bfrom\s*|^import\s+)"([^"]+)"', re.M)
+_LAZY_IMPORT = re.compile(r'\bimport\s*\(\s*"([^"]+)"')  # fetched when a feature is opened
 
 
 # -- the machine -----------------------------------------------------------------------------
@@ -199,6 +200,7 @@ class ModuleGraph:
     modules: int  # module scripts the page loads, its entry included
     depth: int  # the longest chain of imports: 1 = the entry imports nothing
     preloaded: int  # modulepreload links in index.html
+    lazy: int = 0  # scripts fetched only when a feature is first opened (import("…"))
 
 
 def served_module_graph(base: str, cookie: str) -> ModuleGraph:
@@ -213,6 +215,7 @@ def served_module_graph(base: str, cookie: str) -> ModuleGraph:
     html = get("/")
     entries = ["/" + src for src in _MODULE_SCRIPT.findall(html)]
     depth_of: dict[str, int] = {}
+    lazy: set[str] = set()
 
     def depth(path: str, seen: tuple[str, ...]) -> int:
         if path in depth_of:
@@ -222,6 +225,8 @@ def served_module_graph(base: str, cookie: str) -> ModuleGraph:
         text = get(path)
         folder = path.rsplit("/", 1)[0]
         deepest = 0
+        for spec in _LAZY_IMPORT.findall(text):
+            lazy.add(urllib.parse.urljoin(base + folder + "/", spec)[len(base) :])
         for spec in _IMPORT.findall(text):
             target = urllib.parse.urljoin(base + folder + "/", spec)[len(base) :]
             deepest = max(deepest, depth(target, (*seen, path)))
@@ -229,7 +234,12 @@ def served_module_graph(base: str, cookie: str) -> ModuleGraph:
         return depth_of[path]
 
     longest = max((depth(e, ()) for e in entries), default=0)
-    return ModuleGraph(len(depth_of), longest, len(_MODULE_PRELOAD.findall(html)))
+    first = set(depth_of)
+    for path in sorted(lazy):  # and what those import in turn
+        depth(path, ())
+    return ModuleGraph(
+        len(first), longest, len(_MODULE_PRELOAD.findall(html)), len(set(depth_of) - first)
+    )
 
 
 # -- one load, its waterfall ------------------------------------------------------------------
@@ -333,7 +343,8 @@ class Waterfall:
         if graph is not None:
             lines.append(
                 f"  module graph as served: {graph.modules} module scripts, import depth "
-                f"{graph.depth}, {graph.preloaded} modulepreload links"
+                f"{graph.depth}, {graph.preloaded} modulepreload links, "
+                f"{graph.lazy} more fetched when a feature is first opened"
             )
         return "\n".join(lines)
 

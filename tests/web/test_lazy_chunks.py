@@ -55,7 +55,7 @@ def test_each_lazily_loaded_feature_opens_from_its_chunk(
 
     page.goto("/#/settings")
     expect(page.locator("#set-report")).to_be_visible()
-    opens("settings", {"forms", "memory", "report", "reopen", "extras"})
+    opens("settings", {"forms", "memory", "report", "reopen", "extras", "desk"})
     page.locator("#set-report").click()
     expect(page.locator(".page.report .tile").first).to_be_visible()
     opens("report", {"report"})
@@ -63,6 +63,10 @@ def test_each_lazily_loaded_feature_opens_from_its_chunk(
     page.locator("#set-memory").click()
     expect(page.locator(".page.memory")).to_be_visible()
     opens("memory", {"memory"})
+    page.goto("/#/settings")
+    page.get_by_role("link", name="Conversations on this Mac").click()
+    expect(page.locator(".page.desk")).to_be_visible()
+    opens("desk", {"desk"})
     page.goto("/#/new")
     expect(page.locator("#ns-model-pick")).to_be_attached()
     opens("new-session", {"forms"})
@@ -91,11 +95,11 @@ def test_each_lazily_loaded_feature_opens_from_its_chunk(
 
     # Each chunk once (a module is evaluated once), from a versioned, hashed address, kept a year.
     names = chunks()
-    assert len(names) == len(set(names)) and len(names) >= 6, names
+    assert len(names) == len(set(names)) and len(names) >= 7, names
     for response in fetched:
         assert response.status == 200, response.url
         assert CHUNK_ADDRESS.search(response.url), response.url
         headers = response.all_headers()
         assert headers["cache-control"] == "public, max-age=31536000, immutable"
         assert headers["content-type"].startswith("text/javascript")
-    assert len(opened) == 9
+    assert len(opened) == 10

@@ -203,7 +203,9 @@ export class FilesView {
   }
 
   folder(data) {
-    const rows = data.entries.map((e) => {
+    // A Mac's answer is not trusted to have every field: a missing list is an empty one.
+    const entries = Array.isArray(data.entries) ? data.entries : [];
+    const rows = entries.map((e) => {
       const icon = e.kind === "dir" ? "📁" : e.kind === "file" ? "📄" : "⛔";
       const label = h("span.fname", null, e.name + (e.kind === "dir" ? "/" : ""));
       const meta = h("span.fmeta", null, e.kind === "file" ? size(e.size) : e.kind === "outside" ? t("fv_outside") : e.kind === "dir" ? "" : t("fv_other"));
@@ -215,7 +217,7 @@ export class FilesView {
     });
     return [this.crumbs(data.path, true),
       rows.length ? h("ul.flist", null, rows) : h("p.muted.pad", null, t("fv_empty")),
-      data.truncated ? h("p.note.pad", null, t("fv_more", { n: data.entries.length, total: data.total })) : null].filter(Boolean);
+      data.truncated ? h("p.note.pad", null, t("fv_more", { n: entries.length, total: data.total })) : null].filter(Boolean);
   }
 
   file(data) {
@@ -230,13 +232,14 @@ export class FilesView {
   status(data) {
     const label = (e) => [e.staged ? h("span.badge.staged", null, t("fv_staged") + ": " + t("fv_" + e.staged)) : null,
       e.unstaged ? h("span.badge", { class: e.untracked ? "untracked" : "unstaged" }, e.untracked ? t("fv_untracked") : t("fv_" + e.unstaged)) : null];
-    const rows = data.entries.map((e) => h("li", null, e.bad_name
+    const entries = Array.isArray(data.entries) ? data.entries : [];
+    const rows = entries.map((e) => h("li", null, e.bad_name
       ? h("span.frow.off", null, h("span.fname", null, e.path), h("span.fmeta", null, label(e)))
       : h("a.frow", { href: link(this.id, "changes", e.path) },
         h("span.fname", null, e.path, e.from ? h("span.muted", null, " ← " + e.from) : null), h("span.fmeta", null, label(e)))));
     return [h("p.note.pad", null, (data.branch ? t("fv_branch", { name: data.branch }) + " · " : "") + t("fv_n_changed", { n: data.total })),
       rows.length ? h("ul.flist.changes", null, rows) : h("p.muted.pad", null, t("fv_clean")),
-      data.truncated ? h("p.note.pad", null, t("fv_more", { n: data.entries.length, total: data.total })) : null].filter(Boolean);
+      data.truncated ? h("p.note.pad", null, t("fv_more", { n: entries.length, total: data.total })) : null].filter(Boolean);
   }
 
   diff(data) {
