@@ -119,9 +119,14 @@ def test_a_start_failure_shows_on_the_session_and_in_the_list(
     expect(box.locator("pre")).to_contain_text("Invalid API key")
     # said once: not again as the session's one-line error
     expect(page.locator(".session-sum")).not_to_contain_text("claude ended at start")
-    expect(page.locator(".held-item[data-id='m1fixit'] .held-state")).to_have_text(
-        re.compile("Not delivered")
-    )
+    item = page.locator(".held-item[data-id='m1fixit']")
+    expect(item.locator(".held-state")).to_have_text(re.compile("Not delivered"))
+    # the long state wraps: the message stays readable and nothing leaves the screen
+    for part in (item.locator(".held-text"), item.locator(".held-state")):
+        box = part.bounding_box()
+        assert box is not None and box["x"] + box["width"] <= PHONE["width"], box
+    text = item.locator(".held-text").bounding_box()
+    assert text is not None and text["width"] >= 60, text
     phone.shot("22-01-session-start-failure")
 
 
