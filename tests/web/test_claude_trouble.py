@@ -18,6 +18,7 @@ from tests.support.web import PHONE, Phone, ScriptedMac, held, new_sid, user_lin
 from wire.protocol import StartFailureInfo
 
 INSTALL = "npm install -g @anthropic-ai/claude-code"
+MIN_HELD_TEXT_PX = 60  # enough of a held message to tell which it is
 
 
 def report_device(mac: ScriptedMac, account: Account, **info: Any) -> None:
@@ -121,12 +122,18 @@ def test_a_start_failure_shows_on_the_session_and_in_the_list(
     expect(page.locator(".session-sum")).not_to_contain_text("claude ended at start")
     item = page.locator(".held-item[data-id='m1fixit']")
     expect(item.locator(".held-state")).to_have_text(re.compile("Not delivered"))
+
     # the long state wraps: the message stays readable and nothing leaves the screen
-    for part in (item.locator(".held-text"), item.locator(".held-state")):
-        box = part.bounding_box()
-        assert box is not None and box["x"] + box["width"] <= PHONE["width"], box
-    text = item.locator(".held-text").bounding_box()
-    assert text is not None and text["width"] >= 60, text
+    def laid_out() -> bool:
+        text, state = (item.locator(p).bounding_box() for p in (".held-text", ".held-state"))
+        return (
+            text is not None
+            and state is not None
+            and text["width"] >= MIN_HELD_TEXT_PX
+            and max(b["x"] + b["width"] for b in (text, state)) <= PHONE["width"]
+        )
+
+    wait_for(laid_out, 5, "the held message and its state within the screen")
     phone.shot("22-01-session-start-failure")
 
 
