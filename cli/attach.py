@@ -46,6 +46,7 @@ from typing import Literal
 from cli.arguments import Subcommands
 from cli.client import CommandError, RelayClient, SessionSnapshot
 from cli.common import NO_TOKEN_HINT, guarded, local_relay_url, phone_token
+from cli.display import is_running, trouble_lines
 from cli.references import mac_name, resolve
 
 SESSION_PREFIX = "cb-"  # agent/mux.py: a session's terminal is cb-<session id>
@@ -53,6 +54,8 @@ DEFAULT_SOCKET = "claude-bridge"
 MUX_FILE = "mux.json"  # written by the agent: its multiplexer and socket
 SCREEN = (120, 40)  # agent/sessions.py SCREEN_WIDTH × SCREEN_HEIGHT: the size given back on detach
 DETACH_HINT = "Ctrl-b d"
+STOP_REPORT_SECONDS = 3.0  # how long the drop-in waits for the relay to hear why claude ended
+STOP_REPORT_POLL = 0.1  # seconds between its looks
 
 # -- the drop-in's arguments (pure) ------------------------------------------------------------
 
@@ -381,9 +384,30 @@ def join(local: LocalAgent, relay: RelayClient | None, session: SessionSnapshot)
             f"(`claude-bridge attach {session_id[:8]}` comes back).",
             flush=True,
         )
-    else:
-        print(f"claude-bridge: claude exited; session {session_id} is stopped.", flush=True)
-    return 0 if code in (0, None) or not local.running(session_id) else code
+        return 0 if code in (0, None) else code
+    print(f"claude-bridge: claude exited; session {session_id} is stopped.", flush=True)
+    ended = stopped_as_told(relay, session_id) if relay is not None else None
+    trouble = trouble_lines(ended or {}, indent="claude-bridge: ")
+    if trouble:
+        print("\n".join(trouble), file=sys.stderr, flush=True)
+    failure = (ended or {}).get("failure")
+    if failure:  # it never ran: as claude itself would, the drop-in ends in failure
+        status = failure.get("status")
+        return status if isinstance(status, int) and status > 0 else 1
+    return 0
+
+
+def stopped_as_told(
+    relay: RelayClient, session_id: str, wait: float = STOP_REPORT_SECONDS
+) -> SessionSnapshot | None:
+    """The session once the relay has heard it stopped (with why, when claude never started),
+    or as it is after ``wait`` seconds."""
+    deadline = time.monotonic() + wait
+    while True:
+        found = relay.session(session_id)
+        if found is None or not is_running(found) or time.monotonic() >= deadline:
+            return found
+        time.sleep(STOP_REPORT_POLL)
 
 
 def cmd_attach(args: argparse.Namespace) -> int:

@@ -67,6 +67,16 @@ class CostSummary(TypedDict, total=False):
     usd: float | None
 
 
+class StartFailure(TypedDict, total=False):
+    """Why a session's claude ended before it was ever live (wire's ``StartFailureInfo``)."""
+
+    code: str
+    reason: str
+    action: str
+    last_lines: list[str]
+    status: int | None  # claude's exit status, when known
+
+
 class SessionSnapshot(TypedDict, total=False):
     """``GET /api/sessions`` (each) and ``GET /api/sessions/{id}``."""
 
@@ -85,6 +95,8 @@ class SessionSnapshot(TypedDict, total=False):
     conversation_id: str | None
     parent_id: str | None  # a fork's parent session
     branch: str | None  # the branch of its own git worktree
+    error: str | None  # what went wrong, in one line
+    failure: StartFailure | None  # claude ended before the session was live
 
 
 class Deleted(TypedDict, total=False):

@@ -18,6 +18,29 @@ def state_of(session: SessionSnapshot | SearchItem) -> str:
     return str(mark) if mark else str(session.get("state") or "ended")
 
 
+RUNNING_STATES = {"starting", "idle", "busy", "waiting"}
+
+
+def is_running(session: SessionSnapshot) -> bool:
+    """Whether the session's claude runs now, as the relay last heard."""
+    return session.get("state") in RUNNING_STATES and session.get("mark") not in (
+        "ended",
+        "resting",
+    )
+
+
+def trouble_lines(session: Mapping[str, object], indent: str = "  ") -> list[str]:
+    """What went wrong with a session and what to do, as the page says it: a claude that ended
+    before the session was live (its reason, then the action), else the session's error."""
+    failure = session.get("failure")
+    if isinstance(failure, dict) and failure:
+        said = failure.get("reason") or failure.get("code") or "Claude Code ended"
+        action = failure.get("action")
+        return [f"{indent}Did not start: {said}", *([f"{indent}→ {action}"] if action else [])]
+    error = session.get("error")
+    return [f"{indent}Error: {error}"] if error else []
+
+
 def usd_text(usd: object, unknown: str = "unknown") -> str:
     """An amount in USD: to the hundredth of a cent below a dollar, to the cent above;
     ``unknown`` when there is no amount."""

@@ -27,9 +27,10 @@ from cli.client import (
     SearchQuery,
     SearchResults,
     SessionSnapshot,
+    StartFailure,
 )
 from cli.common import connect, guarded, print_json
-from cli.display import clip, cost_text, short_folder, state_of, when
+from cli.display import clip, cost_text, short_folder, state_of, trouble_lines, when
 from cli.references import by_creation, pick_device, this_mac
 
 HERE_HEADING = "This Mac / this folder"
@@ -51,6 +52,8 @@ class SessionRow(TypedDict):
     state: str
     created_at: str | None
     cost: CostSummary | None
+    error: str | None  # what went wrong, in one line
+    failure: StartFailure | None  # claude ended before the session was live
 
 
 def session_rows(
@@ -69,6 +72,8 @@ def session_rows(
             state=state_of(s),
             created_at=s.get("created_at"),
             cost=s.get("cost"),
+            error=s.get("error"),
+            failure=s.get("failure"),
         )
         for index, s in enumerate(by_creation(sessions), start=1)
     ]
@@ -96,6 +101,22 @@ def table(rows: Sequence[SessionRow]) -> list[str]:
     ]
 
 
+NO_SESSIONS = (
+    "No sessions yet. Start one on the page (+ New session), or in a terminal in the folder to "
+    "work in: claude-bridge claude"
+)
+
+
+def troubles(rows: Sequence[SessionRow]) -> list[str]:
+    """Below the table: each session that went wrong, what happened and what to do."""
+    out: list[str] = []
+    for row in rows:
+        lines = trouble_lines(row, indent="    ")
+        if lines:
+            out += [f"{row['ref']}  {clip(row['title'] or row['id'], 40)}", *lines]
+    return ["", *out] if out else []
+
+
 def cmd_sessions(args: argparse.Namespace) -> int:
     relay = connect(args, read_only=True)  # listing changes nothing
     try:
@@ -105,9 +126,9 @@ def cmd_sessions(args: argparse.Namespace) -> int:
     if args.json:
         print_json(rows)
     elif not rows:
-        print('No sessions yet. Start one: claude-bridge open --session "$(uuidgen)" --cwd DIR')
+        print(NO_SESSIONS)
     else:
-        print("\n".join(table(rows)))
+        print("\n".join([*table(rows), *troubles(rows)]))
     return 0
 
 

@@ -33,19 +33,11 @@ from cli.client import (
     whole_conversation,
 )
 from cli.common import connect, guarded, print_json
-from cli.display import describe, state_of, when
+from cli.display import describe, is_running, state_of, trouble_lines, when
 from cli.references import mac_name, parse_ref, pick_device, pick_offset
 
 PAGE = 500  # the relay's largest page of events (its catchup_page setting, by default)
-RUNNING_STATES = {"starting", "idle", "busy", "waiting"}
 DEFAULT_TAIL = 10  # events shown after opening (--read-only shows them all unless --tail N)
-
-
-def is_running(session: SessionSnapshot) -> bool:
-    return session.get("state") in RUNNING_STATES and session.get("mark") not in (
-        "ended",
-        "resting",
-    )
 
 
 def _header(session: SessionSnapshot, mac: str) -> list[str]:
@@ -54,6 +46,7 @@ def _header(session: SessionSnapshot, mac: str) -> list[str]:
         f"Session {session['id']}{title}",
         f"  Mac: {mac} · folder: {session.get('cwd') or '—'} · state: {state_of(session)}"
         f" · created {when(session.get('created_at'))}",
+        *trouble_lines(session),
     ]
 
 

@@ -220,3 +220,68 @@ def test_attach_to_a_session_of_another_mac_names_that_mac(tmp_path: Path) -> No
     with pytest.raises(CommandError) as never:
         join(unlinked, Devices(), LISTED[0])  # type: ignore[arg-type]
     assert "has not linked to a relay yet" in never.value.message
+
+
+class EndsAtStart(LocalAgent):
+    """A session whose claude ran a moment, then ended (attach returns, nothing runs)."""
+
+    attached = False
+
+    def running(self, session_id: str) -> bool:
+        return not self.attached
+
+    def attach(self, session_id: str) -> int:
+        self.attached = True
+        return 0
+
+
+class Heard:
+    """The relay as ``join`` asks it after claude ended: first still starting, then ended, with
+    why when it never started."""
+
+    def __init__(self, failure: dict[str, object] | None) -> None:
+        self.failure = failure
+        self.asked = 0
+
+    def session(self, session_id: str) -> dict[str, object]:
+        self.asked += 1
+        if self.asked < 3:
+            return {"id": session_id, "state": "starting"}
+        return {"id": session_id, "state": "ended", "failure": self.failure}
+
+
+FAILED = {
+    "code": "claude_not_logged_in",
+    "reason": "Invalid API key · Please run /login",
+    "action": "Run `claude` once in a terminal on Studio and log in, then send again.",
+    "status": 1,
+}
+
+
+def test_the_drop_in_says_why_claude_did_not_start_and_fails(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Claude Code ended before its session was live: the drop-in says why and what to do, as
+    the page does, and ends in failure (claude's own status), as claude itself would."""
+    from cli.attach import join
+
+    local = EndsAtStart(tmp_path, "m1", "tmux", "cbt-none")
+    relay = Heard(FAILED)
+    code = join(local, relay, {"id": A, "device_id": "m1", "cwd": "/src"})  # type: ignore[arg-type]
+    said = capsys.readouterr()
+    assert code == 1 and relay.asked == 3
+    assert f"claude exited; session {A} is stopped." in said.out
+    assert said.err.splitlines() == [
+        "claude-bridge: Did not start: Invalid API key · Please run /login",
+        f"claude-bridge: → {FAILED['action']}",
+    ]
+
+
+def test_the_drop_in_ends_quietly_when_claude_ran_and_exited(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from cli.attach import join
+
+    local = EndsAtStart(tmp_path, "m1", "tmux", "cbt-none")
+    assert join(local, Heard(None), {"id": A, "device_id": "m1"}) == 0  # type: ignore[arg-type]
+    assert capsys.readouterr().err == ""

@@ -14,21 +14,24 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import httpx
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from cli.client import READ_ONLY_HEADER
-from cli.display import cost_text
+from cli.display import cost_text, trouble_lines
+from cli.listing import NO_SESSIONS
 from cli.references import by_creation, parse_ref
 from relay import routes
 from tests.support.cli import cli
 from tests.support.relay import Account, RelayServer, phone_client, transcript
 from tests.support.web import LoopThread, ScriptedMac
-from wire.protocol import Command, CommandResult, SessionInfo
+from wire.protocol import Command, CommandResult, SessionInfo, StartFailureInfo
 from wire.transcript import read_lines
 
 READ_ONLY = {routes.READ_ONLY_HEADER: "1"}
@@ -552,3 +555,74 @@ def test_the_relay_s_machine_needs_no_phone_token_and_reads_the_last_events(
     # The token is never sent to a relay elsewhere: there, one must be given.
     refused = _here(server, "sessions", code=2, relay_url="https://relay.example.invalid")
     assert "no phone token" in refused
+
+
+def test_a_session_that_did_not_start_says_why_and_what_to_do(
+    relay: RelayServer, account: Account, studio: LifeMac
+) -> None:
+    """Claude Code ended before the session was live: `sessions` and `open --read-only` say what
+    happened and what to do, as the page does, not only "ended"."""
+    session_id = new_id()
+    push(studio, session_id, SMALL)
+    failure = StartFailureInfo(
+        code="claude_not_logged_in",
+        reason="Invalid API key · Please run /login",
+        action="Run `claude` once in a terminal on Studio and log in, then send again.",
+        last_lines=["Invalid API key · Please run /login"],
+        status=1,
+    )
+    studio.update(session_id, state="ended", error="claude ended at start", failure=failure)
+    wait_until(lambda: bool((relay_session(relay, account, session_id) or {}).get("failure")))
+
+    listed = cli(relay, account.phone_token, "sessions").stdout.splitlines()
+    assert listed[-3:] == [
+        f"-1  {session_id}",
+        "    Did not start: Invalid API key · Please run /login",
+        f"    → {failure.action}",
+    ]
+    rows = json.loads(cli(relay, account.phone_token, "sessions", "--json").stdout)
+    assert rows[0]["failure"]["code"] == "claude_not_logged_in"
+
+    read = cli(relay, account.phone_token, "open", "-1", "--read-only").stdout.splitlines()
+    assert read[2:4] == [
+        "  Did not start: Invalid API key · Please run /login",
+        f"  → {failure.action}",
+    ]
+
+
+def test_no_sessions_says_how_to_start_one_with_what_every_machine_has(
+    relay: RelayServer,
+) -> None:
+    """The hint names the page and the drop-in, not `uuidgen` (missing on Debian by default)."""
+    said = cli(relay, relay.account().phone_token, "sessions").stdout
+    assert said.strip() == NO_SESSIONS
+    assert "uuidgen" not in said and "claude-bridge claude" in said and "+ New session" in said
+
+
+def relay_session(server: RelayServer, acct: Account, session_id: str) -> dict[str, Any] | None:
+    with phone_client(server, acct.phone_token) as client:
+        found = client.get(f"/api/sessions/{session_id}")
+    return found.json() if found.status_code == 200 else None
+
+
+def wait_until(ready: Callable[[], bool], seconds: float = 5.0) -> None:
+    deadline = time.monotonic() + seconds
+    while not ready():
+        assert time.monotonic() < deadline, "the relay did not hear of it"
+        time.sleep(0.02)
+
+
+@given(
+    reason=st.text(max_size=200),
+    action=st.text(max_size=200),
+    error=st.one_of(st.none(), st.text(max_size=200)),
+)
+def test_trouble_lines_say_the_failure_first_else_the_error(
+    reason: str, action: str, error: str | None
+) -> None:
+    failure = {"code": "claude_exited", "reason": reason, "action": action}
+    lines = trouble_lines({"failure": failure, "error": error})
+    assert lines[0] == f"  Did not start: {reason or 'claude_exited'}"
+    assert lines[1:] == ([f"  → {action}"] if action else [])
+    assert trouble_lines({"error": error}) == ([f"  Error: {error}"] if error else [])
+    assert trouble_lines({"failure": None}) == []

@@ -8,6 +8,8 @@ import re
 import uuid
 from typing import Any
 
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from playwright.sync_api import expect
 
 from agent.launch import INSTALL_HINT
@@ -16,6 +18,7 @@ from tests.support.web import PHONE, Phone, ScriptedMac, held, new_sid, user_lin
 from wire.protocol import StartFailureInfo
 
 INSTALL = "npm install -g @anthropic-ai/claude-code"
+MIN_HELD_TEXT_PX = 60  # enough of a held message to tell which it is
 
 
 def report_device(mac: ScriptedMac, account: Account, **info: Any) -> None:
@@ -58,9 +61,14 @@ def test_a_mac_logged_out_says_how_to_log_in(
 ) -> None:
     report_device(scripted, account, claude_found=True, claude_standing="logged_out")
     page = phone.login(account).open("/")
-    expect(page.locator(".mac .claude-trouble")).to_contain_text(
-        "Claude Code on Studio is not logged in. Run `claude` once in a terminal on that Mac"
+    note = page.locator(".mac .claude-trouble")
+    expect(note).to_contain_text(
+        "Claude Code on Studio is not logged in. Run claude once in a terminal on that Mac"
     )
+    # the command reads as one: in a <code>, no backticks shown
+    expect(note.locator("code")).to_have_text("claude")
+    assert "`" not in note.inner_text()
+    phone.shot("22-03-overview-logged-out")
 
 
 def test_with_no_mac_online_start_is_off_with_the_reason(
@@ -103,14 +111,29 @@ def test_a_start_failure_shows_on_the_session_and_in_the_list(
     row.click()
     box = page.locator(".failure")
     expect(box.locator(".failure-reason")).to_have_text("Invalid API key · Please run /login")
-    expect(box.locator(".failure-action")).to_contain_text("Run `claude` once in a terminal")
+    action = box.locator(".failure-action")
+    expect(action).to_have_text(
+        "Run claude once in a terminal on Studio and log in, then send again."
+    )
+    expect(action.locator("code")).to_have_text("claude")
     box.locator("summary").click()
     expect(box.locator("pre")).to_contain_text("Invalid API key")
     # said once: not again as the session's one-line error
     expect(page.locator(".session-sum")).not_to_contain_text("claude ended at start")
-    expect(page.locator(".held-item[data-id='m1fixit'] .held-state")).to_have_text(
-        re.compile("Not delivered")
-    )
+    item = page.locator(".held-item[data-id='m1fixit']")
+    expect(item.locator(".held-state")).to_have_text(re.compile("Not delivered"))
+
+    # the long state wraps: the message stays readable and nothing leaves the screen
+    def laid_out() -> bool:
+        text, state = (item.locator(p).bounding_box() for p in (".held-text", ".held-state"))
+        return (
+            text is not None
+            and state is not None
+            and text["width"] >= MIN_HELD_TEXT_PX
+            and max(b["x"] + b["width"] for b in (text, state)) <= PHONE["width"]
+        )
+
+    wait_for(laid_out, 5, "the held message and its state within the screen")
     phone.shot("22-01-session-start-failure")
 
 
@@ -134,3 +157,40 @@ def test_the_agents_long_install_hint_never_widens_the_form(
         assert box is not None and box["x"] + box["width"] <= PHONE["width"], box
     assert page.evaluate("document.documentElement.scrollWidth") <= PHONE["width"]
     phone.shot("22-04-new-session-long-install-hint")
+
+
+TEXTS = st.text(alphabet=st.sampled_from("ab `<>&\n"), max_size=30)
+
+
+@settings(
+    max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
+@given(texts=st.lists(TEXTS, min_size=1, max_size=8))
+def test_commands_in_backticks_read_as_code_and_all_else_stays_text(
+    phone: Phone, texts: list[str]
+) -> None:
+    """withCode (web/js/dom.js): each `command` becomes a <code> without its backticks; text
+    with none, or with an odd one out, stays exactly as it was; nothing becomes markup."""
+    page = phone.page
+    if not page.url.endswith("/pair.html"):
+        page.goto("/pair.html")
+    got = page.evaluate(
+        """async (texts) => {
+          const dom = await import('/js/dom.js');
+          return texts.map((text) => {
+            const box = document.createElement('p');
+            box.append(...dom.withCode(text).map((p) => (typeof p === 'string' ? document.createTextNode(p) : p)));
+            return { text: box.textContent, tags: [...box.querySelectorAll('*')].map((e) => e.tagName),
+                     codes: [...box.querySelectorAll('code')].map((e) => e.textContent) };
+          });
+        }""",
+        texts,
+    )
+    for text, seen in zip(texts, got, strict=True):
+        parts = text.split("`")
+        if len(parts) >= 3 and len(parts) % 2 == 1:
+            assert seen["text"] == text.replace("`", "")
+            assert seen["codes"] == [p for p in parts[1::2] if p]
+        else:
+            assert seen["text"] == text and seen["codes"] == []
+        assert set(seen["tags"]) <= {"CODE"}

@@ -84,3 +84,11 @@ export function costText(cost, t) {
   const money = (cost.source === "estimate" && cost.usd ? "≈" : "") + usd(cost.usd);
   return cost.tokens ? money + " · " + count(cost.tokens, true) + " " + t("tok") : money;
 }
+
+/** Words with `commands` in backticks, as a person reads them: each command in a <code>, the
+ * backticks gone; everything stays text. "Run `claude` once" → ["Run ", <code>claude</code>, " once"] */
+export function withCode(text) {
+  const parts = String(text).split("`");
+  if (parts.length < 3 || parts.length % 2 === 0) return [String(text)]; // none, or unpaired: as it is
+  return parts.map((part, i) => (i % 2 && part ? h("code", null, part) : part)).filter((part) => part !== "");
+}

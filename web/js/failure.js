@@ -2,7 +2,7 @@
 // what happened in Claude Code's own words, and what to do, on the session and in the list.
 // Its held messages stay, marked not delivered.
 
-import { h } from "./dom.js";
+import { h, withCode } from "./dom.js";
 import { getLang } from "./i18n.js";
 
 const TEXT = {
@@ -29,6 +29,6 @@ export function failureBox(session) {
   return h("section.failure", { role: "alert", dataset: { code: f.code || "" } },
     h("h2.failure-title", null, failureText("title")),
     f.reason ? h("p.failure-reason", null, f.reason) : null,
-    f.action ? h("p.failure-action", null, f.action) : null,
+    f.action ? h("p.failure-action", null, ...withCode(f.action)) : null,
     lines.length ? h("details.failure-lines", null, h("summary", null, failureText("lines")), h("pre", null, lines.join("\n"))) : null);
 }

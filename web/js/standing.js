@@ -2,7 +2,7 @@
 // claude_found, claude_standing, claude_install_hint). A Mac without it says so under its name
 // with the install line, and the new-session form explains instead of starting nothing.
 
-import { h } from "./dom.js";
+import { h, withCode } from "./dom.js";
 import { getLang } from "./i18n.js";
 
 const TEXT = {
@@ -52,7 +52,7 @@ export function troubleNote(device) {
   const trouble = claudeTrouble(device);
   if (!trouble) return null;
   const info = device.info || {};
-  const parts = [h("strong", null, troubleSentence(device)), " ", text(trouble + "_do")];
+  const parts = [h("strong", null, troubleSentence(device)), " ", ...withCode(text(trouble + "_do"))];
   if (trouble === "missing") parts.push(h("code.install-line", null, info.claude_install_hint || DEFAULT_INSTALL));
   return h("p.note.claude-trouble", { role: "status", dataset: { trouble } }, ...parts);
 }
