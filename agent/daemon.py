@@ -49,7 +49,7 @@ from agent.files import write_json, write_text
 from agent.hookevents import HookEvents
 from agent.hookserver import HookServer, OnHook, SecretFor
 from agent.hooksettings import build_settings, hook_command_path, write_settings
-from agent.launch import INSTALL_HINT, ClaudeBinary
+from agent.launch import INSTALL_LINE, ClaudeBinary
 from agent.life import SessionLife
 from agent.link import RelayLink
 from agent.memoryfiles import MemoryFiles
@@ -90,6 +90,9 @@ _log = logging.getLogger("agent")
 
 TRANSCRIPT_RETRY_MAX = 10.0  # the longest wait before a refused batch is sent again
 REGISTRY_SAVE_EVERY = 5.0
+# How often `claude auth status` is asked again while it said there was no login (a node
+# process: not every save, but soon enough that a login at the desk shows on the phone).
+LOGIN_RECHECK_EVERY = 30.0
 DEVICE_ID_FILE = "device-id"  # this Mac's id at its relay, written when the link opens
 MUX_FILE = "mux.json"  # the multiplexer and its socket, for `claude-bridge attach`
 TICK = 0.05
@@ -138,6 +141,7 @@ class Agent:
         self.tasks = TaskSet("agent", _log)  # the pumps and what the parts run beside them
         self._wake_transcripts = asyncio.Event()
         self._stopping = asyncio.Event()
+        self._next_login_check = 0.0  # time.monotonic() of the next `auth status` while logged out
         self.binary = ClaudeBinary(options.claude, self._tell_version, options.env)
         setup = ClaudeSetup(
             options.claude, self.settings_path, options.claude_home, options.claude_args,
@@ -333,7 +337,7 @@ class Agent:
         return {
             "claude_found": found,
             "claude_standing": self.binary.standing,
-            "claude_install_hint": "" if found else INSTALL_HINT,
+            "claude_install_hint": "" if found else INSTALL_LINE,
         }
 
     async def _tell_version(self, version: str) -> None:
@@ -386,6 +390,10 @@ class Agent:
             self.sessions.note_alive(time.time())
             if not self.binary.found:
                 await self.binary.look_again()  # installed since? the relay hears it at once
+            elif time.monotonic() >= self._next_login_check:
+                # Logged in at the desk since? (a process only while it said "no login")
+                self._next_login_check = time.monotonic() + LOGIN_RECHECK_EVERY
+                await self.binary.recheck_login()
             if self.sessions.dirty:
                 await asyncio.to_thread(self.sessions.save)
 

@@ -220,6 +220,19 @@ class ClaudeBinary:
             _log.warning(warning)
         await self._on_new_version(version)
 
+    async def recheck_login(self) -> bool:
+        """Ask ``claude auth status`` again while it said there was no login (the person may
+        have logged in at the desk since); the relay hears a change at once. True on a change."""
+        if not self.found or self.logged_in is not False:
+            return False
+        now = await claude_logged_in(self.path, self._env)
+        if now is None or now == self.logged_in:
+            return False
+        self.logged_in = now
+        _log.info("Claude Code is logged in now")
+        await self._on_new_version(self.version)
+        return True
+
     async def look_again(self) -> bool:
         """Whether Claude Code is here now: it was missing, it may have been installed since (a
         look on PATH, a process only when something is there)."""

@@ -5,14 +5,17 @@ warning for a Claude Code version this bridge was not tested with."""
 
 from __future__ import annotations
 
+import asyncio
 import re
 import uuid
 from dataclasses import dataclass
+from pathlib import Path
 
 import pytest
 
 from agent.launch import (
     BadClaudeArgs,
+    ClaudeBinary,
     LaunchPlan,
     OnDisk,
     ResumeChoice,
@@ -255,3 +258,37 @@ def test_session_env_keeps_the_agents_environment_and_drops_tmux() -> None:
     )
     assert env["PATH"] == "/bin" and env["ANTHROPIC_BASE_URL"] == "http://x"
     assert "TMUX" not in env and env["CB_HOOK"] == "s:secret:1"
+
+
+def test_a_login_at_the_desk_is_heard_without_restarting_the_agent(tmp_path: Path) -> None:
+    """``claude auth status`` said "no login": asked again, a login made since is told at once
+    (the page's Start was off); while it stays logged in nothing more is asked."""
+    logged = tmp_path / "logged-in"
+    asked = tmp_path / "asked"
+    claude = tmp_path / "claude"
+    claude.write_text(
+        "#!/bin/sh\n"
+        'if [ "$1" = "--version" ]; then echo "2.1.332 (Claude Code)"; exit 0; fi\n'
+        f'echo x >> "{asked}"\n'
+        f'if [ -e "{logged}" ]; then echo \'{{"loggedIn": true}}\'; '
+        "else echo '{\"loggedIn\": false}'; exit 1; fi\n"
+    )
+    claude.chmod(0o700)
+    told: list[str] = []
+
+    async def tell(version: str) -> None:
+        told.append(version)
+
+    async def run() -> None:
+        binary = ClaudeBinary(str(claude), tell)
+        await binary.start()
+        assert binary.standing == "logged_out"
+        assert not await binary.recheck_login()  # still none: nothing told
+        logged.touch()
+        assert await binary.recheck_login()
+        assert binary.standing in ("ok",) and told == ["2.1.332"]
+        before = asked.read_text().count("x")
+        assert not await binary.recheck_login()  # logged in: no process at all
+        assert asked.read_text().count("x") == before
+
+    asyncio.run(run())
