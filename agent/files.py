@@ -17,14 +17,17 @@ def write_json(path: Path, data: Any) -> None:
     write_text(path, json.dumps(data, indent=1, ensure_ascii=False) + "\n")
 
 
-def write_text(path: Path, text: str) -> None:
-    """Write ``text`` to ``path`` as :func:`write_json` does: atomically, mode 0600."""
+def write_text(path: Path, text: str, mode: int | None = None) -> None:
+    """Write ``text`` to ``path`` as :func:`write_json` does: atomically, mode 0600 (or
+    ``mode``: a file of the person's that keeps its own, such as a project's CLAUDE.md)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, temp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as out:
             out.write(text)
             out.flush()
+            if mode is not None:
+                os.fchmod(out.fileno(), mode)
             os.fsync(out.fileno())
         os.replace(temp, path)
     except BaseException:

@@ -13,15 +13,14 @@ it). The write is whole or not at all (a temp file beside it, fsync, rename).
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import os
 import stat
-import tempfile
 from pathlib import Path
 from typing import Any, Final, Protocol
 
 from agent.commands import Handler
 from agent.errors import CommandFailed
+from agent.files import write_text
 from agent.registry import SessionRecord
 from wire.memory_section import SectionError, apply_section, current_facts, unified_diff
 from wire.protocol import WriteMemoryArgs
@@ -86,21 +85,6 @@ def _read(path: Path) -> tuple[str, int | None]:
         ) from None
 
 
-def _write(path: Path, text: str, mode: int) -> None:
-    fd, temp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="") as out:
-            out.write(text)
-            out.flush()
-            os.fchmod(out.fileno(), mode)
-            os.fsync(out.fileno())
-        os.replace(temp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(temp)
-        raise
-
-
 def write_memory(session_folder: str, args: WriteMemoryArgs) -> dict[str, Any]:
     """Do the command on disk (see the module's docstring); answers ``{diff, path, changed,
     written, facts}``."""
@@ -114,7 +98,7 @@ def write_memory(session_folder: str, args: WriteMemoryArgs) -> dict[str, Any]:
     changed = after != before
     written = changed and not args.dry_run
     if written:
-        _write(path, after, NEW_FILE_MODE if mode is None else mode)
+        write_text(path, after, NEW_FILE_MODE if mode is None else mode)
     return {
         "diff": diff,
         "path": str(path),

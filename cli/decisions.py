@@ -19,20 +19,10 @@ from cli.client import SessionSnapshot
 from cli.common import connect, guarded, print_json
 from cli.display import named, when
 from cli.references import find_session
+from relay.handoff import CONTEXT_SHOWN, DECISION_LABELS
 
-# As the phone's Decisions panel words them (relay/handoff.py DECISION_LABELS).
-LABELS: Final = {
-    "answer": "answered",
-    "typed_answer": "answered in their own words",
-    "plan_approved": "approved the plan",
-    "plan_rejected": "rejected the plan and said",
-    "plan_declined": "declined the plan",
-    "rejected": "rejected a tool use and said",
-    "rule": "permission rule",
-    "model": "model",
-    "mode": "permission mode set to",
-}
-CONTEXT_SHOWN: Final = frozenset({"answer", "typed_answer", "rejected", "rule"})
+# Words as the handoff and the phone's Decisions panel use them (relay/handoff.py).
+LABELS: Final = DECISION_LABELS
 OPEN_LABELS: Final = {"task": "task", "card": "waiting for you", "held": "held message"}
 INDENT: Final = "      "
 

@@ -34,6 +34,8 @@ from relay.tokens import max_units, text_units, tokens_of_units
 from wire.markers import fresh_marker
 
 __all__ = [
+    "CONTEXT_SHOWN",
+    "DECISION_LABELS",
     "HANDOFF_MAX_TOKENS_DEFAULT",
     "HANDOFF_MIN_TOKENS",
     "Handoff",
