@@ -191,6 +191,16 @@ def failure_info(found: startfail.StartFailure) -> StartFailureInfo:
     )
 
 
+def kept_failure(record: SessionRecord) -> StartFailureInfo | None:
+    """The start failure the registry kept for the session (None: none, or not readable)."""
+    if record.start_failure is None:
+        return None
+    try:
+        return StartFailureInfo.model_validate(record.start_failure)
+    except ValueError:
+        return None
+
+
 def failure_error(info: StartFailureInfo) -> str:
     """The failure in one sentence: the session's ``error`` on the phone."""
     reason = info.reason.rstrip(" .")
@@ -494,6 +504,7 @@ class SessionDriver(Runtime):
                 # stay held, and it is not revived (a message reopens it).
                 self.failure = await read_start_failure(self.mux, self.name, self.mac_name)
                 self.error = failure_error(self.failure)
+                record.start_failure = self.failure.model_dump()
                 record.alive = False
                 record.held = [
                     m.model_copy(update={"state": "held"}) if m.state == "typing" else m

@@ -80,6 +80,9 @@ class SessionRecord:
     handoff_decisions: int = 0
     lead: list[str] = field(default_factory=list)
     resumed_scope: str | None = None  # the scope its latest start used (None: not a resume)
+    # Why its claude ended before it was live (wire's StartFailureInfo as JSON), kept across
+    # the agent's restarts until a start works.
+    start_failure: dict[str, Any] | None = None
 
     def to_json(self) -> dict[str, Any]:
         data = asdict(self)

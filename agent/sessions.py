@@ -31,7 +31,15 @@ from typing import Any
 from agent import attachments
 from agent import grants as grantrules
 from agent.archive import DiskArchive
-from agent.driver import SessionDriver, SessionHost, policy_of, queue_marker, set_policy
+from agent.driver import (
+    SessionDriver,
+    SessionHost,
+    failure_error,
+    kept_failure,
+    policy_of,
+    queue_marker,
+    set_policy,
+)
 from agent.errors import CommandFailed, MuxError, reason
 from agent.hooksettings import hook_env
 from agent.launch import (
@@ -207,6 +215,9 @@ class Sessions:
             if record.fork_conversation and record.fork_copy:
                 # A fork's history first: the conversation it forked, as it was then.
                 rt.follower.follow(record.fork_conversation, Path(record.fork_copy))
+            rt.failure = kept_failure(record)  # an agent restarted: why it did not start
+            if rt.failure is not None:
+                rt.error = failure_error(rt.failure)
             if record.conversation_id:
                 path = self.transcript_file(record)
                 rt.follower.follow(record.conversation_id, path)
@@ -294,6 +305,7 @@ class Sessions:
             rt.launching = False
         rt.error = None
         rt.failure = None
+        record.start_failure = None
         return rt
 
     def on_disk(self, record: SessionRecord) -> OnDisk:

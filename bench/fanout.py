@@ -359,6 +359,11 @@ async def _stop_profiler(proc: Any) -> None:
         await proc.wait()
 
 
+# Every client here reads with one phone token, where real phones have one each: the relay's
+# bound on one login's streams (sse_max_streams_per_token) is lifted past the most clients.
+MANY_PHONES = {"CB_SSE_MAX_STREAMS_PER_TOKEN": "100000"}
+
+
 async def _prepare_relay(relay: RelayProcess) -> Target:
     """Create the session the clients will watch (one line through the link)."""
     from wire.client import MacLink
@@ -413,7 +418,7 @@ async def run_async(args: argparse.Namespace) -> Results:
         if "bare" in kinds:
             targets.append(Target("bare", stack.enter_context(BareSSEProcess())))
         if "relay" in kinds:
-            targets.append(await _prepare_relay(stack.enter_context(RelayProcess())))
+            targets.append(await _prepare_relay(stack.enter_context(RelayProcess(env=MANY_PHONES))))
         if args.warmup:
             warm = argparse.Namespace(**{**vars(args), "batches": 5, "profile": None})
             for target in targets:

@@ -54,6 +54,7 @@ from cli.checks import (
     parse_key_answers,
     render,
 )
+from cli.common import LOCAL_TOKEN_FILE
 from cli.publish import PublishError, load_choice, read_running
 from cli.service import UP_LABEL, UP_UNIT
 from cli.tailscale import Tailscale, TailscaleError
@@ -503,6 +504,9 @@ def run_checks(options: Options, *, quick: bool = False) -> list[Result]:
     ]
     if not quick:
         token = options.token or options.environ.get("CB_TOKEN", "")
+        if not token and not where.remote:
+            # This machine's relay keeps a phone token for its own command line (0600).
+            token = _read(where.relay_dir / LOCAL_TOKEN_FILE)
         public = probe_relay(where.public_url)
         vapid, source = probe_vapid(where.relay_dir, public, token)
         home = Path(options.environ.get("HOME") or Path.home())

@@ -101,7 +101,29 @@ def access_log_to_file(folder: Path) -> Path:
         access.removeHandler(old)
     access.addHandler(handler)
     access.propagate = False
+    # uvicorn says each WebSocket's arrival and end on its error logger: a line per link and
+    # per stream, access lines in all but name — they go to the same file.
+    logging.getLogger("uvicorn.error").addFilter(_ConnectionLinesTo(handler))
     return path
+
+
+class _ConnectionLinesTo(logging.Filter):
+    """Sends uvicorn's per-connection lines ("WebSocket … [accepted]", "connection open",
+    "connection closed") to the access log's handler instead of the terminal."""
+
+    def __init__(self, handler: logging.Handler) -> None:
+        super().__init__()
+        self.handler = handler
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        text = record.getMessage()
+        if text in CONNECTION_LINES or ' - "WebSocket ' in text:
+            self.handler.handle(record)
+            return False
+        return True
+
+
+CONNECTION_LINES = frozenset({"connection open", "connection closed"})
 
 
 def _print_up(

@@ -60,6 +60,18 @@ def test_a_claude_that_exits_at_start_says_why_and_the_held_message_waits(fake: 
         assert [(h["text"], h["state"]) for h in held["held"]] == [("hello there", "held")]
         assert not [e for e in events(phone, session_id) if e["kind"] == "user"]
 
+        # The agent restarts (the Mac rebooted, `up` again): why it did not start is still said.
+        fake.stop_agent()
+        # Offline, the relay keeps saying it (last known); the live error goes.
+        wait_for(lambda: snapshot(phone, session_id)["error"] is None, 30, "the Mac offline")
+        fake.start_agent(env={**fake.env(), "FAKECLAUDE_START_EXIT": str(refusal)})
+        again = wait_for(
+            lambda: (s := snapshot(phone, session_id))["error"] and s["failure"] and s,
+            30,
+            "the failure told again by the restarted agent",
+        )
+        assert again["failure"]["code"] == "claude_offline"
+
         # The cause is fixed: the next message starts the conversation afresh, under its id,
         # and both messages are typed.
         refusal.unlink()

@@ -475,6 +475,21 @@ def test_a_healthy_machine_is_all_ok_but_the_honest_warnings(
     assert all(c["fix"] for c in checks if c["status"] == "warn")
 
 
+def test_on_the_relay_s_machine_the_link_is_asked_with_the_relay_s_own_token(
+    tmp_path: Path, relay: RelayServer, account: Account, linked: ScriptedMac
+) -> None:
+    """No --token, no CB_TOKEN: this machine's relay keeps one for its command line (0600),
+    and doctor asks with it whether this Mac is online."""
+    kept = relay.config.data_path / "cli-token"
+    kept.write_text(account.phone_token + "\n")
+    kept.chmod(0o600)
+    args = _healthy_args(tmp_path, relay, account)[:-2]  # without --token
+    done = _doctor(tmp_path, "--json", *args, path=_bin(tmp_path), code=0)
+    by = {c["name"]: c for c in json.loads(done.stdout)}
+    assert "online now" in by["link"]["detail"], by["link"]
+    assert "no phone token" not in by["link"]["detail"]
+
+
 def test_the_person_s_output_one_aligned_line_per_check_and_a_summary(
     tmp_path: Path, relay: RelayServer, account: Account, linked: ScriptedMac
 ) -> None:

@@ -142,6 +142,8 @@ def test_the_first_up_keeps_its_folder_private_and_its_access_log_off_the_screen
     assert log.stat().st_mode & 0o777 == 0o600
     assert "GET /api/health?from=the-test" in log.read_text()
     assert "from=the-test" not in text  # the pairing link and QR code stay on screen
+    # uvicorn's per-connection lines (the agent's link, each page stream) go there too.
+    assert "[accepted]" not in text and "connection open" not in text, text
     assert f"access log:   {log} (--access-log shows it here)" in text
     # A second run says nothing about loose permissions.
     again, _ = _run_up(tmp_path)
