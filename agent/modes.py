@@ -30,19 +30,10 @@ from typing import Literal
 
 from agent.errors import CommandFailed
 from agent.state import launch_mode
+from wire.protocol import MODE_NAMES
 
 CYCLE_KEY = "BTab"  # Shift+Tab, as tmux names it
 MAX_PRESSES = 8  # more modes than any cycle has: a mode not reached by then is not in it
-
-# Modes shown as the phone names them (hooks' "default" is "manual").
-MODE_NAMES = {
-    "manual": "manual",
-    "acceptEdits": "accept edits",
-    "plan": "plan",
-    "auto": "auto",
-    "bypassPermissions": "bypass permissions",
-    "dontAsk": "don't ask",
-}
 
 
 @dataclass(frozen=True)
@@ -78,7 +69,7 @@ def next_mode_step(target: str, seen: Sequence[str | None]) -> ModeStep:
 def _not_in_cycle(mode: str, cycle: str) -> str:
     why = {
         "bypassPermissions": " (claude offers it only when started allowing it: start the "
-        "session in bypass permissions mode)",
+        "session in Bypass mode)",
         "dontAsk": " (it is chosen at start only)",
     }.get(mode, "")
     return f"{MODE_NAMES.get(mode, mode)} mode is not in this session's mode cycle ({cycle}){why}"

@@ -20,6 +20,7 @@ from cli.common import connect, guarded, print_json
 from cli.display import named, when
 from cli.references import find_session
 from relay.handoff import CONTEXT_SHOWN, DECISION_LABELS
+from wire.protocol import MODE_NAMES
 
 # Words as the handoff and the phone's Decisions panel use them (relay/handoff.py).
 LABELS: Final = DECISION_LABELS
@@ -52,7 +53,8 @@ def ledger_lines(session: SessionSnapshot, ledger: Mapping[str, Any]) -> list[st
         about = f" ({d.get('context')})" if d.get("context") and kind in CONTEXT_SHOWN else ""
         mark = "  [remember]" if d.get("remembered") else ""
         out.append(f"  {_where(d.get('source'))}  {LABELS.get(kind, kind)}{about}:{mark}")
-        out.extend(_block(str(d.get("text", ""))))
+        text = str(d.get("text", ""))
+        out.extend(_block(MODE_NAMES.get(text, text) if kind == "mode" else text))
     if ledger.get("dropped"):
         out.append(f"  ({ledger['dropped']} older decisions are not kept)")
     out.append("Constraints")

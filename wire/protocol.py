@@ -15,7 +15,7 @@ import hashlib
 import json
 import re
 from enum import StrEnum
-from typing import Annotated, Any, ClassVar, Literal, get_args
+from typing import Annotated, Any, ClassVar, Final, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 
@@ -544,6 +544,17 @@ MAX_BRANCH_CHARS = 200  # a worktree's branch name
 PermissionMode = Literal[
     "manual", "default", "acceptEdits", "auto", "bypassPermissions", "dontAsk", "plan"
 ]
+# Each mode by the name Claude Code shows (the page's web/js/i18n.js says the same): what a
+# person reads anywhere, never the raw value (hooks' "default" is Manual).
+MODE_NAMES: Final[dict[str, str]] = {
+    "manual": "Manual",
+    "default": "Manual",
+    "acceptEdits": "Accept edits",
+    "plan": "Plan",
+    "auto": "Auto",
+    "bypassPermissions": "Bypass",
+    "dontAsk": "Don't ask",
+}
 CardKey = Annotated[str, Field(max_length=MAX_CARD_KEY_CHARS)]
 
 

@@ -53,9 +53,9 @@ def test_a_mode_not_in_the_cycle_says_which_cycle_it_saw_and_why() -> None:
         "bypassPermissions", ["manual", "acceptEdits", "plan", "auto", "manual"]
     )
     assert step.reason == (
-        "bypass permissions mode is not in this session's mode cycle (manual → accept edits → "
-        "plan → auto → manual) (claude offers it only when started allowing it: start the "
-        "session in bypass permissions mode)"
+        "Bypass mode is not in this session's mode cycle (Manual → Accept edits → "
+        "Plan → Auto → Manual) (claude offers it only when started allowing it: start the "
+        "session in Bypass mode)"
     )
 
 
@@ -239,7 +239,7 @@ def test_a_mode_not_in_the_cycle_is_refused_back_where_it_began(tmp_path: Path) 
         with pytest.raises(CommandFailed) as refused:
             await driver.set_mode("bypassPermissions")
         assert refused.value.code == "mode_unavailable"
-        assert "manual → accept edits → plan → auto → manual" in refused.value.message
+        assert "Manual → Accept edits → Plan → Auto → Manual" in refused.value.message
         assert mux.at == 0 and driver.record.permission_mode is None  # as it was
 
     asyncio.run(asyncio.wait_for(body(), 30))

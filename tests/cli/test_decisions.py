@@ -34,7 +34,7 @@ def test_decisions_lists_the_ledger_and_pins_and_removes_constraints(
     out = cli(relay, account.phone_token, "decisions", session_id).stdout
     assert f"answered ({QUESTION}):" in out and "\n      Blue\n" in out
     assert "rejected the plan and said:" in out and "      MAKE_PLAN again" in out
-    assert "permission mode set to:" in out and "      plan" in out
+    assert "permission mode set to:" in out and "      Plan" in out
     assert "Constraints\n  none: pin one" in out
 
     pinned = cli(

@@ -62,7 +62,8 @@ def test_decisions_panel_pins_and_remembers(
     expect(dialog.locator("li.dec[data-kind='plan_rejected'] .dec-text")).to_have_text(
         "MAKE_PLAN again"
     )
-    expect(dialog.locator("li.dec[data-kind='mode'] .dec-text")).to_have_text("plan")
+    # a mode by the name Claude Code shows, never the raw value
+    expect(dialog.locator("li.dec[data-kind='mode'] .dec-text")).to_have_text("Plan")
     expect(dialog.locator("li.con")).to_have_count(2)
     expect(dialog.locator("li.open-item[data-kind='held']")).to_contain_text(
         "and add a changelog entry"

@@ -7,6 +7,7 @@
 import { del, get, patch, post } from "./api.js";
 import { h } from "./dom.js";
 import { getLang } from "./i18n.js";
+import { modeName } from "./modes.js";
 import { actionSheet, modal, promptBox, showError, toast } from "./ui.js";
 
 const LABELS = {
@@ -72,12 +73,17 @@ function sourceButton(source, onGo) {
   return button;
 }
 
+/** A decision's text as the page words it: a mode by the name Claude Code shows, never raw. */
+function shownText(d) {
+  return d.kind === "mode" ? modeName(d.text) : d.text;
+}
+
 function decisionItem(view, d, refresh, onGo, readOnly) {
   const about = d.context && CONTEXT_SHOWN.has(d.kind) ? d.context : "";
   const item = h("li.dec", { dataset: { id: d.id, kind: d.kind } },
     h("span.dec-kind", null, dt("k_" + d.kind)),
     about ? h("span.dec-about", null, about) : null,
-    h("p.dec-text.plain", null, d.text + (d.truncated ? " …" : "")),
+    h("p.dec-text.plain", null, shownText(d) + (d.truncated ? " …" : "")),
     h("div.dec-foot", null, sourceButton(d.source, onGo)));
   if (!readOnly) {
     const button = h("button.small.dec-remember", { type: "button", "aria-pressed": String(Boolean(d.remembered)) },
@@ -229,7 +235,7 @@ export function snapshotLine(ev) {
   const ledger = snap.ledger || {};
   const details = h("details.ev.snapshot", null, h("summary", null, ev.text || dt("snapshot")));
   const rows = [];
-  for (const d of ledger.decisions || []) rows.push(h("li", null, h("b", null, dt("k_" + d.kind) + ": "), d.text));
+  for (const d of ledger.decisions || []) rows.push(h("li", null, h("b", null, dt("k_" + d.kind) + ": "), shownText(d)));
   for (const c of ledger.constraints || []) rows.push(h("li", null, h("b", null, dt("constraints") + ": "), c.text));
   for (const o of ledger.open_items || []) rows.push(h("li", null, h("b", null, dt("o_" + o.kind) + ": "), o.text));
   if (rows.length) details.append(h("ul.snap-list", null, rows));
