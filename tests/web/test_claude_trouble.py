@@ -108,7 +108,10 @@ def test_a_start_failure_shows_on_the_session_and_in_the_list(
     )
     phone.shot("22-01-list-start-failure")
 
+    # The pill says it did not start: "Stopped" would say somebody stopped it.
+    expect(row.get_by_text("Did not start", exact=True)).to_be_visible()
     row.click()
+    expect(page.locator("span.badge", has_text="Did not start").first).to_be_visible()
     box = page.locator(".failure")
     expect(box.locator(".failure-reason")).to_have_text("Invalid API key · Please run /login")
     action = box.locator(".failure-action")

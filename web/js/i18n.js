@@ -5,7 +5,7 @@ const en = {
   app: "claude-bridge",
   // states and session marks
   st_starting: "Starting", st_idle: "Idle", st_busy: "Working", st_coding: "Coding",
-  st_waiting: "Needs you", st_ended: "Stopped",
+  st_waiting: "Needs you", st_ended: "Stopped", st_not_started: "Did not start",
   mk_ended: "Ended", mk_resting: "Resting", mk_moving: "Moving", mk_offline: "Mac offline",
   // cards
   ck_permission: "Permission", ck_question: "Question", ck_plan: "Plan",
@@ -154,7 +154,7 @@ const en = {
 const ko = {
   app: "claude-bridge",
   st_starting: "뜨는 중", st_idle: "대기", st_busy: "작업 중", st_coding: "코딩 중",
-  st_waiting: "응답 대기", st_ended: "멈춤",
+  st_waiting: "응답 대기", st_ended: "멈춤", st_not_started: "시작 못 함",
   mk_ended: "끝남", mk_resting: "휴면", mk_moving: "옮기는 중", mk_offline: "기기 끊김",
   ck_permission: "권한 요청", ck_question: "질문", ck_plan: "플랜 승인",
   ck_dialog: "터미널 확인", ck_keyed: "터미널 확인", ck_stuck: "지시 대기", ck_resume: "이어가기 방식",
@@ -360,5 +360,7 @@ export function stateLabel(session) {
   if (!session) return "";
   if (session.state === "busy" && session.activity === "coding") return t("st_coding");
   if (session.state === "waiting" && session.card) return t("ck_" + session.card.kind);
+  // Its claude ended before it was ever live: "Stopped" would say somebody stopped it.
+  if (session.state === "ended" && session.failure) return t("st_not_started");
   return t("st_" + session.state);
 }
