@@ -22,6 +22,7 @@ handoff a ``fresh`` start would type (:func:`push_handoff`).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import time
@@ -64,6 +65,7 @@ _log = logging.getLogger("relay.features.snapshots")
 # A snapshot event carries the whole snapshot up to this size; beyond, its counts (the page
 # opens the Decisions panel for the rest). Well under a page of events (max_page_bytes).
 EVENT_INPUT_MAX_BYTES: Final = 64_000
+WELCOME_WAIT: Final = 10.0  # seconds a snapshot waits for a linking Mac's welcome before it is sent
 TURN_STATES: Final = frozenset({"idle", "waiting"})
 _MARKS: Final = (f'"marker":"{MarkerKind.COMPACTED}"', f'"marker":"{MarkerKind.CLEARED}"')
 # Decisions whose context (the question, the tool) is searched with them (a plan is too long).
@@ -290,8 +292,12 @@ class Snapshots:
         link = state.live.link(after.device_id)
         if isinstance(link, DeviceLink) and not link.closed:
             # The Mac's archive keeps it too (a Mac linked to another node, or offline, is
-            # sent it after its next hello, as any event it missed).
-            await link.send(events_message(after.id, after.epoch, numbered))
+            # sent it after its next hello, as any event it missed). A link still saying hello
+            # hears nothing before its welcome.
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(link.welcomed.wait(), WELCOME_WAIT)
+                if not link.closed:
+                    await link.send(events_message(after.id, after.epoch, numbered))
         state.publish_session(after)
         await self._handoff(after)
         return snapshot
