@@ -375,11 +375,14 @@ def probe_link(
     return LinkProbe(str(agent_dir), relay_url, True, None, checked, name, online, note)
 
 
-def probe_vapid(relay_dir: Path, public: RelayProbe, phone_token: str) -> tuple[bool | None, str]:
+def probe_vapid(
+    relay_dir: Path, public: RelayProbe, phone_token: str, whose: str = "the phone token"
+) -> tuple[bool | None, str]:
+    """``whose`` names the token in the answer: the one given, or the relay's own on its machine."""
     if phone_token and public.healthy:
         answer = _phone_get(public.url, phone_token, "/api/push/key")
         if not isinstance(answer, str):
-            return bool(answer.get("key")), "asked the relay with the phone token"
+            return bool(answer.get("key")), f"asked the relay with {whose}"
     from relay.datadir import DATABASE
 
     if (relay_dir / DATABASE).is_file():
@@ -504,11 +507,12 @@ def run_checks(options: Options, *, quick: bool = False) -> list[Result]:
     ]
     if not quick:
         token = options.token or options.environ.get("CB_TOKEN", "")
+        whose = "the phone token"
         if not token and not where.remote:
             # This machine's relay keeps a phone token for its own command line (0600).
-            token = _read(where.relay_dir / LOCAL_TOKEN_FILE)
+            token, whose = _read(where.relay_dir / LOCAL_TOKEN_FILE), "its own command-line token"
         public = probe_relay(where.public_url)
-        vapid, source = probe_vapid(where.relay_dir, public, token)
+        vapid, source = probe_vapid(where.relay_dir, public, token, whose)
         home = Path(options.environ.get("HOME") or Path.home())
         results += [
             decide_relay(public),

@@ -867,9 +867,15 @@ def test_a_relay_over_https_makes_the_relay_and_web_push_checks_pass(
     assert "VAPID key (asked the relay with the phone token)" in by["push"]["detail"]
     assert by["clock"]["status"] == "ok"
     assert by["link"]["status"] == "warn"  # known, and offline: no agent is linked to it
+    # No token given: on the relay's own machine doctor asks with the relay's command-line token…
     without_token = _by_name(_doctor(tmp_path, *args, path=_bin(tmp_path), env=env, code=0))
     assert without_token["push"]["status"] == "ok"
-    assert str(server.config.data_path / "vapid.pem") in without_token["push"]["detail"]
+    assert "asked the relay with its own command-line token" in without_token["push"]["detail"]
+    # …and without that either, it looks for the key file in the relay's data folder.
+    (server.config.data_path / "cli-token").unlink()
+    no_token_at_all = _by_name(_doctor(tmp_path, *args, path=_bin(tmp_path), env=env, code=0))
+    assert no_token_at_all["push"]["status"] == "ok"
+    assert str(server.config.data_path / "vapid.pem") in no_token_at_all["push"]["detail"]
 
 
 def test_the_address_up_remembered_is_the_one_doctor_checks(tmp_path: Path) -> None:

@@ -72,13 +72,18 @@ def wait_answered(phone: httpx.Client, session_id: str) -> None:
 def say_and_wait_answer(
     phone: httpx.Client, session_id: str, text: str, timeout: float, what: str
 ) -> None:
-    """Send ``text`` to an idle session and wait until its answer is the newest event."""
+    """Send ``text`` to an idle session and wait until its answer is the newest event of the
+    conversation (the relay's own snapshot of the ledger may follow it: it is no answer)."""
     phone.post(f"/api/sessions/{session_id}/messages", json={"text": text})
-    wait_for(
-        lambda: (
-            (listed := events(phone, session_id))[-1]["kind"] == "assistant"
-            and any(e["kind"] == "user" and e["text"] == text for e in listed)
-        ),
-        timeout,
-        what,
-    )
+    seen: list[dict[str, Any]] = []
+
+    def answered() -> bool:
+        seen[:] = [e for e in events(phone, session_id) if e["kind"] != "snapshot"]
+        asked = any(e["kind"] == "user" and e["text"] == text for e in seen)
+        return asked and seen[-1]["kind"] == "assistant"
+
+    try:
+        wait_for(answered, timeout, what)
+    except AssertionError as timed_out:
+        tail = [(e["seq"], e["kind"], str(e.get("text", ""))[:40]) for e in seen[-6:]]
+        raise AssertionError(f"{timed_out}; the newest events: {tail}") from None
