@@ -116,6 +116,7 @@ class AgentOptions:
     watch: bool = True  # wake on file changes
     polling_only: bool = False  # the seed's plain polling: no file events, hook wakes or bursts
     claude_args: tuple[str, ...] = ()  # the person's extra claude arguments (agent --claude-arg)
+    claude_missing_said: bool = False  # the starting command told the person claude is missing
 
 
 class Agent:
@@ -207,7 +208,7 @@ class Agent:
     # -- life of the agent ---------------------------------------------------------------
 
     async def start(self) -> None:
-        await self.binary.start()
+        await self.binary.start(say_missing=not self.options.claude_missing_said)
         await self.hook_server.start()
         write_text(self.data / "hook-port", str(self.hook_server.port))
         if isinstance(self.mux, Mux):  # where `claude-bridge attach` finds the sessions' panes

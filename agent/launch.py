@@ -139,6 +139,8 @@ async def claude_version(claude: str) -> str:
             stdout=asyncio.subprocess.PIPE, stderr=asyncio.subprocess.STDOUT,
         )  # fmt: skip
         out, _ = await asyncio.wait_for(proc.communicate(), 30)
+    except FileNotFoundError as exc:
+        raise ClaudeMissing(f"cannot find {claude!r}") from exc
     except (OSError, TimeoutError) as exc:
         raise ClaudeMissing(f"{claude} --version failed: {exc}") from exc
     match = _VERSION.search(out.decode("utf-8", "replace"))
@@ -176,15 +178,19 @@ class ClaudeBinary:
             return "unknown"
         return "ok" if self.logged_in else "logged_out"
 
-    async def start(self) -> None:
+    async def start(self, say_missing: bool = True) -> None:
         """Read the version (and whether it has a login) once, at agent start. A claude that is
-        missing is not fatal: the Mac says so (``found``) and each launch looks for it again."""
+        missing is not fatal: the Mac says so (``found``) and each launch looks for it again.
+        ``say_missing``: log it (not when the command that started the agent said it already)."""
         self._stamp = binary_stamp(self.path)
         try:
             self.version = await claude_version(self.path)
         except ClaudeMissing as exc:
             self.found = False
-            _log.warning("%s; sessions cannot start until it is installed", exc)
+            if say_missing:
+                _log.warning(
+                    "Claude Code: %s; sessions start once it is installed (%s)", exc, INSTALL_LINE
+                )
             return
         warning = version_warning(self.version)
         if warning:

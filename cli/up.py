@@ -208,11 +208,11 @@ async def _run_with_agent(
     )
     agent: Agent | None = None
     try:
-        claude = find_claude(getattr(args, "claude", None))
-    except ClaudeMissing as exc:
-        # The agent runs anyway: the page says Claude Code is missing here and how to install it.
-        print(f"  {exc}: the page says so; sessions start once it is installed", flush=True)
-        claude = wanted_claude(getattr(args, "claude", None))
+        claude, missing = find_claude(getattr(args, "claude", None)), False
+    except ClaudeMissing:
+        # The agent runs anyway: the page says Claude Code is missing here and how to install it
+        # (as the quick checks above said).
+        claude, missing = wanted_claude(getattr(args, "claude", None)), True
     try:
         program = find_program("auto")
     except MuxError as exc:
@@ -227,6 +227,7 @@ async def _run_with_agent(
             mux_program=program,
             mux_socket=args.socket,
             claude_args=tuple(extra),
+            claude_missing_said=missing,
         )
         agent = Agent(options, cfg)
         try:
@@ -234,7 +235,10 @@ async def _run_with_agent(
             if agent.binary.found:
                 running = f"running claude {agent.claude_version} in {program}"
             else:
-                running = f"linked, without Claude Code ({INSTALL_LINE} installs it)"
+                running = (
+                    f"linked, without Claude Code: sessions start once it is installed "
+                    f"({INSTALL_LINE})"
+                )
             print(f"  local agent:  {running}", flush=True)
             if extra:
                 print(f"  claude args:  {shlex.join(extra)}", flush=True)
@@ -243,12 +247,23 @@ async def _run_with_agent(
             agent = None
     loop = asyncio.get_running_loop()
 
+    async def agent_then_server() -> None:
+        # The agent first: stopped after the relay, it would see its link drop and say "lost;
+        # reconnecting" on the way out.
+        if agent is not None:
+            await agent.stop()
+        server.should_exit = True
+
     def stop() -> None:
         # The open event streams end at once too (else each waits for the graceful timeout and
         # is cancelled with a traceback); a second Ctrl-C stops without waiting at all.
         end_streams()
-        server.force_exit = server.should_exit
-        server.should_exit = True
+        if server.should_exit or stopping:
+            server.force_exit = server.should_exit = True
+            return
+        stopping.append(tasks.start(agent_then_server(), name="stopping"))
+
+    stopping: list[asyncio.Task[None]] = []
 
     for sig in (signal.SIGINT, signal.SIGTERM):  # before saying so: a Ctrl-C then stops cleanly
         loop.add_signal_handler(sig, stop)
@@ -256,7 +271,9 @@ async def _run_with_agent(
     try:
         await serving
     finally:
-        if agent is not None:
+        if stopping:
+            await asyncio.wait(stopping)
+        elif agent is not None:  # the server ended by itself
             await agent.stop()
     return 0
 

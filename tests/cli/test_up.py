@@ -93,6 +93,7 @@ def test_stopping_with_open_streams_is_quick_and_quiet(
     text = b"".join(out).decode("utf-8", "replace")
     assert took < STOP_WITHIN_S, (took, text[-2000:])
     assert "Traceback" not in text and "CancelledError" not in text, text[-4000:]
+    assert "reconnecting" not in text, text[-2000:]  # the agent stops before its relay
     # uvicorn may end by its own signal again once it shut down cleanly (`relay`)
     assert code in (0, 130, -sig), (code, text[-2000:])
 
@@ -183,3 +184,13 @@ def test_no_message_points_at_a_file_only_a_clone_has() -> None:
                 ):
                     found.append(f"{path.relative_to(REPO)}:{node.lineno}: {node.value[:80]!r}")
     assert not found, "\n".join(found)
+
+
+def test_up_without_claude_code_says_so_once_with_what_to_do(tmp_path: Path) -> None:
+    """The quick checks say what is missing and how to install it; the agent's line says it runs
+    without it; nothing else repeats it (nor an errno)."""
+    text, _ = _run_up(tmp_path, "--claude", "claude-not-here")
+    assert text.count("cannot find 'claude-not-here'") == 1, text
+    assert "npm i -g @anthropic-ai/claude-code" in text.split("claude-bridge is starting")[0]
+    assert "local agent:  linked, without Claude Code: sessions start once it is installed" in text
+    assert "Errno" not in text and "--version failed" not in text, text
