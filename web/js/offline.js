@@ -86,7 +86,12 @@ function wholeButton(sessionId, m, key) {
     try {
       const read = await get(`/api/sessions/${encodeURIComponent(sessionId)}/outbox/${encodeURIComponent(m.id)}`);
       whole.set(key, read.text);
-      button.parentElement.querySelector(".held-text").textContent = read.text;
+      // The list may have been drawn again while the text was read: this button's item is then
+      // gone, and the item on screen is the new one.
+      for (const item of document.querySelectorAll(`.held-item[data-id="${CSS.escape(m.id)}"]`)) {
+        item.querySelector(".held-text").textContent = read.text;
+        item.querySelector(".queued-whole")?.remove();
+      }
       button.remove();
     } catch (error) {
       button.disabled = false;
