@@ -246,6 +246,7 @@ async def _run_with_agent(
             print(f"  no local agent: {exc}", flush=True)
             agent = None
     loop = asyncio.get_running_loop()
+    stopping: list[asyncio.Task[None]] = []  # the one stop under way, once a signal came
 
     async def agent_then_server() -> None:
         # The agent first: stopped after the relay, it would see its link drop and say "lost;
@@ -262,8 +263,6 @@ async def _run_with_agent(
             server.force_exit = server.should_exit = True
             return
         stopping.append(tasks.start(agent_then_server(), name="stopping"))
-
-    stopping: list[asyncio.Task[None]] = []
 
     for sig in (signal.SIGINT, signal.SIGTERM):  # before saying so: a Ctrl-C then stops cleanly
         loop.add_signal_handler(sig, stop)
